@@ -1,0 +1,80 @@
+# The commands people type. `make test` is what CI runs (.ci/run).
+SHELL := /bin/bash
+CARGO ?= cargo
+GO ?= go
+
+APISERVER := target/odh-test-apiserver
+K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' tests/apiserver/go.mod)
+K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
+APISERVER_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(K8S_MINOR) \
+	-X k8s.io/component-base/version.gitTreeState=clean
+TEST_APISERVER_DIR := target/test-apiserver
+
+# Every plugin crate (the SDK is a library, not a plugin). Built into target/wasm, the same
+# directory host/build.rs uses for the built-in ones, then copied to target/plugins.
+WASM_PLUGINS := $(notdir $(patsubst %/Cargo.toml,%,$(wildcard plugins/*/*/Cargo.toml plugins/*/Cargo.toml)))
+WASM_PLUGINS := $(filter-out sdk,$(WASM_PLUGINS))
+WASM_TARGET_DIR := target/wasm
+
+.PHONY: all build test run cluster plugins bench lint fmt crds apiserver stop-test-apiserver clean
+
+all: build
+
+## build: the host binary and developer helpers
+build:
+	$(CARGO) build --workspace --bins
+
+## apiserver: the kube-apiserver + etcd launcher used by tests and `make run`
+apiserver: $(APISERVER)
+
+$(APISERVER): $(wildcard tests/apiserver/*.go) tests/apiserver/go.mod tests/apiserver/go.sum
+	cd tests/apiserver && $(GO) build -trimpath -ldflags "$(APISERVER_LDFLAGS)" -o ../../$(APISERVER) .
+
+## plugins: every plugin to target/plugins/<name>.wasm
+plugins:
+	@mkdir -p target/plugins
+	$(CARGO) build --release --target wasm32-wasip2 --target-dir $(WASM_TARGET_DIR) $(addprefix -p ,$(WASM_PLUGINS))
+	@for p in $(WASM_PLUGINS); do \
+		cp $(WASM_TARGET_DIR)/wasm32-wasip2/release/$$(echo $$p | tr - _).wasm target/plugins/$$p.wasm || exit 1; \
+	done
+
+## test: every test, unit and integration, against a real kube-apiserver
+test: $(APISERVER) plugins
+	@status=0; $(CARGO) test --workspace --all-targets || status=$$?; \
+		$(MAKE) --no-print-directory stop-test-apiserver; exit $$status
+
+## stop-test-apiserver: stop the apiserver shared by a test run (it also stops itself when idle)
+stop-test-apiserver:
+	@pid=$$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' $(TEST_APISERVER_DIR)/ready.json 2>/dev/null); \
+		if [ -n "$$pid" ] && kill $$pid 2>/dev/null; then \
+			for i in $$(seq 1 100); do kill -0 $$pid 2>/dev/null || break; sleep 0.1; done; \
+		fi; true
+
+## cluster: only the local apiserver, in the foreground (kubeconfig: target/dev-cluster/kubeconfig)
+cluster: $(APISERVER)
+	$(APISERVER) --dir target/dev-cluster
+
+## run: the controller against $KUBECONFIG, or against a local apiserver it starts
+run: build $(APISERVER)
+	tests/dev/run.sh
+
+## lint: formatting and clippy, warnings are errors
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+## crds: regenerate deploy/crds from the Rust types
+crds:
+	$(CARGO) run -q -p odh-model-controller -- crds --write deploy/crds
+
+## bench: benchmarks (results in target/bench/)
+bench:
+	@echo "no benchmarks yet"
+
+clean:
+	$(CARGO) clean

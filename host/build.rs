@@ -1,0 +1,58 @@
+//! Builds the built-in plugins for wasm32-wasip2 and embeds them in the host binary.
+//!
+//! The plugins are built by a nested cargo with its own target directory (`target/wasm`):
+//! sharing the outer build's directory would deadlock on its lock. `make plugins` uses the
+//! same directory, so nothing is compiled twice.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Plugins compiled into the host (package names under plugins/).
+const BUILTINS: &[&str] = &["hello"];
+
+fn main() -> anyhow::Result<()> {
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
+    let root = manifest_dir.parent().expect("host/ sits in the workspace root").to_path_buf();
+    println!("cargo:rerun-if-changed={}", root.join("plugins").display());
+    println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    println!("cargo:rerun-if-env-changed=ODH_BUILTIN_PLUGIN_DIR");
+
+    let dir = match std::env::var_os("ODH_BUILTIN_PLUGIN_DIR") {
+        // Prebuilt components (e.g. from a container build stage).
+        Some(dir) => PathBuf::from(dir),
+        None => build_plugins(&root)?,
+    };
+    let mut out = String::from("/// (name, component bytes) of every built-in plugin.\npub static BUILTINS: &[(&str, &[u8])] = &[\n");
+    for name in BUILTINS {
+        let file = dir.join(format!("{}.wasm", name.replace('-', "_")));
+        anyhow::ensure!(file.exists(), "built-in plugin {name} was not built: {} is missing", file.display());
+        out.push_str(&format!("    ({name:?}, include_bytes!({:?})),\n", file.display().to_string()));
+    }
+    out.push_str("];\n");
+    std::fs::write(PathBuf::from(std::env::var("OUT_DIR")?).join("builtin_plugins.rs"), out)?;
+    Ok(())
+}
+
+fn build_plugins(root: &Path) -> anyhow::Result<PathBuf> {
+    let target_dir = root.join("target/wasm");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
+        .arg(&target_dir);
+    for name in BUILTINS {
+        cmd.args(["-p", name]);
+    }
+    // The outer build's settings (flags, wrappers such as clippy's, target) are not for this one.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_MAKEFLAGS"
+            || matches!(&*key, "RUSTC" | "RUSTDOC" | "RUSTC_WRAPPER" | "RUSTC_WORKSPACE_WRAPPER" | "RUSTFLAGS" | "TARGET" | "HOST" | "OUT_DIR" | "OPT_LEVEL" | "PROFILE" | "DEBUG" | "NUM_JOBS" | "RUSTC_LINKER")
+        {
+            cmd.env_remove(&*key);
+        }
+    }
+    let status = cmd.status()?;
+    anyhow::ensure!(status.success(), "building the built-in plugins failed");
+    Ok(target_dir.join("wasm32-wasip2/release"))
+}

@@ -1,0 +1,63 @@
+//! Group/version/kind as the host passes it around.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Gvk {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+impl Gvk {
+    pub fn new(group: &str, version: &str, kind: &str) -> Self {
+        Self { group: group.into(), version: version.into(), kind: kind.into() }
+    }
+
+    /// `group/version`, or just `version` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// From an object's `apiVersion` and `kind`.
+    pub fn from_api_version(api_version: &str, kind: &str) -> Self {
+        match api_version.split_once('/') {
+            Some((g, v)) => Self::new(g, v, kind),
+            None => Self::new("", api_version, kind),
+        }
+    }
+
+    /// From a raw object's `apiVersion` and `kind` fields.
+    pub fn of_object(obj: &serde_json::Value) -> Option<Self> {
+        let api_version = obj.get("apiVersion")?.as_str()?;
+        let kind = obj.get("kind")?.as_str()?;
+        Some(Self::from_api_version(api_version, kind))
+    }
+}
+
+impl fmt::Display for Gvk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.api_version(), self.kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_version_round_trips() {
+        let core = Gvk::from_api_version("v1", "Pod");
+        assert_eq!(core, Gvk::new("", "v1", "Pod"));
+        assert_eq!(core.api_version(), "v1");
+        let isvc = Gvk::from_api_version("serving.kserve.io/v1beta1", "InferenceService");
+        assert_eq!(isvc.api_version(), "serving.kserve.io/v1beta1");
+        assert_eq!(isvc.to_string(), "serving.kserve.io/v1beta1/InferenceService");
+    }
+}

@@ -1,0 +1,72 @@
+use clap::Parser;
+use odh_model_controller::cli::{Cli, Command, PluginCommand};
+use odh_model_controller::{crd, logging, plugin_cli, run};
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    if let Some(Command::Plugin(cmd)) = &cli.command {
+        return plugin_command(cmd);
+    }
+    let result = match cli.command {
+        Some(Command::Plugin(_)) => unreachable!("handled above"),
+        Some(Command::Crds { write }) => print_crds(write),
+        Some(Command::Run(args)) => run_controller(args),
+        None => run_controller(cli.run),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_controller(args: odh_model_controller::cli::RunArgs) -> anyhow::Result<()> {
+    logging::init(args.log_encoder(), &args.log_level());
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run::run(args))
+}
+
+fn print_crds(write: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+    for (file, crd) in crd::owned_crds() {
+        let manifest = crd::to_manifest(&crd)?;
+        match &write {
+            Some(dir) => std::fs::write(dir.join(file), manifest)?,
+            None => print!("---\n{manifest}"),
+        }
+    }
+    Ok(())
+}
+
+/// Prints the result as JSON on stdout; exit 0 on success, 1 when the plugin failed, 2 on bad
+/// arguments or input (the message goes to stderr).
+fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
+    logging::init(logging::Encoder::Console, "warn");
+    let (op, result) = match cmd {
+        PluginCommand::Inspect { plugin } => ("inspect", plugin_cli::inspect(plugin)),
+        PluginCommand::Eval(args) => (
+            match args.op {
+                plugin_cli::Op::Reconcile => "reconcile",
+                plugin_cli::Op::Mutate => "mutate",
+                plugin_cli::Op::Validate => "validate",
+            },
+            plugin_cli::eval(args),
+        ),
+    };
+    match result {
+        Ok(out) => {
+            println!("{}", serde_json::to_string_pretty(&out).expect("JSON values always serialize"));
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            if let plugin_cli::EvalError::Plugin(call) = &e {
+                println!("{}", plugin_cli::error_json(op, call));
+            }
+            eprintln!("error: {e}");
+            std::process::ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! What a plugin may do: the intersection of what it declares and what the admin grants.
+//! Deny by default: anything not in both is refused by the host, whatever the plugin tries.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::wire::Manifest;
+use crate::gvk::Gvk;
+
+/// An admin's grant for one plugin. `None` means "whatever the plugin declares" (the default
+/// for built-in plugins, which ship with the host); `Some` narrows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Grants {
+    #[serde(default)]
+    pub reads: Option<BTreeSet<Gvk>>,
+    #[serde(default)]
+    pub writes: Option<BTreeSet<Gvk>>,
+    #[serde(default)]
+    pub http_hosts: Option<BTreeSet<String>>,
+    /// Real randomness from the OS for `wasi:random/random`; otherwise it is deterministic.
+    #[serde(default)]
+    pub secure_random: bool,
+}
+
+impl Grants {
+    /// Grants nothing at all.
+    pub fn none() -> Self {
+        Self {
+            reads: Some(BTreeSet::new()),
+            writes: Some(BTreeSet::new()),
+            http_hosts: Some(BTreeSet::new()),
+            secure_random: false,
+        }
+    }
+}
+
+/// The effective capabilities of one loaded plugin.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    pub reads: BTreeSet<Gvk>,
+    pub writes: BTreeSet<Gvk>,
+    pub http_hosts: BTreeSet<String>,
+    pub secure_random: bool,
+}
+
+fn narrow<T: Ord + Clone>(declared: &[T], granted: &Option<BTreeSet<T>>) -> BTreeSet<T> {
+    declared
+        .iter()
+        .filter(|d| granted.as_ref().is_none_or(|g| g.contains(*d)))
+        .cloned()
+        .collect()
+}
+
+impl Capabilities {
+    pub fn new(manifest: &Manifest, grants: &Grants) -> Self {
+        Self {
+            reads: narrow(&manifest.reads, &grants.reads),
+            writes: narrow(&manifest.writes, &grants.writes),
+            http_hosts: narrow(&manifest.http_hosts, &grants.http_hosts),
+            secure_random: grants.secure_random,
+        }
+    }
+
+    pub fn may_read(&self, gvk: &Gvk) -> bool {
+        self.reads.contains(gvk)
+    }
+
+    pub fn may_write(&self, gvk: &Gvk) -> bool {
+        self.writes.contains(gvk)
+    }
+
+    /// Whether an outgoing request to `authority` (`host` or `host:port`) is allowed. A granted
+    /// `host` allows any port on it; a granted `host:port` allows that port only.
+    pub fn may_connect(&self, authority: &str) -> bool {
+        let authority = authority.to_ascii_lowercase();
+        let host = host_of(&authority);
+        self.http_hosts.iter().any(|granted| {
+            let granted = granted.to_ascii_lowercase();
+            if has_port(&granted) { granted == authority } else { granted == host }
+        })
+    }
+}
+
+fn has_port(authority: &str) -> bool {
+    match authority.rsplit_once(':') {
+        // `[::1]` has colons but no port; `[::1]:80` and `h:80` have one.
+        Some((h, p)) => !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()) && (!h.contains(':') || h.ends_with(']')),
+        None => false,
+    }
+}
+
+fn host_of(authority: &str) -> &str {
+    if has_port(authority) { authority.rsplit_once(':').map_or(authority, |(h, _)| h) } else { authority }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(reads: &[Gvk], hosts: &[&str]) -> Manifest {
+        Manifest {
+            name: "p".into(),
+            version: "0.1.0".into(),
+            description: String::new(),
+            controllers: vec![],
+            webhooks: vec![],
+            reads: reads.to_vec(),
+            writes: vec![],
+            http_hosts: hosts.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn grants_narrow_declarations_and_never_widen_them() {
+        let cm = Gvk::new("", "v1", "ConfigMap");
+        let secret = Gvk::new("", "v1", "Secret");
+        let m = manifest(std::slice::from_ref(&cm), &[]);
+        let everything_granted = Grants { reads: Some([cm.clone(), secret.clone()].into()), ..Default::default() };
+        let caps = Capabilities::new(&m, &everything_granted);
+        assert!(caps.may_read(&cm));
+        assert!(!caps.may_read(&secret), "undeclared kinds stay denied even when granted");
+        assert!(!Capabilities::new(&m, &Grants::none()).may_read(&cm));
+        assert!(Capabilities::new(&m, &Grants::default()).may_read(&cm));
+    }
+
+    #[test]
+    fn http_hosts_match_with_and_without_ports() {
+        let m = manifest(&[], &["api.ngc.nvidia.com", "127.0.0.1:8443", "[::1]"]);
+        let caps = Capabilities::new(&m, &Grants::default());
+        assert!(caps.may_connect("api.ngc.nvidia.com"));
+        assert!(caps.may_connect("API.ngc.nvidia.com:443"));
+        assert!(caps.may_connect("127.0.0.1:8443"));
+        assert!(!caps.may_connect("127.0.0.1:8444"));
+        assert!(!caps.may_connect("127.0.0.1"));
+        assert!(caps.may_connect("[::1]:9000"));
+        assert!(!caps.may_connect("evil.example.com"));
+        assert!(!caps.may_connect("api.ngc.nvidia.com.evil.example.com"));
+    }
+}

@@ -1,0 +1,75 @@
+//! Why a plugin call failed, in words an operator can act on.
+
+use std::time::Duration;
+
+/// The error a plugin itself returned (the WIT `error` variant).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase", tag = "kind", content = "message")]
+pub enum GuestError {
+    Invalid(String),
+    Denied(String),
+    Transient(String),
+    Internal(String),
+}
+
+impl GuestError {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Invalid(_) => "invalid",
+            Self::Denied(_) => "denied",
+            Self::Transient(_) => "transient",
+            Self::Internal(_) => "internal",
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Invalid(m) | Self::Denied(m) | Self::Transient(m) | Self::Internal(m) => m,
+        }
+    }
+}
+
+/// A failed plugin call. Every message names the plugin.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("plugin {plugin:?} {op} failed ({}): {}", .error.kind(), .error.message())]
+    Guest { plugin: String, op: &'static str, error: GuestError },
+    #[error("plugin {plugin:?} {op} exceeded its deadline of {deadline:?}")]
+    Timeout { plugin: String, op: &'static str, deadline: Duration },
+    #[error("plugin {plugin:?} {op} exceeded its memory limit of {limit_mib} MiB")]
+    MemoryLimit { plugin: String, op: &'static str, limit_mib: usize },
+    #[error("plugin {plugin:?} {op} trapped: {message}")]
+    Trap { plugin: String, op: &'static str, message: String },
+    #[error("plugin {plugin:?} {op} returned {size} bytes, over the limit of {limit} bytes")]
+    OutputTooLarge { plugin: String, op: &'static str, size: usize, limit: usize },
+    #[error("plugin {plugin:?} {op} returned malformed output: {message}")]
+    MalformedOutput { plugin: String, op: &'static str, message: String },
+    #[error("plugin {plugin:?} could not be instantiated: {message}")]
+    Instantiate { plugin: String, message: String },
+    #[error("plugin {plugin:?} is shutting down")]
+    Closed { plugin: String },
+}
+
+impl CallError {
+    /// The guest's own error, when the plugin returned one (rather than failing to run).
+    pub fn guest_error(&self) -> Option<&GuestError> {
+        match self {
+            Self::Guest { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// A short label for metrics (`guest`, `timeout`, `memory`, `trap`, ...).
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Guest { .. } => "guest",
+            Self::Timeout { .. } => "timeout",
+            Self::MemoryLimit { .. } => "memory",
+            Self::Trap { .. } => "trap",
+            Self::OutputTooLarge { .. } => "output_too_large",
+            Self::MalformedOutput { .. } => "malformed_output",
+            Self::Instantiate { .. } => "instantiate",
+            Self::Closed { .. } => "closed",
+        }
+    }
+}

@@ -1,0 +1,433 @@
+//! The host's own view of what crosses the plugin boundary: serde types with a stable JSON
+//! form (what `plugin inspect` and `plugin eval` print, documented in docs/plugin-authors.md),
+//! converted from the generated bindings with every JSON string parsed and checked.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::bindings::{admission_types as adm, manifest_types as mt, reconcile_types as rt, types};
+use crate::gvk::Gvk;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    pub controllers: Vec<Controller>,
+    pub webhooks: Vec<Webhook>,
+    pub reads: Vec<Gvk>,
+    pub writes: Vec<Gvk>,
+    pub http_hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Controller {
+    pub name: String,
+    pub primary: Gvk,
+    pub primary_label_selector: Option<String>,
+    pub owns: Vec<Gvk>,
+    pub watches: Vec<Watch>,
+    pub finalizer: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Watch {
+    pub gvk: Gvk,
+    pub mapping: Mapping,
+    pub label_selector: Option<String>,
+    pub optional: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mapping {
+    Owner,
+    SameName,
+    All,
+    Custom,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Webhook {
+    pub path: String,
+    #[serde(rename = "type")]
+    pub type_: WebhookType,
+    pub gvk: Gvk,
+    pub operations: Vec<Operation>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookType {
+    Mutating,
+    Validating,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "UPPERCASE")]
+#[value(rename_all = "UPPERCASE")]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectKey {
+    pub gvk: Gvk,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RequestKey {
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub apply: Vec<Desired>,
+    pub delete: Vec<ObjectKey>,
+    pub status: Option<Value>,
+    pub finalizer: FinalizerAction,
+    pub events: Vec<Event>,
+    pub requeue_after_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Desired {
+    pub object: Value,
+    pub ownership: Ownership,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ownership {
+    None,
+    Controller,
+    Owner,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FinalizerAction {
+    Keep,
+    Add,
+    Remove,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// `Normal` or `Warning`, as Kubernetes spells them.
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub reason: String,
+    pub message: String,
+    pub regarding: Option<ObjectKey>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionDecision {
+    pub allowed: bool,
+    pub message: Option<String>,
+    pub code: Option<u16>,
+    /// The whole mutated object, when the plugin returned one.
+    pub mutated: Option<Value>,
+    /// The RFC 6902 patch to send: the plugin's own, or derived from `mutated`.
+    pub patch: Option<Value>,
+    pub warnings: Vec<String>,
+    pub side_effects: Vec<Desired>,
+}
+
+/// Parses a JSON string a plugin returned; `what` names the field for the error message.
+fn parse_json(what: &str, text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON: {e}"))
+}
+
+impl From<types::Gvk> for Gvk {
+    fn from(g: types::Gvk) -> Self {
+        Gvk { group: g.group, version: g.version, kind: g.kind }
+    }
+}
+
+impl From<&Gvk> for types::Gvk {
+    fn from(g: &Gvk) -> Self {
+        types::Gvk { group: g.group.clone(), version: g.version.clone(), kind: g.kind.clone() }
+    }
+}
+
+impl From<types::ObjectKey> for ObjectKey {
+    fn from(k: types::ObjectKey) -> Self {
+        ObjectKey { gvk: k.gvk.into(), namespace: k.namespace, name: k.name }
+    }
+}
+
+impl From<types::RequestKey> for RequestKey {
+    fn from(k: types::RequestKey) -> Self {
+        RequestKey { namespace: k.namespace, name: k.name }
+    }
+}
+
+impl From<&RequestKey> for types::RequestKey {
+    fn from(k: &RequestKey) -> Self {
+        types::RequestKey { namespace: k.namespace.clone(), name: k.name.clone() }
+    }
+}
+
+impl From<types::Operation> for Operation {
+    fn from(o: types::Operation) -> Self {
+        match o {
+            types::Operation::Create => Operation::Create,
+            types::Operation::Update => Operation::Update,
+            types::Operation::Delete => Operation::Delete,
+            types::Operation::Connect => Operation::Connect,
+        }
+    }
+}
+
+impl From<Operation> for types::Operation {
+    fn from(o: Operation) -> Self {
+        match o {
+            Operation::Create => types::Operation::Create,
+            Operation::Update => types::Operation::Update,
+            Operation::Delete => types::Operation::Delete,
+            Operation::Connect => types::Operation::Connect,
+        }
+    }
+}
+
+impl From<mt::Manifest> for Manifest {
+    fn from(m: mt::Manifest) -> Self {
+        Manifest {
+            name: m.name,
+            version: m.version,
+            description: m.description,
+            controllers: m
+                .controllers
+                .into_iter()
+                .map(|c| Controller {
+                    name: c.name,
+                    primary: c.primary.into(),
+                    primary_label_selector: c.primary_label_selector,
+                    owns: c.owns.into_iter().map(Into::into).collect(),
+                    watches: c
+                        .watches
+                        .into_iter()
+                        .map(|w| Watch {
+                            gvk: w.gvk.into(),
+                            mapping: match w.mapping {
+                                mt::Mapping::Owner => Mapping::Owner,
+                                mt::Mapping::SameName => Mapping::SameName,
+                                mt::Mapping::All => Mapping::All,
+                                mt::Mapping::Custom => Mapping::Custom,
+                            },
+                            label_selector: w.label_selector,
+                            optional: w.optional,
+                        })
+                        .collect(),
+                    finalizer: c.finalizer,
+                })
+                .collect(),
+            webhooks: m
+                .webhooks
+                .into_iter()
+                .map(|w| Webhook {
+                    path: w.path,
+                    type_: match w.type_ {
+                        mt::WebhookType::Mutating => WebhookType::Mutating,
+                        mt::WebhookType::Validating => WebhookType::Validating,
+                    },
+                    gvk: w.gvk.into(),
+                    operations: w.operations.into_iter().map(Into::into).collect(),
+                })
+                .collect(),
+            reads: m.reads.into_iter().map(Into::into).collect(),
+            writes: m.writes.into_iter().map(Into::into).collect(),
+            http_hosts: m.http_hosts,
+        }
+    }
+}
+
+fn desired(d: rt::Desired, what: &str) -> Result<Desired, String> {
+    let object = parse_json(what, &d.object)?;
+    if !object.is_object() {
+        return Err(format!("{what} is not a JSON object"));
+    }
+    let ownership = match d.ownership {
+        rt::Ownership::None => Ownership::None,
+        rt::Ownership::Controller => Ownership::Controller,
+        rt::Ownership::Owner => Ownership::Owner,
+    };
+    Ok(Desired { object, ownership })
+}
+
+impl TryFrom<rt::Outcome> for Outcome {
+    type Error = String;
+
+    fn try_from(o: rt::Outcome) -> Result<Self, String> {
+        Ok(Outcome {
+            apply: o
+                .apply
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| desired(d, &format!("apply[{i}].object")))
+                .collect::<Result<_, _>>()?,
+            delete: o.delete.into_iter().map(Into::into).collect(),
+            status: o.status.as_deref().map(|s| parse_json("status", s)).transpose()?,
+            finalizer: match o.finalizer {
+                rt::FinalizerAction::Keep => FinalizerAction::Keep,
+                rt::FinalizerAction::Add => FinalizerAction::Add,
+                rt::FinalizerAction::Remove => FinalizerAction::Remove,
+            },
+            events: o
+                .events
+                .into_iter()
+                .map(|e| Event {
+                    type_: match e.type_ {
+                        rt::EventType::Normal => "Normal",
+                        rt::EventType::Warning => "Warning",
+                    }
+                    .to_string(),
+                    reason: e.reason,
+                    message: e.message,
+                    regarding: e.regarding.map(Into::into),
+                })
+                .collect(),
+            requeue_after_ms: o.requeue_after_ms,
+        })
+    }
+}
+
+impl TryFrom<adm::AdmissionDecision> for AdmissionDecision {
+    type Error = String;
+
+    fn try_from(d: adm::AdmissionDecision) -> Result<Self, String> {
+        let patch = d.patch.as_deref().map(|p| parse_json("patch", p)).transpose()?;
+        if let Some(p) = &patch {
+            serde_json::from_value::<json_patch::Patch>(p.clone())
+                .map_err(|e| format!("patch is not an RFC 6902 JSON patch: {e}"))?;
+        }
+        Ok(AdmissionDecision {
+            allowed: d.allowed,
+            message: d.message,
+            code: d.code,
+            mutated: d.mutated.as_deref().map(|m| parse_json("mutated", m)).transpose()?,
+            patch,
+            warnings: d.warnings,
+            side_effects: d
+                .side_effects
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| desired(s, &format!("sideEffects[{i}].object")))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+/// Bytes of plugin-produced text in a value, for the output size cap.
+pub trait OutputSize {
+    fn output_size(&self) -> usize;
+}
+
+fn key_size(k: &types::ObjectKey) -> usize {
+    k.name.len() + k.namespace.as_ref().map_or(0, String::len) + k.gvk.kind.len() + k.gvk.group.len()
+}
+
+impl OutputSize for rt::Outcome {
+    fn output_size(&self) -> usize {
+        self.apply.iter().map(|d| d.object.len()).sum::<usize>()
+            + self.delete.iter().map(key_size).sum::<usize>()
+            + self.status.as_ref().map_or(0, String::len)
+            + self
+                .events
+                .iter()
+                .map(|e| e.reason.len() + e.message.len() + e.regarding.as_ref().map_or(0, key_size))
+                .sum::<usize>()
+    }
+}
+
+impl OutputSize for adm::AdmissionDecision {
+    fn output_size(&self) -> usize {
+        self.message.as_ref().map_or(0, String::len)
+            + self.mutated.as_ref().map_or(0, String::len)
+            + self.patch.as_ref().map_or(0, String::len)
+            + self.warnings.iter().map(String::len).sum::<usize>()
+            + self.side_effects.iter().map(|d| d.object.len()).sum::<usize>()
+    }
+}
+
+impl OutputSize for Vec<types::RequestKey> {
+    fn output_size(&self) -> usize {
+        self.iter().map(|k| k.name.len() + k.namespace.as_ref().map_or(0, String::len)).sum()
+    }
+}
+
+impl OutputSize for () {
+    fn output_size(&self) -> usize {
+        0
+    }
+}
+
+/// Derives the RFC 6902 patch that turns `original` into `mutated`. Both are the raw JSON, so
+/// fields the plugin does not model are compared, not dropped.
+pub fn derive_patch(original: &Value, mutated: &Value) -> Value {
+    serde_json::to_value(json_patch::diff(original, mutated)).unwrap_or(Value::Array(vec![]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn derived_patch_keeps_unknown_fields_untouched() {
+        let original = json!({"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": {"x-unknown": [1, 2]}});
+        let mut mutated = original.clone();
+        mutated["metadata"]["labels"]["b"] = json!("2");
+        let patch = derive_patch(&original, &mutated);
+        assert_eq!(patch, json!([{"op": "add", "path": "/metadata/labels/b", "value": "2"}]));
+        let mut applied = original.clone();
+        json_patch::patch(&mut applied, &serde_json::from_value::<json_patch::Patch>(patch).unwrap()).unwrap();
+        assert_eq!(applied, mutated);
+    }
+
+    #[test]
+    fn outcome_with_bad_json_is_rejected_with_the_field_named() {
+        let o = rt::Outcome {
+            apply: vec![rt::Desired { object: "{not json".into(), ownership: rt::Ownership::Controller }],
+            delete: vec![],
+            status: None,
+            finalizer: rt::FinalizerAction::Keep,
+            events: vec![],
+            requeue_after_ms: None,
+        };
+        let err = Outcome::try_from(o).unwrap_err();
+        assert!(err.starts_with("apply[0].object is not valid JSON"), "{err}");
+    }
+
+    #[test]
+    fn wire_json_shape_is_stable() {
+        let o = Outcome {
+            apply: vec![Desired { object: json!({"kind": "ConfigMap"}), ownership: Ownership::Controller }],
+            delete: vec![],
+            status: None,
+            finalizer: FinalizerAction::Keep,
+            events: vec![Event { type_: "Normal".into(), reason: "R".into(), message: "m".into(), regarding: None }],
+            requeue_after_ms: Some(5),
+        };
+        assert_eq!(
+            serde_json::to_value(&o).unwrap(),
+            json!({"apply": [{"object": {"kind": "ConfigMap"}, "ownership": "controller"}], "delete": [],
+                   "status": null, "finalizer": "keep",
+                   "events": [{"type": "Normal", "reason": "R", "message": "m", "regarding": null}],
+                   "requeueAfterMs": 5})
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! `odh-model-controller plugin inspect|eval`: run a plugin offline, exactly as the host would,
+//! against objects in files. The JSON printed here is a stable interface (docs/plugin-authors.md).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::gvk::Gvk;
+use crate::plugin::bindings::WIT_PACKAGE;
+use crate::plugin::wire::{Operation, RequestKey, WebhookType};
+use crate::plugin::{
+    AdmissionInput, CallError, EngineOptions, Grants, Limits, LoadRequest, MemoryCluster, Plugin, PluginEngine,
+    PluginSource, ReconcileInput, builtin,
+};
+
+/// Exit status 1: the plugin failed. Exit status 2: bad arguments or input.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("{0:#}")]
+    Usage(anyhow::Error),
+    #[error("{0}")]
+    Plugin(CallError),
+}
+
+impl EvalError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => 2,
+            Self::Plugin(_) => 1,
+        }
+    }
+}
+
+fn usage(e: impl Into<anyhow::Error>) -> EvalError {
+    EvalError::Usage(e.into())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Op {
+    Reconcile,
+    Mutate,
+    Validate,
+}
+
+/// Arguments of `plugin eval`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EvalArgs {
+    /// A component file (`.wasm`) or the name of a built-in plugin.
+    #[arg(long)]
+    pub plugin: String,
+    #[arg(long, value_enum)]
+    pub op: Op,
+    /// The primary object (reconcile) or the object under review (admission), YAML or JSON.
+    #[arg(long)]
+    pub object: PathBuf,
+    /// The existing object of an UPDATE or DELETE review.
+    #[arg(long)]
+    pub old_object: Option<PathBuf>,
+    /// A directory of YAML/JSON files (one or many objects each) that the plugin's cluster
+    /// reads see.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// The plugin's settings, YAML or JSON.
+    #[arg(long)]
+    pub settings: Option<PathBuf>,
+    /// The admission operation (default CREATE, or UPDATE when --old-object is given).
+    #[arg(long, value_enum)]
+    pub operation: Option<Operation>,
+    /// Namespace of the request (default: the object's).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Which of the plugin's controllers to reconcile for (default: the one whose primary kind
+    /// is the object's).
+    #[arg(long)]
+    pub controller: Option<String>,
+}
+
+fn engine() -> anyhow::Result<PluginEngine> {
+    let cache_dir = std::env::var_os("ODH_PLUGIN_CACHE_DIR").map(PathBuf::from);
+    PluginEngine::new(EngineOptions { cache_dir, max_instances: 8, ..Default::default() })
+}
+
+fn resolve(spec: &str) -> anyhow::Result<(PluginSource, Vec<u8>)> {
+    let path = Path::new(spec);
+    if path.exists() {
+        let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("reading {spec}: {e}"))?;
+        return Ok((PluginSource::File(path.to_path_buf()), bytes));
+    }
+    if let Some(bytes) = builtin::get(spec) {
+        return Ok((PluginSource::Builtin(spec.to_string()), bytes.to_vec()));
+    }
+    let known: Vec<&str> = builtin::names().collect();
+    anyhow::bail!("{spec:?} is neither a file nor a built-in plugin (built-ins: {})", known.join(", "))
+}
+
+fn load(spec: &str, settings: Value) -> Result<Plugin, EvalError> {
+    let engine = engine().map_err(usage)?;
+    let (source, bytes) = resolve(spec).map_err(usage)?;
+    Plugin::load(&engine, LoadRequest { source, bytes: &bytes, grants: Grants::default(), limits: Limits::default(), settings })
+        .map_err(|e| match e {
+            crate::plugin::LoadError::Call(c) => EvalError::Plugin(c),
+            other => usage(anyhow::anyhow!("{other}")),
+        })
+}
+
+/// `plugin inspect`: the manifest, where it came from and the WIT package it was built for.
+pub fn inspect(spec: &str) -> Result<Value, EvalError> {
+    let plugin = load(spec, json!({}))?;
+    let mut out = serde_json::to_value(plugin.manifest()).map_err(usage)?;
+    out["wit"] = json!(WIT_PACKAGE);
+    out["source"] = json!(plugin.source().to_string());
+    out["sha256"] = json!(plugin.sha256());
+    Ok(out)
+}
+
+/// Reads every object in a YAML or JSON file (`---`-separated documents, `List`s expanded).
+pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let value: Value = serde::Deserialize::deserialize(doc)
+            .map_err(|e| anyhow::anyhow!("parsing {}: {e}", path.display()))?;
+        match value {
+            Value::Null => {}
+            Value::Object(ref o) if o.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) => {
+                out.extend(o.get("items").and_then(Value::as_array).cloned().unwrap_or_default());
+            }
+            Value::Object(_) => out.push(value),
+            _ => anyhow::bail!("{}: a document is not an object", path.display()),
+        }
+    }
+    Ok(out)
+}
+
+fn read_one(path: &Path) -> anyhow::Result<Value> {
+    let mut objects = read_objects(path)?;
+    anyhow::ensure!(objects.len() == 1, "{} must hold exactly one object, it holds {}", path.display(), objects.len());
+    Ok(objects.remove(0))
+}
+
+fn load_state(dir: &Path) -> anyhow::Result<MemoryCluster> {
+    let mut cluster = MemoryCluster::default();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| anyhow::anyhow!("reading state directory {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml" || e == "json"))
+        .collect();
+    files.sort();
+    for file in files {
+        for obj in read_objects(&file)? {
+            cluster.insert(obj).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        }
+    }
+    Ok(cluster)
+}
+
+fn str_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter().try_fold(obj, |v, k| v.get(k))?.as_str()
+}
+
+/// `plugin eval`: one call, printed as JSON.
+pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
+    let object = read_one(&args.object).map_err(usage)?;
+    let gvk = Gvk::of_object(&object).ok_or_else(|| usage(anyhow::anyhow!("the object has no apiVersion/kind")))?;
+    let old_object = args.old_object.as_deref().map(read_one).transpose().map_err(usage)?;
+    let settings = match &args.settings {
+        Some(p) => read_one(p).map_err(usage)?,
+        None => json!({}),
+    };
+    let cluster: Arc<dyn crate::plugin::ClusterView> = match &args.state {
+        Some(dir) => Arc::new(load_state(dir).map_err(usage)?),
+        None => Arc::new(MemoryCluster::default()),
+    };
+    let namespace = args.namespace.clone().or_else(|| str_at(&object, &["metadata", "namespace"]).map(str::to_string));
+    let name = str_at(&object, &["metadata", "name"]).map(str::to_string);
+    let plugin = load(&args.plugin, settings)?;
+    let manifest = plugin.manifest();
+
+    match args.op {
+        Op::Reconcile => {
+            let controller = match &args.controller {
+                Some(c) => manifest.controllers.iter().find(|x| &x.name == c),
+                None => manifest.controllers.iter().find(|x| x.primary == gvk),
+            }
+            .ok_or_else(|| usage(anyhow::anyhow!("plugin {} has no controller for {gvk}", plugin.name())))?;
+            let name = name.ok_or_else(|| usage(anyhow::anyhow!("the object has no metadata.name")))?;
+            let input = ReconcileInput {
+                controller: controller.name.clone(),
+                key: RequestKey { namespace, name },
+                object: Some(object.to_string()),
+            };
+            let outcome = plugin.reconcile_blocking(&input, cluster).map_err(EvalError::Plugin)?;
+            Ok(json!({"op": "reconcile", "plugin": plugin.name(), "outcome": outcome}))
+        }
+        Op::Mutate | Op::Validate => {
+            let operation = args.operation.unwrap_or(if old_object.is_some() { Operation::Update } else { Operation::Create });
+            let wanted = if args.op == Op::Mutate { WebhookType::Mutating } else { WebhookType::Validating };
+            let path = manifest
+                .webhooks
+                .iter()
+                .find(|w| w.type_ == wanted && w.gvk == gvk && w.operations.contains(&operation))
+                .map(|w| w.path.clone())
+                .unwrap_or_default();
+            let input = AdmissionInput {
+                uid: "00000000-0000-0000-0000-000000000000".into(),
+                path,
+                resource: format!("{}s", gvk.kind.to_ascii_lowercase()),
+                gvk,
+                sub_resource: None,
+                operation,
+                namespace,
+                name,
+                object: (operation != Operation::Delete).then(|| object.to_string()),
+                old_object: old_object
+                    .map(|o| o.to_string())
+                    .or_else(|| (operation == Operation::Delete).then(|| object.to_string())),
+                dry_run: false,
+                user_info: json!({"username": "plugin-eval"}).to_string(),
+            };
+            let (op, decision) = if args.op == Op::Mutate {
+                ("mutate", plugin.mutate_blocking(&input, cluster))
+            } else {
+                ("validate", plugin.validate_blocking(&input, cluster))
+            };
+            let decision = decision.map_err(EvalError::Plugin)?;
+            Ok(json!({"op": op, "plugin": plugin.name(), "decision": decision}))
+        }
+    }
+}
+
+/// The JSON printed on stdout when a plugin call fails (exit status 1).
+pub fn error_json(op: &str, err: &CallError) -> Value {
+    json!({
+        "op": op,
+        "error": {
+            "reason": err.metric_label(),
+            "kind": err.guest_error().map(|g| g.kind()),
+            "message": err.to_string(),
+        }
+    })
+}

@@ -1,0 +1,168 @@
+//! Helpers on the request records: parsing their JSON, and constructors for native tests.
+
+use serde::de::DeserializeOwned;
+
+use crate::{AdmissionRequest, Error, Gvk, Object, Operation, ReconcileRequest, WatchEvent};
+
+fn parse_opt(json: Option<&str>) -> Result<Option<Object>, Error> {
+    json.map(Object::parse).transpose()
+}
+
+impl ReconcileRequest {
+    /// A request for `namespace/name` whose object is gone, settings `{}`.
+    pub fn new(controller: &str, namespace: Option<&str>, name: &str) -> ReconcileRequest {
+        ReconcileRequest {
+            controller: controller.into(),
+            key: crate::request_key(namespace, name),
+            object: None,
+            settings: "{}".into(),
+        }
+    }
+
+    /// A request carrying `object` (key taken from its metadata), settings `{}`.
+    pub fn for_object(controller: &str, object: &Object) -> ReconcileRequest {
+        ReconcileRequest {
+            object: Some(object.to_json()),
+            ..Self::new(controller, object.namespace(), object.name())
+        }
+    }
+
+    /// Replaces the settings JSON.
+    pub fn with_settings(mut self, settings: impl serde::Serialize) -> Self {
+        self.settings = crate::builders::to_json(settings);
+        self
+    }
+
+    /// The primary object, or none when it no longer exists.
+    pub fn object(&self) -> Result<Option<Object>, Error> {
+        parse_opt(self.object.as_deref())
+    }
+
+    /// The settings parsed into `T` (see [`settings`](crate::settings())).
+    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        crate::settings(&self.settings)
+    }
+}
+
+impl AdmissionRequest {
+    /// A request with no object, empty user info and settings `{}`.
+    pub fn new(path: &str, gvk: Gvk, operation: Operation) -> AdmissionRequest {
+        AdmissionRequest {
+            uid: "00000000-0000-0000-0000-000000000000".into(),
+            path: path.into(),
+            resource: guess_resource(&gvk.kind),
+            gvk,
+            sub_resource: None,
+            operation,
+            namespace: None,
+            name: None,
+            object: None,
+            old_object: None,
+            dry_run: false,
+            user_info: "{}".into(),
+            settings: "{}".into(),
+        }
+    }
+
+    /// A request reviewing `object` (kind, namespace and name taken from it).
+    pub fn for_object(path: &str, operation: Operation, object: &Object) -> AdmissionRequest {
+        AdmissionRequest {
+            namespace: object.namespace().map(Into::into),
+            name: Some(object.name()).filter(|n| !n.is_empty()).map(Into::into),
+            object: Some(object.to_json()),
+            ..Self::new(path, object.gvk(), operation)
+        }
+    }
+
+    /// Sets the existing object (UPDATE and DELETE).
+    pub fn with_old_object(mut self, old: &Object) -> Self {
+        self.old_object = Some(old.to_json());
+        self
+    }
+
+    /// Replaces the settings JSON.
+    pub fn with_settings(mut self, settings: impl serde::Serialize) -> Self {
+        self.settings = crate::builders::to_json(settings);
+        self
+    }
+
+    /// The object under review (none for DELETE).
+    pub fn object(&self) -> Result<Option<Object>, Error> {
+        parse_opt(self.object.as_deref())
+    }
+
+    /// The existing object (UPDATE and DELETE).
+    pub fn old_object(&self) -> Result<Option<Object>, Error> {
+        parse_opt(self.old_object.as_deref())
+    }
+
+    /// The requesting user (`userInfo`) as JSON.
+    pub fn user_info(&self) -> Result<serde_json::Value, Error> {
+        serde_json::from_str(&self.user_info)
+            .map_err(|e| Error::Invalid(format!("invalid userInfo JSON: {e}")))
+    }
+
+    /// The settings parsed into `T` (see [`settings`](crate::settings())).
+    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        crate::settings(&self.settings)
+    }
+}
+
+impl WatchEvent {
+    /// An event on `object`, settings `{}`.
+    pub fn for_object(controller: &str, object: &Object, deleted: bool) -> WatchEvent {
+        WatchEvent {
+            controller: controller.into(),
+            gvk: object.gvk(),
+            object: object.to_json(),
+            deleted,
+            settings: "{}".into(),
+        }
+    }
+
+    /// The watched object (its last known state for a deletion).
+    pub fn object(&self) -> Result<Object, Error> {
+        Object::parse(&self.object)
+    }
+
+    /// The settings parsed into `T`.
+    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        crate::settings(&self.settings)
+    }
+}
+
+/// `ConfigMap` -> `configmaps`, `Policy` -> `policies`: good enough for test requests.
+fn guess_resource(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    if let Some(stem) = lower.strip_suffix('y').filter(|s| !s.ends_with(['a', 'e', 'o', 'u'])) {
+        format!("{stem}ies")
+    } else if lower.ends_with('s') || lower.ends_with('x') {
+        format!("{lower}es")
+    } else {
+        format!("{lower}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core_gvk;
+    use serde_json::json;
+
+    #[test]
+    fn requests_round_trip() {
+        let cm = Object::new(&core_gvk("ConfigMap"), Some("ns"), "c");
+        let r = ReconcileRequest::for_object("ctl", &cm).with_settings(json!({"a": 1}));
+        assert_eq!(r.key.namespace.as_deref(), Some("ns"));
+        assert_eq!(r.object().unwrap(), Some(cm.clone()));
+        assert_eq!(r.settings::<serde_json::Value>().unwrap(), json!({"a": 1}));
+        let a = AdmissionRequest::for_object("/p", Operation::Create, &cm);
+        assert_eq!(a.resource, "configmaps");
+        assert_eq!(a.name.as_deref(), Some("c"));
+        assert_eq!(a.object().unwrap(), Some(cm));
+        assert_eq!(a.old_object().unwrap(), None);
+        assert_eq!(guess_resource("NetworkPolicy"), "networkpolicies");
+        assert_eq!(guess_resource("Gateway"), "gateways");
+        assert_eq!(guess_resource("Ingress"), "ingresses");
+    }
+}

@@ -1,0 +1,146 @@
+//! Finding or starting the shared test apiserver.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+/// How to reach the cluster the tests run against.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    pub kubeconfig: PathBuf,
+    /// True when the tests use a cluster they did not start.
+    pub existing: bool,
+}
+
+/// The ready line the launcher prints (and writes to its ready file).
+#[derive(Debug, Deserialize)]
+struct Ready {
+    kubeconfig: PathBuf,
+    pid: u32,
+}
+
+static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+/// This process's lease on the shared apiserver; the lock lives as long as the process.
+static LEASE: OnceLock<File> = OnceLock::new();
+
+/// The cluster for this test process, started or joined on first use.
+pub fn cluster() -> anyhow::Result<&'static Cluster> {
+    CLUSTER
+        .get_or_init(|| resolve().map_err(|e| format!("{e:#}")))
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("test cluster unavailable: {e}"))
+}
+
+fn resolve() -> anyhow::Result<Cluster> {
+    if std::env::var("ODH_TEST_USE_EXISTING_CLUSTER").as_deref() == Ok("1") {
+        let kubeconfig = std::env::var_os("KUBECONFIG")
+            .map(PathBuf::from)
+            .context("ODH_TEST_USE_EXISTING_CLUSTER=1 needs KUBECONFIG")?;
+        return Ok(Cluster { kubeconfig, existing: true });
+    }
+    let dir = std::env::var_os("ODH_TEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::workspace_root().join("target/test-apiserver"));
+    shared_apiserver(&dir)
+}
+
+fn shared_apiserver(dir: &Path) -> anyhow::Result<Cluster> {
+    let leases = dir.join("leases");
+    fs::create_dir_all(&leases)?;
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("lock"))?;
+    lock.lock().context("locking the test apiserver directory")?;
+
+    // Take the lease before looking for a server, so a running one cannot reap itself meanwhile.
+    let lease = File::create(leases.join(std::process::id().to_string()))?;
+    lease.lock_shared()?;
+    let _ = LEASE.set(lease);
+
+    let ready_file = dir.join("ready.json");
+    if let Some(ready) = read_ready(&ready_file)
+        && Path::new(&format!("/proc/{}", ready.pid)).exists()
+        && ready.kubeconfig.exists()
+    {
+        return Ok(Cluster { kubeconfig: ready.kubeconfig, existing: false });
+    }
+    let _ = fs::remove_file(&ready_file);
+    let ready = launch(dir, &ready_file)?;
+    Ok(Cluster { kubeconfig: ready.kubeconfig, existing: false })
+}
+
+fn read_ready(path: &Path) -> Option<Ready> {
+    serde_json::from_slice(&fs::read(path).ok()?).ok()
+}
+
+fn launcher_binary() -> anyhow::Result<PathBuf> {
+    let root = crate::workspace_root();
+    let bin = root.join("target/odh-test-apiserver");
+    // `make` knows how to build it and skips the work when it is up to date.
+    let status = Command::new("make")
+        .args(["--no-print-directory", "-s", "-C"])
+        .arg(&root)
+        .arg("target/odh-test-apiserver")
+        .stdout(Stdio::null())
+        .status()
+        .context("running `make target/odh-test-apiserver` (is make installed?)")?;
+    if !status.success() || !bin.exists() {
+        bail!("building the apiserver launcher failed: run `make apiserver` to see why");
+    }
+    Ok(bin)
+}
+
+fn launch(dir: &Path, ready_file: &Path) -> anyhow::Result<Ready> {
+    let bin = launcher_binary()?;
+    let log_path = dir.join("apiserver.log");
+    let log = File::create(&log_path)?;
+    let mut cmd = Command::new(bin);
+    cmd.arg("--dir")
+        .arg(dir.join("cluster"))
+        .arg("--ready-file")
+        .arg(ready_file)
+        .arg("--lease-dir")
+        .arg(dir.join("leases"))
+        .arg("--idle-timeout")
+        .arg(idle_timeout())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // Its own process group: a Ctrl-C on the test run must not kill it before the leases go.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn().context("starting the apiserver launcher")?;
+
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        if let Some(ready) = read_ready(ready_file) {
+            return Ok(ready);
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!("the apiserver launcher exited with {status}:\n{}", tail(&log_path));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            bail!("the apiserver was not ready within 180 s:\n{}", tail(&log_path));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn idle_timeout() -> String {
+    std::env::var("ODH_TEST_APISERVER_IDLE").unwrap_or_else(|_| "10s".to_string())
+}
+
+fn tail(path: &Path) -> String {
+    let mut s = String::new();
+    let _ = File::open(path).and_then(|mut f| f.read_to_string(&mut s));
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}

@@ -1,0 +1,39 @@
+//! Shared harness for integration tests.
+//!
+//! Every integration test talks to a real kube-apiserver: the launcher in `tests/apiserver/`,
+//! started once per test run and shared by all test binaries (a lock file serialises the start,
+//! and each test process holds a lease the launcher watches, so it stops soon after the last
+//! test process exits), or the cluster of `KUBECONFIG` when `ODH_TEST_USE_EXISTING_CLUSTER=1`.
+//!
+//! ```no_run
+//! # async fn t() -> anyhow::Result<()> {
+//! let t = odh_test_support::TestContext::new("my-test").await?;
+//! // t.client, t.namespace ...
+//! # Ok(()) }
+//! ```
+
+mod apiserver;
+pub mod crds;
+pub mod namespace;
+mod wait;
+
+use std::path::{Path, PathBuf};
+
+pub use apiserver::{Cluster, cluster};
+pub use namespace::TestContext;
+pub use wait::{Timing, consistently, eventually};
+
+/// The workspace root (where `Cargo.toml`, `deploy/` and `tests/` live).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("tests/support sits two levels below the workspace root")
+        .to_path_buf()
+}
+
+/// The directories whose CRDs every test cluster gets: the ones we own and the external ones.
+pub fn crd_dirs() -> Vec<PathBuf> {
+    let root = workspace_root();
+    vec![root.join("deploy/crds"), root.join("tests/crds")]
+}
