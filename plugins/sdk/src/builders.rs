@@ -12,7 +12,11 @@ use crate::{
 
 /// A Kubernetes type: `gvk("apps", "v1", "Deployment")`. The core API has group `""`.
 pub fn gvk(group: &str, version: &str, kind: &str) -> Gvk {
-    Gvk { group: group.into(), version: version.into(), kind: kind.into() }
+    Gvk {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+    }
 }
 
 /// A core (`""`, `v1`) type: `core_gvk("ConfigMap")`.
@@ -22,12 +26,19 @@ pub fn core_gvk(kind: &str) -> Gvk {
 
 /// One object's key.
 pub fn object_key(gvk: &Gvk, namespace: Option<&str>, name: &str) -> ObjectKey {
-    ObjectKey { gvk: gvk.clone(), namespace: namespace.map(Into::into), name: name.into() }
+    ObjectKey {
+        gvk: gvk.clone(),
+        namespace: namespace.map(Into::into),
+        name: name.into(),
+    }
 }
 
 /// A reconcile request key (namespace/name of a primary object).
 pub fn request_key(namespace: Option<&str>, name: &str) -> RequestKey {
-    RequestKey { namespace: namespace.map(Into::into), name: name.into() }
+    RequestKey {
+        namespace: namespace.map(Into::into),
+        name: name.into(),
+    }
 }
 
 pub(crate) fn to_json(value: impl Serialize) -> String {
@@ -157,7 +168,12 @@ impl Controller {
 impl Watch {
     /// A required watch on `gvk` mapped to primaries with `mapping`.
     pub fn new(gvk: Gvk, mapping: Mapping) -> Watch {
-        Watch { gvk, mapping, label_selector: None, optional: false }
+        Watch {
+            gvk,
+            mapping,
+            label_selector: None,
+            optional: false,
+        }
     }
 
     /// Only objects with these labels are watched.
@@ -206,7 +222,10 @@ impl Webhook {
 impl Desired {
     /// An object to apply (`apiVersion`, `kind` and `metadata.name` required).
     pub fn new(object: impl Serialize, ownership: Ownership) -> Desired {
-        Desired { object: to_json(object), ownership }
+        Desired {
+            object: to_json(object),
+            ownership,
+        }
     }
 }
 
@@ -273,7 +292,12 @@ impl Outcome {
         message: impl Into<String>,
         regarding: Option<ObjectKey>,
     ) -> Self {
-        self.events.push(Event { type_, reason: reason.into(), message: message.into(), regarding });
+        self.events.push(Event {
+            type_,
+            reason: reason.into(),
+            message: message.into(),
+            regarding,
+        });
         self
     }
 
@@ -300,22 +324,35 @@ impl AdmissionDecision {
 
     /// Denied with a message (the host answers HTTP 403).
     pub fn deny(message: impl Into<String>) -> Self {
-        AdmissionDecision { allowed: false, message: Some(message.into()), ..Self::allow() }
+        AdmissionDecision {
+            allowed: false,
+            message: Some(message.into()),
+            ..Self::allow()
+        }
     }
 
     /// Denied with a message and an HTTP status code.
     pub fn deny_with_code(message: impl Into<String>, code: u16) -> Self {
-        AdmissionDecision { code: Some(code), ..Self::deny(message) }
+        AdmissionDecision {
+            code: Some(code),
+            ..Self::deny(message)
+        }
     }
 
     /// Allowed, with the whole mutated object (the host derives the JSON patch).
     pub fn mutated(object: impl Serialize) -> Self {
-        AdmissionDecision { mutated: Some(to_json(object)), ..Self::allow() }
+        AdmissionDecision {
+            mutated: Some(to_json(object)),
+            ..Self::allow()
+        }
     }
 
     /// Allowed, with an RFC 6902 patch (a JSON array) returned as is.
     pub fn patched(patch: impl Serialize) -> Self {
-        AdmissionDecision { patch: Some(to_json(patch)), ..Self::allow() }
+        AdmissionDecision {
+            patch: Some(to_json(patch)),
+            ..Self::allow()
+        }
     }
 
     /// Adds a warning shown to the client.
@@ -346,9 +383,15 @@ mod tests {
     fn gvk_helpers() {
         assert_eq!(gvk("apps", "v1", "Deployment").api_version(), "apps/v1");
         assert_eq!(core_gvk("ConfigMap").api_version(), "v1");
-        assert_eq!(Gvk::from_api_version("apps/v1", "Deployment"), gvk("apps", "v1", "Deployment"));
+        assert_eq!(
+            Gvk::from_api_version("apps/v1", "Deployment"),
+            gvk("apps", "v1", "Deployment")
+        );
         assert_eq!(Gvk::from_api_version("v1", "Pod"), core_gvk("Pod"));
-        assert_eq!(gvk("apps", "v1", "Deployment").to_string(), "Deployment.apps/v1");
+        assert_eq!(
+            gvk("apps", "v1", "Deployment").to_string(),
+            "Deployment.apps/v1"
+        );
     }
 
     #[test]
@@ -367,7 +410,10 @@ mod tests {
             .reads([cm.clone()])
             .writes([cm.clone()])
             .http_hosts(["example.com"]);
-        assert_eq!(m.controllers[0].primary_label_selector.as_deref(), Some("a=b"));
+        assert_eq!(
+            m.controllers[0].primary_label_selector.as_deref(),
+            Some("a=b")
+        );
         assert!(m.controllers[0].watches[0].optional);
         assert_eq!(m.controllers[0].finalizer.as_deref(), Some("p/f"));
         assert_eq!(m.webhooks[0].type_, WebhookType::Validating);
@@ -398,10 +444,16 @@ mod tests {
         let d = AdmissionDecision::deny("no");
         assert!(!d.allowed);
         assert_eq!((d.message.as_deref(), d.code), (Some("no"), None));
-        assert_eq!(AdmissionDecision::deny_with_code("bad", 422).code, Some(422));
+        assert_eq!(
+            AdmissionDecision::deny_with_code("bad", 422).code,
+            Some(422)
+        );
         let m = AdmissionDecision::mutated(json!({"a": 1})).warn("careful");
         assert!(m.allowed);
-        assert_eq!(serde_json::from_str::<Value>(m.mutated.as_deref().unwrap()).unwrap(), json!({"a": 1}));
+        assert_eq!(
+            serde_json::from_str::<Value>(m.mutated.as_deref().unwrap()).unwrap(),
+            json!({"a": 1})
+        );
         assert_eq!(m.warnings, vec!["careful".to_string()]);
     }
 }

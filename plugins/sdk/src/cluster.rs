@@ -57,7 +57,11 @@ pub trait Cluster {
         namespace: Option<&str>,
         label_selector: Option<&str>,
     ) -> Result<Vec<Object>, Error> {
-        Ok(self.list(gvk, namespace, label_selector)?.into_iter().map(Object).collect())
+        Ok(self
+            .list(gvk, namespace, label_selector)?
+            .into_iter()
+            .map(Object)
+            .collect())
     }
 }
 
@@ -150,7 +154,11 @@ impl FakeCluster {
     /// Adds (or replaces) an object. Panics if it does not serialize to a JSON object.
     pub fn insert(&mut self, object: impl Serialize) {
         let object = Object(serde_json::to_value(object).expect("object serializes to JSON"));
-        assert!(object.is_object(), "FakeCluster holds JSON objects, got {}", object.0);
+        assert!(
+            object.is_object(),
+            "FakeCluster holds JSON objects, got {}",
+            object.0
+        );
         let key = object.key();
         self.objects.retain(|o| o.key() != key);
         self.objects.push(object);
@@ -158,7 +166,10 @@ impl FakeCluster {
 
     /// Removes an object, returning it.
     pub fn remove(&mut self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> Option<Object> {
-        let i = self.objects.iter().position(|o| matches(o, gvk, namespace) && o.name() == name)?;
+        let i = self
+            .objects
+            .iter()
+            .position(|o| matches(o, gvk, namespace) && o.name() == name)?;
         Some(self.objects.remove(i))
     }
 
@@ -175,7 +186,9 @@ impl FakeCluster {
 
     fn check(&self, gvk: &Gvk) -> Result<(), Error> {
         if self.denied.contains(gvk) {
-            Err(Error::Denied(format!("reading {gvk} is not granted to this plugin")))
+            Err(Error::Denied(format!(
+                "reading {gvk} is not granted to this plugin"
+            )))
         } else {
             Ok(())
         }
@@ -312,7 +325,9 @@ mod tests {
     }
 
     fn names(v: Vec<Value>) -> Vec<String> {
-        v.into_iter().map(|o| Object(o).name().to_string()).collect()
+        v.into_iter()
+            .map(|o| Object(o).name().to_string())
+            .collect()
     }
 
     #[test]
@@ -321,24 +336,58 @@ mod tests {
         let cmk = core_gvk("ConfigMap");
         assert!(c.get(&cmk, Some("a"), "one").unwrap().is_some());
         assert!(c.get(&cmk, Some("b"), "one").unwrap().is_none());
-        assert!(c.get(&gvk("apps", "v1", "Deployment"), Some("a"), "one").unwrap().is_some());
-        assert_eq!(names(c.list(&cmk, None, None).unwrap()), ["one", "two", "three"]);
-        assert_eq!(names(c.list(&cmk, Some("a"), None).unwrap()), ["one", "two"]);
-        assert_eq!(names(c.list(&cmk, None, Some("app=x")).unwrap()), ["one", "three"]);
+        assert!(
+            c.get(&gvk("apps", "v1", "Deployment"), Some("a"), "one")
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(
+            names(c.list(&cmk, None, None).unwrap()),
+            ["one", "two", "three"]
+        );
+        assert_eq!(
+            names(c.list(&cmk, Some("a"), None).unwrap()),
+            ["one", "two"]
+        );
+        assert_eq!(
+            names(c.list(&cmk, None, Some("app=x")).unwrap()),
+            ["one", "three"]
+        );
         assert_eq!(names(c.list(&cmk, None, Some("app!=x")).unwrap()), ["two"]);
-        assert_eq!(names(c.list(&cmk, None, Some("app=x,tier")).unwrap()), ["one"]);
-        assert_eq!(names(c.list(&cmk, None, Some("!tier")).unwrap()), ["two", "three"]);
-        assert_eq!(names(c.list(&cmk, None, Some("app in (y, z)")).unwrap()), ["two"]);
-        assert_eq!(names(c.list(&cmk, None, Some("app notin (y),tier")).unwrap()), ["one"]);
-        assert!(matches!(c.list(&cmk, None, Some("app in y")), Err(Error::Invalid(_))));
-        assert!(matches!(c.get(&core_gvk("Secret"), Some("a"), "s"), Err(Error::Denied(_))));
+        assert_eq!(
+            names(c.list(&cmk, None, Some("app=x,tier")).unwrap()),
+            ["one"]
+        );
+        assert_eq!(
+            names(c.list(&cmk, None, Some("!tier")).unwrap()),
+            ["two", "three"]
+        );
+        assert_eq!(
+            names(c.list(&cmk, None, Some("app in (y, z)")).unwrap()),
+            ["two"]
+        );
+        assert_eq!(
+            names(c.list(&cmk, None, Some("app notin (y),tier")).unwrap()),
+            ["one"]
+        );
+        assert!(matches!(
+            c.list(&cmk, None, Some("app in y")),
+            Err(Error::Invalid(_))
+        ));
+        assert!(matches!(
+            c.get(&core_gvk("Secret"), Some("a"), "s"),
+            Err(Error::Denied(_))
+        ));
     }
 
     #[test]
     fn insert_replaces() {
         let mut c = fake();
         c.insert(cm("a", "one", json!({"app": "z"})));
-        let one = c.get_object(&core_gvk("ConfigMap"), Some("a"), "one").unwrap().unwrap();
+        let one = c
+            .get_object(&core_gvk("ConfigMap"), Some("a"), "one")
+            .unwrap()
+            .unwrap();
         assert_eq!(one.label("app"), Some("z"));
         assert_eq!(c.objects().len(), 4);
         assert!(c.remove(&core_gvk("ConfigMap"), Some("a"), "one").is_some());
@@ -348,6 +397,9 @@ mod tests {
     #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn host_is_unavailable_natively() {
-        assert!(matches!(get(&core_gvk("ConfigMap"), None, "x"), Err(Error::Transient(_))));
+        assert!(matches!(
+            get(&core_gvk("ConfigMap"), None, "x"),
+            Err(Error::Transient(_))
+        ));
     }
 }

@@ -57,7 +57,11 @@ impl Condition {
 
     /// A condition with any status string.
     pub fn with_status(type_: &str, status: &str) -> Condition {
-        Condition { type_: type_.into(), status: status.into(), ..Default::default() }
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            ..Default::default()
+        }
     }
 
     /// Sets the reason.
@@ -99,8 +103,11 @@ pub fn set_condition(conditions: &mut Vec<Condition>, mut new: Condition, now: &
     let mut changed = false;
     if existing.status != new.status {
         existing.status = new.status;
-        existing.last_transition_time =
-            if new.last_transition_time.is_empty() { now.into() } else { new.last_transition_time };
+        existing.last_transition_time = if new.last_transition_time.is_empty() {
+            now.into()
+        } else {
+            new.last_transition_time
+        };
         changed = true;
     }
     if existing.reason != new.reason {
@@ -162,7 +169,10 @@ pub fn set_status_condition(status: &mut Value, new: Condition, now: &str) -> Re
 /// The current time as RFC 3339 UTC with second precision (`2024-05-01T10:00:00Z`), as
 /// Kubernetes writes `lastTransitionTime`.
 pub fn now() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     rfc3339(secs)
 }
 
@@ -171,7 +181,12 @@ pub fn rfc3339(unix_secs: u64) -> String {
     let days = unix_secs / 86_400;
     let rem = unix_secs % 86_400;
     let (y, m, d) = civil_from_days(days as i64);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 /// Howard Hinnant's `civil_from_days`.
@@ -199,15 +214,34 @@ mod tests {
     #[test]
     fn set_semantics() {
         let mut cs = Vec::new();
-        assert!(set_condition(&mut cs, Condition::new("Ready", false).reason("Pending"), T1));
+        assert!(set_condition(
+            &mut cs,
+            Condition::new("Ready", false).reason("Pending"),
+            T1
+        ));
         assert_eq!(cs[0].last_transition_time, T1);
         // Reason change only: changed, time kept.
-        assert!(set_condition(&mut cs, Condition::new("Ready", false).reason("Waiting"), T2));
-        assert_eq!((cs[0].reason.as_str(), cs[0].last_transition_time.as_str()), ("Waiting", T1));
+        assert!(set_condition(
+            &mut cs,
+            Condition::new("Ready", false).reason("Waiting"),
+            T2
+        ));
+        assert_eq!(
+            (cs[0].reason.as_str(), cs[0].last_transition_time.as_str()),
+            ("Waiting", T1)
+        );
         // Identical: unchanged.
-        assert!(!set_condition(&mut cs, Condition::new("Ready", false).reason("Waiting"), T2));
+        assert!(!set_condition(
+            &mut cs,
+            Condition::new("Ready", false).reason("Waiting"),
+            T2
+        ));
         // Status change: time moves.
-        assert!(set_condition(&mut cs, Condition::new("Ready", true).reason("Waiting"), T2));
+        assert!(set_condition(
+            &mut cs,
+            Condition::new("Ready", true).reason("Waiting"),
+            T2
+        ));
         assert_eq!(cs[0].last_transition_time, T2);
         assert!(is_condition_true(&cs, "Ready"));
         // Explicit transition time wins.
@@ -216,7 +250,13 @@ mod tests {
         assert!(set_condition(&mut cs, explicit, T2));
         assert_eq!(cs[0].last_transition_time, "2000-01-01T00:00:00Z");
         // Observed generation counts.
-        assert!(set_condition(&mut cs, Condition::new("Ready", false).reason("Waiting").observed_generation(2), T2));
+        assert!(set_condition(
+            &mut cs,
+            Condition::new("Ready", false)
+                .reason("Waiting")
+                .observed_generation(2),
+            T2
+        ));
         assert!(set_condition(&mut cs, Condition::unknown("Other"), T2));
         assert_eq!(cs.len(), 2);
         assert!(remove_condition(&mut cs, "Other"));

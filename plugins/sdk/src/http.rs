@@ -36,7 +36,10 @@ impl Response {
 
     /// The first value of a header (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// The body as text (invalid UTF-8 replaced).
@@ -46,8 +49,9 @@ impl Response {
 
     /// The body parsed as JSON; a parse failure is [`Error::Invalid`].
     pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, Error> {
-        serde_json::from_slice(&self.body)
-            .map_err(|e| Error::Invalid(format!("http: response body is not the expected JSON: {e}")))
+        serde_json::from_slice(&self.body).map_err(|e| {
+            Error::Invalid(format!("http: response body is not the expected JSON: {e}"))
+        })
     }
 }
 
@@ -99,7 +103,9 @@ struct Url<'a> {
 impl<'a> Url<'a> {
     fn parse(url: &'a str) -> Result<Url<'a>, Error> {
         let invalid = |why: &str| Error::Invalid(format!("http: invalid URL {url:?}: {why}"));
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| invalid("not absolute"))?;
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| invalid("not absolute"))?;
         let https = match scheme.to_ascii_lowercase().as_str() {
             "https" => true,
             "http" => false,
@@ -109,7 +115,10 @@ impl<'a> Url<'a> {
         let authority = &rest[..end];
         let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
         let host = if authority.starts_with('[') {
-            authority.find(']').map(|i| &authority[..=i]).ok_or_else(|| invalid("bad IPv6 host"))?
+            authority
+                .find(']')
+                .map(|i| &authority[..=i])
+                .ok_or_else(|| invalid("bad IPv6 host"))?
         } else {
             authority.split_once(':').map_or(authority, |(h, _)| h)
         };
@@ -118,9 +127,18 @@ impl<'a> Url<'a> {
         }
         let tail = &rest[end..];
         let tail = tail.split_once('#').map_or(tail, |(t, _)| t);
-        let path_with_query =
-            if tail.starts_with('/') { tail.to_string() } else { format!("/{tail}") };
-        Ok(Url { full: url, https, authority, host, path_with_query })
+        let path_with_query = if tail.starts_with('/') {
+            tail.to_string()
+        } else {
+            format!("/{tail}")
+        };
+        Ok(Url {
+            full: url,
+            https,
+            authority,
+            host,
+            path_with_query,
+        })
     }
 
     fn denied(&self) -> Error {
@@ -142,7 +160,9 @@ mod imp {
         _: &[(&str, &str)],
         _: Option<&[u8]>,
     ) -> Result<Response, Error> {
-        Err(Error::Transient("http is only available inside the plugin host".into()))
+        Err(Error::Transient(
+            "http is only available inside the plugin host".into(),
+        ))
     }
 }
 
@@ -177,16 +197,28 @@ mod imp {
             StreamError::Closed => Error::Transient(format!("{}: stream closed", context())),
         };
 
-        let entries: Vec<(String, Vec<u8>)> =
-            headers.iter().map(|(n, v)| (n.to_string(), v.as_bytes().to_vec())).collect();
+        let entries: Vec<(String, Vec<u8>)> = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+            .collect();
         let fields = Fields::from_list(&entries)
             .map_err(|e| Error::Invalid(format!("{}: invalid header: {e:?}", context())))?;
         let request = OutgoingRequest::new(fields);
         let invalid = |what: &str| Error::Invalid(format!("{}: invalid {what}", context()));
-        request.set_method(&to_method(method)).map_err(|()| invalid("method"))?;
-        let scheme = if url.https { Scheme::Https } else { Scheme::Http };
-        request.set_scheme(Some(&scheme)).map_err(|()| invalid("scheme"))?;
-        request.set_authority(Some(url.authority)).map_err(|()| invalid("authority"))?;
+        request
+            .set_method(&to_method(method))
+            .map_err(|()| invalid("method"))?;
+        let scheme = if url.https {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        };
+        request
+            .set_scheme(Some(&scheme))
+            .map_err(|()| invalid("scheme"))?;
+        request
+            .set_authority(Some(url.authority))
+            .map_err(|()| invalid("authority"))?;
         request
             .set_path_with_query(Some(&url.path_with_query))
             .map_err(|()| invalid("path"))?;
@@ -197,7 +229,9 @@ mod imp {
         if let Some(body) = body {
             let stream = outgoing_body.write().map_err(|()| invalid("body stream"))?;
             for chunk in body.chunks(4096) {
-                stream.blocking_write_and_flush(chunk).map_err(stream_fail)?;
+                stream
+                    .blocking_write_and_flush(chunk)
+                    .map_err(stream_fail)?;
             }
             drop(stream);
         }
@@ -208,7 +242,10 @@ mod imp {
                 Some(Ok(Ok(response))) => break response,
                 Some(Ok(Err(code))) => return Err(fail(code)),
                 Some(Err(())) => {
-                    return Err(Error::Internal(format!("{}: response taken twice", context())));
+                    return Err(Error::Internal(format!(
+                        "{}: response taken twice",
+                        context()
+                    )));
                 }
                 None => future.subscribe().block(),
             }
@@ -222,7 +259,9 @@ mod imp {
             .map(|(n, v)| (n, String::from_utf8_lossy(&v).into_owned()))
             .collect();
         let incoming = response.consume().map_err(|()| invalid("response body"))?;
-        let stream = incoming.stream().map_err(|()| invalid("response body stream"))?;
+        let stream = incoming
+            .stream()
+            .map_err(|()| invalid("response body stream"))?;
         let mut body = Vec::new();
         loop {
             match stream.blocking_read(64 * 1024) {
@@ -233,7 +272,11 @@ mod imp {
         }
         drop(stream);
         drop(IncomingBody::finish(incoming));
-        Ok(Response { status, headers, body })
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
     }
 
     fn to_method(method: &str) -> Method {
@@ -260,10 +303,16 @@ mod tests {
     fn url_parsing() {
         let u = Url::parse("https://user@api.example.com:8443/v1/x?y=1#frag").unwrap();
         assert!(u.https);
-        assert_eq!((u.authority, u.host), ("api.example.com:8443", "api.example.com"));
+        assert_eq!(
+            (u.authority, u.host),
+            ("api.example.com:8443", "api.example.com")
+        );
         assert_eq!(u.path_with_query, "/v1/x?y=1");
         let u = Url::parse("http://127.0.0.1:8080").unwrap();
-        assert_eq!((u.authority, u.host, u.path_with_query.as_str()), ("127.0.0.1:8080", "127.0.0.1", "/"));
+        assert_eq!(
+            (u.authority, u.host, u.path_with_query.as_str()),
+            ("127.0.0.1:8080", "127.0.0.1", "/")
+        );
         let u = Url::parse("http://[::1]:80?q").unwrap();
         assert_eq!((u.host, u.path_with_query.as_str()), ("[::1]", "/?q"));
         assert!(matches!(Url::parse("ftp://x/"), Err(Error::Invalid(_))));
@@ -280,7 +329,9 @@ mod tests {
     fn natively_unavailable() {
         assert_eq!(
             get("http://127.0.0.1/", &[]),
-            Err(Error::Transient("http is only available inside the plugin host".into()))
+            Err(Error::Transient(
+                "http is only available inside the plugin host".into()
+            ))
         );
         assert!(matches!(get("nope", &[]), Err(Error::Invalid(_))));
     }

@@ -17,8 +17,8 @@
 //! 3. [`plugin!`] to export it.
 //!
 //! ```
-//! use odh_plugin_sdk::{core_gvk, Controller, Error, Manifest, Object, Outcome, Ownership};
-//! use odh_plugin_sdk::{Plugin, ReconcileRequest, serde_json::json};
+//! use odh_plugin_sdk::{Controller, Error, Manifest, Object, Outcome, Ownership, Plugin};
+//! use odh_plugin_sdk::{ReconcileRequest, core_gvk, json};
 //!
 //! pub struct Hello;
 //!
@@ -33,7 +33,8 @@
 //!
 //!     fn reconcile(request: ReconcileRequest) -> Result<Outcome, Error> {
 //!         let Some(cm) = request.object()? else { return Ok(Outcome::default()) };
-//!         let greeting = Object::new(&core_gvk("ConfigMap"), cm.namespace(), &format!("{}-hello", cm.name()))
+//!         let name = format!("{}-hello", cm.name());
+//!         let greeting = Object::new(&core_gvk("ConfigMap"), cm.namespace(), &name)
 //!             .with("data", json!({ "greeting": format!("Hello, {}!", cm.name()) }));
 //!         Ok(Outcome::default().apply(greeting, Ownership::Controller))
 //!     }
@@ -92,7 +93,7 @@ pub use bindings::odh::controller::manifest_types::{
 pub use bindings::odh::controller::reconcile_types::{
     Desired, Event, EventType, FinalizerAction, Outcome, Ownership, ReconcileRequest, WatchEvent,
 };
-pub use bindings::odh::controller::types::{Error, Gvk, ObjectKey, RequestKey, Operation};
+pub use bindings::odh::controller::types::{Error, Gvk, ObjectKey, Operation, RequestKey};
 pub use builders::{core_gvk, gvk, object_key, request_key};
 pub use object::{Object, controller_owner_ref, owner_ref};
 pub use plugin::{Plugin, default_validate_settings, not_implemented};
@@ -127,9 +128,17 @@ mod tests {
     #[test]
     fn settings_parse_and_report() {
         assert_eq!(settings::<S>("").unwrap(), S { replicas: 0 });
-        assert_eq!(settings::<S>(r#"{"replicas": 3}"#).unwrap(), S { replicas: 3 });
-        let Err(Error::Invalid(msg)) = settings::<S>(r#"{"x": 1}"#) else { panic!("expected Invalid") };
-        assert!(msg.starts_with("invalid plugin settings: unknown field `x`"), "{msg}");
+        assert_eq!(
+            settings::<S>(r#"{"replicas": 3}"#).unwrap(),
+            S { replicas: 3 }
+        );
+        let Err(Error::Invalid(msg)) = settings::<S>(r#"{"x": 1}"#) else {
+            panic!("expected Invalid")
+        };
+        assert!(
+            msg.starts_with("invalid plugin settings: unknown field `x`"),
+            "{msg}"
+        );
         assert!(msg.contains("line 1"), "{msg}");
     }
 }

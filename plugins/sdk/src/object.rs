@@ -138,7 +138,11 @@ impl Object {
             if !v.is_object() {
                 *v = Value::Object(Map::new());
             }
-            v = v.as_object_mut().expect("just made an object").entry(*key).or_insert(Value::Null);
+            v = v
+                .as_object_mut()
+                .expect("just made an object")
+                .entry(*key)
+                .or_insert(Value::Null);
         }
         v
     }
@@ -165,7 +169,8 @@ impl Object {
 
     /// `metadata.namespace`; none for cluster-scoped objects.
     pub fn namespace(&self) -> Option<&str> {
-        self.str_at(&["metadata", "namespace"]).filter(|ns| !ns.is_empty())
+        self.str_at(&["metadata", "namespace"])
+            .filter(|ns| !ns.is_empty())
     }
 
     /// `metadata.uid`.
@@ -200,7 +205,8 @@ impl Object {
 
     /// One label.
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.at(&["metadata", "labels", key]).and_then(Value::as_str)
+        self.at(&["metadata", "labels", key])
+            .and_then(Value::as_str)
     }
 
     /// Sets a label.
@@ -210,7 +216,8 @@ impl Object {
 
     /// Removes a label, returning its value.
     pub fn remove_label(&mut self, key: &str) -> Option<String> {
-        self.remove(&["metadata", "labels", key]).and_then(into_string)
+        self.remove(&["metadata", "labels", key])
+            .and_then(into_string)
     }
 
     /// `metadata.annotations` (string values only).
@@ -220,7 +227,8 @@ impl Object {
 
     /// One annotation.
     pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.at(&["metadata", "annotations", key]).and_then(Value::as_str)
+        self.at(&["metadata", "annotations", key])
+            .and_then(Value::as_str)
     }
 
     /// Sets an annotation.
@@ -230,7 +238,8 @@ impl Object {
 
     /// Removes an annotation, returning its value.
     pub fn remove_annotation(&mut self, key: &str) -> Option<String> {
-        self.remove(&["metadata", "annotations", key]).and_then(into_string)
+        self.remove(&["metadata", "annotations", key])
+            .and_then(into_string)
     }
 
     /// `metadata.deletionTimestamp`.
@@ -274,14 +283,18 @@ impl Object {
     /// Whether `owner` (by uid) is among the owner references.
     pub fn is_owned_by(&self, owner: &Object) -> bool {
         let Some(uid) = owner.uid() else { return false };
-        self.owner_references().iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+        self.owner_references()
+            .iter()
+            .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
     }
 
     fn string_map(&self, path: &[&str]) -> BTreeMap<String, String> {
         self.at(path)
             .and_then(Value::as_object)
             .map(|m| {
-                m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect()
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
             })
             .unwrap_or_default()
     }
@@ -362,7 +375,10 @@ mod tests {
     fn accessors() {
         let d = deployment();
         assert_eq!(d.gvk(), gvk("apps", "v1", "Deployment"));
-        assert_eq!((d.name(), d.namespace(), d.uid()), ("d", Some("ns"), Some("u-1")));
+        assert_eq!(
+            (d.name(), d.namespace(), d.uid()),
+            ("d", Some("ns"), Some("u-1"))
+        );
         assert_eq!(d.generation(), Some(3));
         assert_eq!(d.label("app"), Some("x"));
         assert_eq!(d.annotations().get("a").map(String::as_str), Some("b"));
@@ -383,7 +399,10 @@ mod tests {
         let mut bare = Object::new(&core_gvk("ConfigMap"), None, "c");
         assert_eq!(bare.labels(), BTreeMap::new());
         bare.set_label("k", "v");
-        assert_eq!(bare.0, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"k": "v"}}}));
+        assert_eq!(
+            bare.0,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"k": "v"}}})
+        );
     }
 
     #[test]
@@ -398,7 +417,9 @@ mod tests {
         assert!(child.is_owned_by(&d));
         assert!(child.controller_ref().is_some());
         let no_uid = Object::new(&core_gvk("ConfigMap"), Some("ns"), "c");
-        assert!(matches!(controller_owner_ref(&no_uid), Err(Error::Invalid(m)) if m.contains("metadata.uid")));
+        assert!(
+            matches!(controller_owner_ref(&no_uid), Err(Error::Invalid(m)) if m.contains("metadata.uid"))
+        );
     }
 
     #[test]

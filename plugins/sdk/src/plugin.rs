@@ -64,7 +64,10 @@ pub fn default_validate_settings(settings: &str) -> Result<(), Error> {
 /// `Error::Internal("<export> is not implemented by <plugin>")`, the default of the optional
 /// exports (`<plugin>` is the manifest's name).
 pub fn not_implemented<P: Plugin + ?Sized>(export: &str) -> Error {
-    Error::Internal(format!("{export} is not implemented by {}", P::manifest().name))
+    Error::Internal(format!(
+        "{export} is not implemented by {}",
+        P::manifest().name
+    ))
 }
 
 /// Logs a panic's message through the `log` import (at `error`) before the default hook runs
@@ -74,7 +77,10 @@ pub fn install_panic_hook() {
     ONCE.call_once(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            crate::log::log(crate::log::Level::Error, &format!("plugin panicked: {info}"));
+            crate::log::log(
+                crate::log::Level::Error,
+                &format!("plugin panicked: {info}"),
+            );
             default(info);
         }));
     });
@@ -130,7 +136,7 @@ macro_rules! plugin {
             }
 
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::export!(__OdhPluginExport with_types_in $crate::bindings);
+    $crate::bindings::export!(__OdhPluginExport with_types_in $crate::bindings);
         };
     };
 }
@@ -152,14 +158,26 @@ mod tests {
     fn defaults() {
         assert_eq!(Minimal::validate_settings("{}"), Ok(()));
         assert_eq!(Minimal::validate_settings(""), Ok(()));
-        assert!(matches!(Minimal::validate_settings("[1]"), Err(Error::Invalid(m)) if m.contains("an array")));
-        assert!(matches!(Minimal::validate_settings("{"), Err(Error::Invalid(_))));
+        assert!(
+            matches!(Minimal::validate_settings("[1]"), Err(Error::Invalid(m)) if m.contains("an array"))
+        );
+        assert!(matches!(
+            Minimal::validate_settings("{"),
+            Err(Error::Invalid(_))
+        ));
         let r = Minimal::reconcile(ReconcileRequest::new("c", None, "x"));
-        assert_eq!(r, Err(Error::Internal("reconcile is not implemented by minimal".into())));
+        assert_eq!(
+            r,
+            Err(Error::Internal(
+                "reconcile is not implemented by minimal".into()
+            ))
+        );
         let a = AdmissionRequest::new("/p", core_gvk("Pod"), crate::Operation::Create);
         assert_eq!(
             Minimal::validate(a),
-            Err(Error::Internal("validate is not implemented by minimal".into()))
+            Err(Error::Internal(
+                "validate is not implemented by minimal".into()
+            ))
         );
     }
 }

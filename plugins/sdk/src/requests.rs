@@ -68,7 +68,9 @@ impl AdmissionRequest {
     pub fn for_object(path: &str, operation: Operation, object: &Object) -> AdmissionRequest {
         AdmissionRequest {
             namespace: object.namespace().map(Into::into),
-            name: Some(object.name()).filter(|n| !n.is_empty()).map(Into::into),
+            name: Some(object.name())
+                .filter(|n| !n.is_empty())
+                .map(Into::into),
             object: Some(object.to_json()),
             ..Self::new(path, object.gvk(), operation)
         }
@@ -134,7 +136,10 @@ impl WatchEvent {
 /// `ConfigMap` -> `configmaps`, `Policy` -> `policies`: good enough for test requests.
 fn guess_resource(kind: &str) -> String {
     let lower = kind.to_ascii_lowercase();
-    if let Some(stem) = lower.strip_suffix('y').filter(|s| !s.ends_with(['a', 'e', 'o', 'u'])) {
+    if let Some(stem) = lower
+        .strip_suffix('y')
+        .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
+    {
         format!("{stem}ies")
     } else if lower.ends_with('s') || lower.ends_with('x') {
         format!("{lower}es")

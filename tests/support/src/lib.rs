@@ -37,3 +37,26 @@ pub fn crd_dirs() -> Vec<PathBuf> {
     let root = workspace_root();
     vec![root.join("deploy/crds"), root.join("tests/crds")]
 }
+
+/// The path of a plugin component built by `make plugins` (`target/plugins/<name>.wasm`),
+/// building every plugin first if needed (once per process; make skips what is up to date).
+pub fn plugin_wasm(name: &str) -> anyhow::Result<PathBuf> {
+    static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let root = workspace_root();
+    BUILT
+        .get_or_init(|| {
+            let status = std::process::Command::new("make")
+                .args(["--no-print-directory", "-s", "-C"])
+                .arg(&root)
+                .arg("plugins")
+                .stdout(std::process::Stdio::null())
+                .status()
+                .map_err(|e| format!("running `make plugins`: {e}"))?;
+            if status.success() { Ok(()) } else { Err("`make plugins` failed".to_string()) }
+        })
+        .clone()
+        .map_err(anyhow::Error::msg)?;
+    let path = root.join("target/plugins").join(format!("{name}.wasm"));
+    anyhow::ensure!(path.exists(), "no plugin component at {}", path.display());
+    Ok(path)
+}

@@ -9,7 +9,7 @@ pub struct Hello;
 
 impl Plugin for Hello {
     fn manifest() -> Manifest {
-        let cm = core_gvk("ConfigMap");
+        let (cm, ops) = (core_gvk("ConfigMap"), [Create, Update]);
         Manifest::new("hello", "0.1.0")
             .description("Greets labelled ConfigMaps with a <name>-hello ConfigMap")
             .controller(
@@ -17,8 +17,16 @@ impl Plugin for Hello {
                     .primary_label_selector("hello.opendatahub.io/enabled=true")
                     .owns(cm.clone()),
             )
-            .webhook(Webhook::mutating("/mutate-hello-configmap", cm.clone(), [Create, Update]))
-            .webhook(Webhook::validating("/validate-hello-configmap", cm.clone(), [Create, Update]))
+            .webhook(Webhook::mutating(
+                "/mutate-hello-configmap",
+                cm.clone(),
+                ops,
+            ))
+            .webhook(Webhook::validating(
+                "/validate-hello-configmap",
+                cm.clone(),
+                ops,
+            ))
             .reads([cm.clone()])
             .writes([cm])
     }
@@ -54,7 +62,11 @@ pub fn greeting(cm: &Object) -> Option<Object> {
     if name.ends_with("-hello") {
         return None;
     }
-    let greeting = Object::new(&core_gvk("ConfigMap"), cm.namespace(), &format!("{name}-hello"));
+    let greeting = Object::new(
+        &core_gvk("ConfigMap"),
+        cm.namespace(),
+        &format!("{name}-hello"),
+    );
     Some(greeting.with("data", json!({ "greeting": format!("Hello, {name}!") })))
 }
 
@@ -93,7 +105,10 @@ mod tests {
         assert_eq!((m.name.as_str(), m.version.as_str()), ("hello", "0.1.0"));
         let c = &m.controllers[0];
         assert_eq!(c.primary, core_gvk("ConfigMap"));
-        assert_eq!(c.primary_label_selector.as_deref(), Some("hello.opendatahub.io/enabled=true"));
+        assert_eq!(
+            c.primary_label_selector.as_deref(),
+            Some("hello.opendatahub.io/enabled=true")
+        );
         assert_eq!(m.webhooks[0].type_, WebhookType::Mutating);
         assert_eq!(m.webhooks[1].path, "/validate-hello-configmap");
         assert_eq!(m.webhooks[1].operations, vec![Create, Update]);
@@ -101,8 +116,11 @@ mod tests {
 
     #[test]
     fn reconcile_greets() {
-        let o = Hello::reconcile(ReconcileRequest::for_object("hello", &cm("world", json!({}))))
-            .unwrap();
+        let o = Hello::reconcile(ReconcileRequest::for_object(
+            "hello",
+            &cm("world", json!({})),
+        ))
+        .unwrap();
         assert_eq!(o.apply.len(), 1);
         assert_eq!(o.apply[0].ownership, Ownership::Controller);
         let desired = Object::parse(&o.apply[0].object).unwrap();
@@ -125,7 +143,8 @@ mod tests {
 
     #[test]
     fn mutate_labels_and_keeps_fields() {
-        let req = AdmissionRequest::for_object("/mutate-hello-configmap", Create, &cm("a", json!({})));
+        let req =
+            AdmissionRequest::for_object("/mutate-hello-configmap", Create, &cm("a", json!({})));
         let d = Hello::mutate(req).unwrap();
         assert!(d.allowed);
         let mutated = Object::parse(d.mutated.as_deref().unwrap()).unwrap();
@@ -139,7 +158,10 @@ mod tests {
         let bad = AdmissionRequest::for_object(path, Update, &cm("a", json!({"forbidden": "x"})));
         let d = Hello::validate(bad).unwrap();
         assert!(!d.allowed);
-        assert_eq!(d.message.as_deref(), Some(r#"hello: the key "forbidden" is not allowed"#));
+        assert_eq!(
+            d.message.as_deref(),
+            Some(r#"hello: the key "forbidden" is not allowed"#)
+        );
         let good = AdmissionRequest::for_object(path, Create, &cm("a", json!({"ok": "x"})));
         assert!(Hello::validate(good).unwrap().allowed);
     }

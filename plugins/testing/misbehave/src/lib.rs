@@ -33,21 +33,35 @@ impl Plugin for Misbehave {
         Manifest::new("misbehave", "0.1.0")
             .description("Misbehaves on request, to test the host's sandbox")
             .controller(Controller::new("misbehave", cm.clone()).owns(cm.clone()))
-            .webhook(Webhook::mutating("/mutate-misbehave", cm.clone(), [Create, Update]))
-            .webhook(Webhook::validating("/validate-misbehave", cm.clone(), [Create, Update]))
+            .webhook(Webhook::mutating(
+                "/mutate-misbehave",
+                cm.clone(),
+                [Create, Update],
+            ))
+            .webhook(Webhook::validating(
+                "/validate-misbehave",
+                cm.clone(),
+                [Create, Update],
+            ))
             .reads([cm.clone()])
             .writes([cm])
             .http_hosts(["127.0.0.1"])
     }
 
     fn reconcile(request: ReconcileRequest) -> Result<Outcome, Error> {
-        let Some(cm) = request.object()? else { return Ok(Outcome::default()) };
+        let Some(cm) = request.object()? else {
+            return Ok(Outcome::default());
+        };
         if cm.name().ends_with("-ok") {
             return Ok(Outcome::default());
         }
         Ok(match misbehave(&cm, &Host)? {
             None => {
-                let ok = Object::new(&core_gvk("ConfigMap"), cm.namespace(), &format!("{}-ok", cm.name()));
+                let ok = Object::new(
+                    &core_gvk("ConfigMap"),
+                    cm.namespace(),
+                    &format!("{}-ok", cm.name()),
+                );
                 Outcome::default().apply(ok, Ownership::Controller)
             }
             Some(result) => Outcome::default().status(result),
@@ -55,7 +69,9 @@ impl Plugin for Misbehave {
     }
 
     fn mutate(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
-        let Some(mut cm) = request.object()? else { return Ok(AdmissionDecision::allow()) };
+        let Some(mut cm) = request.object()? else {
+            return Ok(AdmissionDecision::allow());
+        };
         match misbehave(&cm, &Host)? {
             None => cm.set_label("misbehave/ok", "true"),
             Some(result) => cm.set_annotation("misbehave/result", &result.to_string()),
@@ -64,7 +80,9 @@ impl Plugin for Misbehave {
     }
 
     fn validate(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
-        let Some(cm) = request.object()? else { return Ok(AdmissionDecision::allow()) };
+        let Some(cm) = request.object()? else {
+            return Ok(AdmissionDecision::allow());
+        };
         Ok(match misbehave(&cm, &Host)? {
             None => AdmissionDecision::allow(),
             Some(result) => AdmissionDecision::allow().with_message(result.to_string()),
@@ -102,23 +120,28 @@ pub fn misbehave(cm: &Object, cluster: &dyn Cluster) -> Result<Option<Value>, Er
         "panic" => panic!("misbehave: deliberate panic"),
         "trap" => trap(),
         "oversize" => Ok(Some(Value::String("x".repeat(8 << 20)))),
-        "read-ungranted" => {
-            match cluster.get(&core_gvk("Secret"), cm.namespace(), cm.name()) {
-                Ok(found) => Ok(Some(json!({ "found": found.is_some() }))),
-                Err(e) => Err(Error::Internal(format!("misbehave: reading a Secret: {}", e.describe()))),
-            }
-        }
+        "read-ungranted" => match cluster.get(&core_gvk("Secret"), cm.namespace(), cm.name()) {
+            Ok(found) => Ok(Some(json!({ "found": found.is_some() }))),
+            Err(e) => Err(Error::Internal(format!(
+                "misbehave: reading a Secret: {}",
+                e.describe()
+            ))),
+        },
         "read-granted" => {
             let found = cluster.get(&core_gvk("ConfigMap"), cm.namespace(), field("target")?)?;
             Ok(Some(json!({ "found": found.is_some() })))
         }
         "http" => {
             let response = http::get(field("url")?, &[])?;
-            Ok(Some(json!({ "httpStatus": response.status, "body": response.text() })))
+            Ok(Some(
+                json!({ "httpStatus": response.status, "body": response.text() }),
+            ))
         }
         "error-invalid" => Err(Error::Invalid("misbehave: invalid input".into())),
         "error-transient" => Err(Error::Transient("misbehave: try later".into())),
-        other => Err(Error::Invalid(format!("misbehave: unknown behaviour {other:?}"))),
+        other => Err(Error::Invalid(format!(
+            "misbehave: unknown behaviour {other:?}"
+        ))),
     }
 }
 
@@ -145,30 +168,59 @@ mod tests {
 
     #[test]
     fn ok_everywhere() {
-        let o = Misbehave::reconcile(ReconcileRequest::for_object("misbehave", &cm("x", json!({}))))
-            .unwrap();
+        let o = Misbehave::reconcile(ReconcileRequest::for_object(
+            "misbehave",
+            &cm("x", json!({})),
+        ))
+        .unwrap();
         assert_eq!(Object::parse(&o.apply[0].object).unwrap().name(), "x-ok");
         assert_eq!(o.apply[0].ownership, Ownership::Controller);
         let skip = ReconcileRequest::for_object("misbehave", &cm("x-ok", json!({})));
         assert_eq!(Misbehave::reconcile(skip), Ok(Outcome::default()));
         let req = AdmissionRequest::for_object("/mutate-misbehave", Create, &behave("ok"));
         let d = Misbehave::mutate(req.clone()).unwrap();
-        assert_eq!(Object::parse(d.mutated.as_deref().unwrap()).unwrap().label("misbehave/ok"), Some("true"));
+        assert_eq!(
+            Object::parse(d.mutated.as_deref().unwrap())
+                .unwrap()
+                .label("misbehave/ok"),
+            Some("true")
+        );
         assert!(Misbehave::validate(req).unwrap().allowed);
     }
 
     #[test]
     fn results_and_errors() {
-        let fake = FakeCluster::new().with(cm("t", json!({}))).deny(core_gvk("Secret"));
-        assert_eq!(misbehave(&behave("read-granted"), &fake), Ok(Some(json!({"found": true}))));
-        let Err(Error::Internal(m)) = misbehave(&behave("read-ungranted"), &fake) else { panic!() };
-        assert!(m.starts_with("misbehave: reading a Secret: denied: "), "{m}");
-        let Ok(Some(Value::String(s))) = misbehave(&behave("oversize"), &fake) else { panic!() };
+        let fake = FakeCluster::new()
+            .with(cm("t", json!({})))
+            .deny(core_gvk("Secret"));
+        assert_eq!(
+            misbehave(&behave("read-granted"), &fake),
+            Ok(Some(json!({"found": true})))
+        );
+        let Err(Error::Internal(m)) = misbehave(&behave("read-ungranted"), &fake) else {
+            panic!()
+        };
+        assert!(
+            m.starts_with("misbehave: reading a Secret: denied: "),
+            "{m}"
+        );
+        let Ok(Some(Value::String(s))) = misbehave(&behave("oversize"), &fake) else {
+            panic!()
+        };
         assert_eq!(s.len(), 8 << 20);
-        assert_eq!(misbehave(&behave("error-invalid"), &fake), Err(Error::Invalid("misbehave: invalid input".into())));
-        assert_eq!(misbehave(&behave("error-transient"), &fake), Err(Error::Transient("misbehave: try later".into())));
+        assert_eq!(
+            misbehave(&behave("error-invalid"), &fake),
+            Err(Error::Invalid("misbehave: invalid input".into()))
+        );
+        assert_eq!(
+            misbehave(&behave("error-transient"), &fake),
+            Err(Error::Transient("misbehave: try later".into()))
+        );
         // Natively the SDK's http is unavailable; the error is passed through unchanged.
-        let http = cm("x", json!({"behaviour": "http", "url": "http://127.0.0.1:1/"}));
+        let http = cm(
+            "x",
+            json!({"behaviour": "http", "url": "http://127.0.0.1:1/"}),
+        );
         assert!(matches!(misbehave(&http, &fake), Err(Error::Transient(_))));
     }
 
