@@ -42,7 +42,7 @@ plugins:
 
 ## test: every test, unit and integration, against a real kube-apiserver
 test: $(APISERVER) plugins
-	@status=0; $(CARGO) test --workspace --all-targets || status=$$?; \
+	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
 		$(MAKE) --no-print-directory stop-test-apiserver; exit $$status
 
 ## stop-test-apiserver: stop the apiserver shared by a test run (it also stops itself when idle)
@@ -73,8 +73,8 @@ crds:
 	$(CARGO) run -q -p odh-model-controller -- crds --write deploy/crds
 
 ## bench: benchmarks (results in target/bench/)
-bench:
-	@echo "no benchmarks yet"
+bench: plugins
+	$(CARGO) bench -p odh-model-controller --bench plugin_runtime
 
 clean:
 	$(CARGO) clean

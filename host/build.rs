@@ -12,7 +12,10 @@ const BUILTINS: &[&str] = &["hello"];
 
 fn main() -> anyhow::Result<()> {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
-    let root = manifest_dir.parent().expect("host/ sits in the workspace root").to_path_buf();
+    let root = manifest_dir
+        .parent()
+        .expect("host/ sits in the workspace root")
+        .to_path_buf();
     println!("cargo:rerun-if-changed={}", root.join("plugins").display());
     println!("cargo:rerun-if-changed={}", root.join("wit").display());
     println!("cargo:rerun-if-env-changed=ODH_BUILTIN_PLUGIN_DIR");
@@ -22,14 +25,26 @@ fn main() -> anyhow::Result<()> {
         Some(dir) => PathBuf::from(dir),
         None => build_plugins(&root)?,
     };
-    let mut out = String::from("/// (name, component bytes) of every built-in plugin.\npub static BUILTINS: &[(&str, &[u8])] = &[\n");
+    let mut out = String::from(
+        "/// (name, component bytes) of every built-in plugin.\npub static BUILTINS: &[(&str, &[u8])] = &[\n",
+    );
     for name in BUILTINS {
         let file = dir.join(format!("{}.wasm", name.replace('-', "_")));
-        anyhow::ensure!(file.exists(), "built-in plugin {name} was not built: {} is missing", file.display());
-        out.push_str(&format!("    ({name:?}, include_bytes!({:?})),\n", file.display().to_string()));
+        anyhow::ensure!(
+            file.exists(),
+            "built-in plugin {name} was not built: {} is missing",
+            file.display()
+        );
+        out.push_str(&format!(
+            "    ({name:?}, include_bytes!({:?})),\n",
+            file.display().to_string()
+        ));
     }
     out.push_str("];\n");
-    std::fs::write(PathBuf::from(std::env::var("OUT_DIR")?).join("builtin_plugins.rs"), out)?;
+    std::fs::write(
+        PathBuf::from(std::env::var("OUT_DIR")?).join("builtin_plugins.rs"),
+        out,
+    )?;
     Ok(())
 }
 
@@ -38,7 +53,13 @@ fn build_plugins(root: &Path) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--target-dir",
+        ])
         .arg(&target_dir);
     for name in BUILTINS {
         cmd.args(["-p", name]);
@@ -47,7 +68,22 @@ fn build_plugins(root: &Path) -> anyhow::Result<PathBuf> {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
         if key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_MAKEFLAGS"
-            || matches!(&*key, "RUSTC" | "RUSTDOC" | "RUSTC_WRAPPER" | "RUSTC_WORKSPACE_WRAPPER" | "RUSTFLAGS" | "TARGET" | "HOST" | "OUT_DIR" | "OPT_LEVEL" | "PROFILE" | "DEBUG" | "NUM_JOBS" | "RUSTC_LINKER")
+            || matches!(
+                &*key,
+                "RUSTC"
+                    | "RUSTDOC"
+                    | "RUSTC_WRAPPER"
+                    | "RUSTC_WORKSPACE_WRAPPER"
+                    | "RUSTFLAGS"
+                    | "TARGET"
+                    | "HOST"
+                    | "OUT_DIR"
+                    | "OPT_LEVEL"
+                    | "PROFILE"
+                    | "DEBUG"
+                    | "NUM_JOBS"
+                    | "RUSTC_LINKER"
+            )
         {
             cmd.env_remove(&*key);
         }

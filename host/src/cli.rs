@@ -7,7 +7,12 @@ use clap::{Args, Parser, Subcommand};
 use crate::logging::Encoder;
 
 #[derive(Debug, Parser)]
-#[command(name = "odh-model-controller", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "odh-model-controller",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -79,8 +84,11 @@ pub struct RunArgs {
 
 impl RunArgs {
     pub fn log_encoder(&self) -> Encoder {
-        self.zap_encoder
-            .unwrap_or(if self.zap_devel { Encoder::Console } else { Encoder::Json })
+        self.zap_encoder.unwrap_or(if self.zap_devel {
+            Encoder::Console
+        } else {
+            Encoder::Json
+        })
     }
 
     pub fn log_level(&self) -> String {

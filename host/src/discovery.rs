@@ -18,7 +18,11 @@ pub struct OptionalKind {
 
 impl OptionalKind {
     pub const fn new(group: &'static str, version: &'static str, kind: &'static str) -> Self {
-        Self { group, version, kind }
+        Self {
+            group,
+            version,
+            kind,
+        }
     }
 
     pub fn group_version(&self) -> String {
@@ -75,7 +79,9 @@ pub async fn discover(client: &Client, kinds: &[OptionalKind]) -> anyhow::Result
             let listed = list_kinds(client, &gv).await?;
             served.insert(gv.clone(), listed);
         }
-        let available = served[&gv].as_ref().is_some_and(|kinds| kinds.iter().any(|k| k == kind.kind));
+        let available = served[&gv]
+            .as_ref()
+            .is_some_and(|kinds| kinds.iter().any(|k| k == kind.kind));
         out.available.insert(*kind, available);
     }
     Ok(out)

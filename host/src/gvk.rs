@@ -13,7 +13,11 @@ pub struct Gvk {
 
 impl Gvk {
     pub fn new(group: &str, version: &str, kind: &str) -> Self {
-        Self { group: group.into(), version: version.into(), kind: kind.into() }
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
     }
 
     /// `group/version`, or just `version` for the core group.
@@ -58,6 +62,9 @@ mod tests {
         assert_eq!(core.api_version(), "v1");
         let isvc = Gvk::from_api_version("serving.kserve.io/v1beta1", "InferenceService");
         assert_eq!(isvc.api_version(), "serving.kserve.io/v1beta1");
-        assert_eq!(isvc.to_string(), "serving.kserve.io/v1beta1/InferenceService");
+        assert_eq!(
+            isvc.to_string(),
+            "serving.kserve.io/v1beta1/InferenceService"
+        );
     }
 }

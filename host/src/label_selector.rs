@@ -33,7 +33,10 @@ impl LabelSelector {
     }
 
     pub fn parse(selector: &str) -> Result<Self, SelectorError> {
-        let err = |reason: &str| SelectorError { selector: selector.to_string(), reason: reason.to_string() };
+        let err = |reason: &str| SelectorError {
+            selector: selector.to_string(),
+            reason: reason.to_string(),
+        };
         let mut requirements = Vec::new();
         for term in split_terms(selector) {
             let term = term.trim();
@@ -43,19 +46,36 @@ impl LabelSelector {
             let req = if let Some(key) = term.strip_prefix('!') {
                 Requirement::NotExists(valid_key(key.trim()).ok_or_else(|| err("bad key"))?)
             } else if let Some((key, values)) = split_set(term, " notin ") {
-                Requirement::NotIn(valid_key(key).ok_or_else(|| err("bad key"))?, parse_set(values).ok_or_else(|| err("bad value set"))?)
+                Requirement::NotIn(
+                    valid_key(key).ok_or_else(|| err("bad key"))?,
+                    parse_set(values).ok_or_else(|| err("bad value set"))?,
+                )
             } else if let Some((key, values)) = split_set(term, " in ") {
-                Requirement::In(valid_key(key).ok_or_else(|| err("bad key"))?, parse_set(values).ok_or_else(|| err("bad value set"))?)
+                Requirement::In(
+                    valid_key(key).ok_or_else(|| err("bad key"))?,
+                    parse_set(values).ok_or_else(|| err("bad value set"))?,
+                )
             } else if let Some((key, value)) = term.split_once("!=") {
-                Requirement::NotEquals(valid_key(key.trim()).ok_or_else(|| err("bad key"))?, value.trim().to_string())
-            } else if let Some((key, value)) = term.split_once("==").or_else(|| term.split_once('=')) {
-                Requirement::Equals(valid_key(key.trim()).ok_or_else(|| err("bad key"))?, value.trim().to_string())
+                Requirement::NotEquals(
+                    valid_key(key.trim()).ok_or_else(|| err("bad key"))?,
+                    value.trim().to_string(),
+                )
+            } else if let Some((key, value)) =
+                term.split_once("==").or_else(|| term.split_once('='))
+            {
+                Requirement::Equals(
+                    valid_key(key.trim()).ok_or_else(|| err("bad key"))?,
+                    value.trim().to_string(),
+                )
             } else {
                 Requirement::Exists(valid_key(term).ok_or_else(|| err("bad key"))?)
             };
             requirements.push(req);
         }
-        Ok(Self { requirements, source: selector.trim().to_string() })
+        Ok(Self {
+            requirements,
+            source: selector.trim().to_string(),
+        })
     }
 
     pub fn is_everything(&self) -> bool {
@@ -114,13 +134,21 @@ fn split_set<'a>(term: &'a str, op: &str) -> Option<(&'a str, &'a str)> {
 
 fn parse_set(values: &str) -> Option<Vec<String>> {
     let inner = values.strip_prefix('(')?.strip_suffix(')')?;
-    Some(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+    Some(
+        inner
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect(),
+    )
 }
 
 fn valid_key(key: &str) -> Option<String> {
     let ok = !key.is_empty()
         && key.len() <= 317
-        && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
     ok.then(|| key.to_string())
 }
 
@@ -129,7 +157,10 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -149,7 +180,11 @@ mod tests {
             ("missing notin (x)", true),
             ("component=predictor,tier in (bronze)", false),
         ] {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&l), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(&l),
+                want,
+                "{sel}"
+            );
         }
     }
 

@@ -4,9 +4,9 @@
 pub mod cli;
 pub mod crd;
 pub mod discovery;
-pub mod logging;
-pub mod run;
 pub mod gvk;
 pub mod label_selector;
+pub mod logging;
 pub mod plugin;
 pub mod plugin_cli;
+pub mod run;

@@ -12,7 +12,9 @@ pub enum Encoder {
 pub fn init(encoder: Encoder, level: &str) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(format!("{level},kube=warn,tower=warn,hyper=warn")));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     // A second init (e.g. from tests) keeps the first subscriber.
     let _ = match encoder {
         Encoder::Json => builder.json().flatten_event(true).try_init(),

@@ -58,7 +58,10 @@ fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
     };
     match result {
         Ok(out) => {
-            println!("{}", serde_json::to_string_pretty(&out).expect("JSON values always serialize"));
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&out).expect("JSON values always serialize")
+            );
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {

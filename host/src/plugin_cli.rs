@@ -10,8 +10,8 @@ use crate::gvk::Gvk;
 use crate::plugin::bindings::WIT_PACKAGE;
 use crate::plugin::wire::{Operation, RequestKey, WebhookType};
 use crate::plugin::{
-    AdmissionInput, CallError, EngineOptions, Grants, Limits, LoadRequest, MemoryCluster, Plugin, PluginEngine,
-    PluginSource, ReconcileInput, builtin,
+    AdmissionInput, CallError, EngineOptions, Grants, Limits, LoadRequest, MemoryCluster, Plugin,
+    PluginEngine, PluginSource, ReconcileInput, builtin,
 };
 
 /// Exit status 1: the plugin failed. Exit status 2: bad arguments or input.
@@ -78,7 +78,11 @@ pub struct EvalArgs {
 
 fn engine() -> anyhow::Result<PluginEngine> {
     let cache_dir = std::env::var_os("ODH_PLUGIN_CACHE_DIR").map(PathBuf::from);
-    PluginEngine::new(EngineOptions { cache_dir, max_instances: 8, ..Default::default() })
+    PluginEngine::new(EngineOptions {
+        cache_dir,
+        max_instances: 8,
+        ..Default::default()
+    })
 }
 
 fn resolve(spec: &str) -> anyhow::Result<(PluginSource, Vec<u8>)> {
@@ -91,17 +95,29 @@ fn resolve(spec: &str) -> anyhow::Result<(PluginSource, Vec<u8>)> {
         return Ok((PluginSource::Builtin(spec.to_string()), bytes.to_vec()));
     }
     let known: Vec<&str> = builtin::names().collect();
-    anyhow::bail!("{spec:?} is neither a file nor a built-in plugin (built-ins: {})", known.join(", "))
+    anyhow::bail!(
+        "{spec:?} is neither a file nor a built-in plugin (built-ins: {})",
+        known.join(", ")
+    )
 }
 
 fn load(spec: &str, settings: Value) -> Result<Plugin, EvalError> {
     let engine = engine().map_err(usage)?;
     let (source, bytes) = resolve(spec).map_err(usage)?;
-    Plugin::load(&engine, LoadRequest { source, bytes: &bytes, grants: Grants::default(), limits: Limits::default(), settings })
-        .map_err(|e| match e {
-            crate::plugin::LoadError::Call(c) => EvalError::Plugin(c),
-            other => usage(anyhow::anyhow!("{other}")),
-        })
+    Plugin::load(
+        &engine,
+        LoadRequest {
+            source,
+            bytes: &bytes,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings,
+        },
+    )
+    .map_err(|e| match e {
+        crate::plugin::LoadError::Call(c) => EvalError::Plugin(c),
+        other => usage(anyhow::anyhow!("{other}")),
+    })
 }
 
 /// `plugin inspect`: the manifest, where it came from and the WIT package it was built for.
@@ -116,15 +132,25 @@ pub fn inspect(spec: &str) -> Result<Value, EvalError> {
 
 /// Reads every object in a YAML or JSON file (`---`-separated documents, `List`s expanded).
 pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
-    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
     let mut out = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(&text) {
         let value: Value = serde::Deserialize::deserialize(doc)
             .map_err(|e| anyhow::anyhow!("parsing {}: {e}", path.display()))?;
         match value {
             Value::Null => {}
-            Value::Object(ref o) if o.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) => {
-                out.extend(o.get("items").and_then(Value::as_array).cloned().unwrap_or_default());
+            Value::Object(ref o)
+                if o.get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.ends_with("List")) =>
+            {
+                out.extend(
+                    o.get("items")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
+                );
             }
             Value::Object(_) => out.push(value),
             _ => anyhow::bail!("{}: a document is not an object", path.display()),
@@ -135,7 +161,12 @@ pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
 
 fn read_one(path: &Path) -> anyhow::Result<Value> {
     let mut objects = read_objects(path)?;
-    anyhow::ensure!(objects.len() == 1, "{} must hold exactly one object, it holds {}", path.display(), objects.len());
+    anyhow::ensure!(
+        objects.len() == 1,
+        "{} must hold exactly one object, it holds {}",
+        path.display(),
+        objects.len()
+    );
     Ok(objects.remove(0))
 }
 
@@ -144,12 +175,17 @@ fn load_state(dir: &Path) -> anyhow::Result<MemoryCluster> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| anyhow::anyhow!("reading state directory {}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml" || e == "json"))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        })
         .collect();
     files.sort();
     for file in files {
         for obj in read_objects(&file)? {
-            cluster.insert(obj).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            cluster
+                .insert(obj)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         }
     }
     Ok(cluster)
@@ -162,8 +198,14 @@ fn str_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
 /// `plugin eval`: one call, printed as JSON.
 pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
     let object = read_one(&args.object).map_err(usage)?;
-    let gvk = Gvk::of_object(&object).ok_or_else(|| usage(anyhow::anyhow!("the object has no apiVersion/kind")))?;
-    let old_object = args.old_object.as_deref().map(read_one).transpose().map_err(usage)?;
+    let gvk = Gvk::of_object(&object)
+        .ok_or_else(|| usage(anyhow::anyhow!("the object has no apiVersion/kind")))?;
+    let old_object = args
+        .old_object
+        .as_deref()
+        .map(read_one)
+        .transpose()
+        .map_err(usage)?;
     let settings = match &args.settings {
         Some(p) => read_one(p).map_err(usage)?,
         None => json!({}),
@@ -172,7 +214,10 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
         Some(dir) => Arc::new(load_state(dir).map_err(usage)?),
         None => Arc::new(MemoryCluster::default()),
     };
-    let namespace = args.namespace.clone().or_else(|| str_at(&object, &["metadata", "namespace"]).map(str::to_string));
+    let namespace = args
+        .namespace
+        .clone()
+        .or_else(|| str_at(&object, &["metadata", "namespace"]).map(str::to_string));
     let name = str_at(&object, &["metadata", "name"]).map(str::to_string);
     let plugin = load(&args.plugin, settings)?;
     let manifest = plugin.manifest();
@@ -183,19 +228,35 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
                 Some(c) => manifest.controllers.iter().find(|x| &x.name == c),
                 None => manifest.controllers.iter().find(|x| x.primary == gvk),
             }
-            .ok_or_else(|| usage(anyhow::anyhow!("plugin {} has no controller for {gvk}", plugin.name())))?;
-            let name = name.ok_or_else(|| usage(anyhow::anyhow!("the object has no metadata.name")))?;
+            .ok_or_else(|| {
+                usage(anyhow::anyhow!(
+                    "plugin {} has no controller for {gvk}",
+                    plugin.name()
+                ))
+            })?;
+            let name =
+                name.ok_or_else(|| usage(anyhow::anyhow!("the object has no metadata.name")))?;
             let input = ReconcileInput {
                 controller: controller.name.clone(),
                 key: RequestKey { namespace, name },
                 object: Some(object.to_string()),
             };
-            let outcome = plugin.reconcile_blocking(&input, cluster).map_err(EvalError::Plugin)?;
+            let outcome = plugin
+                .reconcile_blocking(&input, cluster)
+                .map_err(EvalError::Plugin)?;
             Ok(json!({"op": "reconcile", "plugin": plugin.name(), "outcome": outcome}))
         }
         Op::Mutate | Op::Validate => {
-            let operation = args.operation.unwrap_or(if old_object.is_some() { Operation::Update } else { Operation::Create });
-            let wanted = if args.op == Op::Mutate { WebhookType::Mutating } else { WebhookType::Validating };
+            let operation = args.operation.unwrap_or(if old_object.is_some() {
+                Operation::Update
+            } else {
+                Operation::Create
+            });
+            let wanted = if args.op == Op::Mutate {
+                WebhookType::Mutating
+            } else {
+                WebhookType::Validating
+            };
             let path = manifest
                 .webhooks
                 .iter()

@@ -9,7 +9,10 @@ use crate::discovery::{self, OPTIONAL_KINDS};
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let client = connect(&args).await?;
-    let version = client.apiserver_version().await.context("unable to reach the API server")?;
+    let version = client
+        .apiserver_version()
+        .await
+        .context("unable to reach the API server")?;
     info!(version = %version.git_version, "connected to the API server");
 
     let found = discovery::discover(&client, OPTIONAL_KINDS).await?;
@@ -30,7 +33,9 @@ async fn connect(args: &RunArgs) -> anyhow::Result<Client> {
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
             Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
         }
-        None => Config::infer().await.context("unable to load kube config")?,
+        None => Config::infer()
+            .await
+            .context("unable to load kube config")?,
     };
     Ok(Client::try_from(config)?)
 }

@@ -10,9 +10,17 @@ fn bin() -> Command {
 }
 
 fn run(args: &[&str]) -> (i32, Value, String) {
-    let Output { status, stdout, stderr } = bin().args(args).output().expect("run the binary");
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = bin().args(args).output().expect("run the binary");
     let json = serde_json::from_slice(&stdout).unwrap_or(Value::Null);
-    (status.code().unwrap_or(-1), json, String::from_utf8_lossy(&stderr).into_owned())
+    (
+        status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -28,7 +36,8 @@ fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
-const DEMO: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n  namespace: ns1\ndata:\n  a: b\n";
+const DEMO: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n  namespace: ns1\ndata:\n  a: b\n";
 
 #[test]
 fn inspect_prints_the_manifest_with_the_wit_version() {
@@ -44,14 +53,26 @@ fn inspect_prints_the_manifest_with_the_wit_version() {
     let file = odh_test_support::plugin_wasm("hello").unwrap();
     let (code, by_file, err) = run(&["plugin", "inspect", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(by_file["sha256"], out["sha256"], "the built-in is the same component as the file");
+    assert_eq!(
+        by_file["sha256"], out["sha256"],
+        "the built-in is the same component as the file"
+    );
 }
 
 #[test]
 fn eval_reconcile_prints_the_outcome() {
     let d = tmpdir("reconcile");
     let obj = write(&d, "cm.yaml", DEMO);
-    let (code, out, err) = run(&["plugin", "eval", "--plugin", "hello", "--op", "reconcile", "--object", obj.to_str().unwrap()]);
+    let (code, out, err) = run(&[
+        "plugin",
+        "eval",
+        "--plugin",
+        "hello",
+        "--op",
+        "reconcile",
+        "--object",
+        obj.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out["op"], "reconcile");
     let applied = &out["outcome"]["apply"][0];
@@ -64,17 +85,45 @@ fn eval_reconcile_prints_the_outcome() {
 #[test]
 fn eval_mutate_and_validate_print_decisions() {
     let d = tmpdir("admission");
-    let obj = write(&d, "cm.json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"n"},"data":{"forbidden":"1"},"extra":{"kept":true}}"#);
-    let (code, out, err) = run(&["plugin", "eval", "--plugin", "hello", "--op", "mutate", "--object", obj.to_str().unwrap()]);
+    let obj = write(
+        &d,
+        "cm.json",
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"n"},"data":{"forbidden":"1"},"extra":{"kept":true}}"#,
+    );
+    let (code, out, err) = run(&[
+        "plugin",
+        "eval",
+        "--plugin",
+        "hello",
+        "--op",
+        "mutate",
+        "--object",
+        obj.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out["decision"]["allowed"], true);
     assert_eq!(out["decision"]["patch"][0]["op"], "add");
-    assert_eq!(out["decision"]["mutated"]["extra"]["kept"], true, "unknown fields survive");
+    assert_eq!(
+        out["decision"]["mutated"]["extra"]["kept"], true,
+        "unknown fields survive"
+    );
 
-    let (code, out, err) = run(&["plugin", "eval", "--plugin", "hello", "--op", "validate", "--object", obj.to_str().unwrap()]);
+    let (code, out, err) = run(&[
+        "plugin",
+        "eval",
+        "--plugin",
+        "hello",
+        "--op",
+        "validate",
+        "--object",
+        obj.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "a denial is a decision, not a failure: {err}");
     assert_eq!(out["decision"]["allowed"], false);
-    assert_eq!(out["decision"]["message"], r#"hello: the key "forbidden" is not allowed"#);
+    assert_eq!(
+        out["decision"]["message"],
+        r#"hello: the key "forbidden" is not allowed"#
+    );
 }
 
 #[test]
@@ -82,30 +131,76 @@ fn eval_state_directory_feeds_cluster_reads() {
     let d = tmpdir("state");
     let state = d.join("state");
     std::fs::create_dir_all(&state).unwrap();
-    write(&state, "objects.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: target\n  namespace: ns1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n  namespace: ns1\n");
-    let obj = write(&d, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\n  namespace: ns1\ndata:\n  behaviour: read-granted\n  target: target\n");
+    write(
+        &state,
+        "objects.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: target\n  namespace: ns1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n  namespace: ns1\n",
+    );
+    let obj = write(
+        &d,
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\n  namespace: ns1\ndata:\n  behaviour: read-granted\n  target: target\n",
+    );
     let plugin = odh_test_support::plugin_wasm("misbehave").unwrap();
-    let args = ["plugin", "eval", "--plugin", plugin.to_str().unwrap(), "--op", "reconcile", "--object", obj.to_str().unwrap()];
+    let args = [
+        "plugin",
+        "eval",
+        "--plugin",
+        plugin.to_str().unwrap(),
+        "--op",
+        "reconcile",
+        "--object",
+        obj.to_str().unwrap(),
+    ];
     let (code, out, err) = run(&[&args[..], &["--state", state.to_str().unwrap()]].concat());
     assert_eq!(code, 0, "{err}");
     assert_eq!(out["outcome"]["status"]["found"], true);
     let (code, out, _) = run(&args);
     assert_eq!(code, 0);
-    assert_eq!(out["outcome"]["status"]["found"], false, "without --state the cluster is empty");
+    assert_eq!(
+        out["outcome"]["status"]["found"], false,
+        "without --state the cluster is empty"
+    );
 }
 
 #[test]
 fn a_plugin_failure_exits_1_with_a_json_error() {
     let d = tmpdir("fail");
-    let obj = write(&d, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\n  namespace: ns1\ndata:\n  behaviour: panic\n");
+    let obj = write(
+        &d,
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\n  namespace: ns1\ndata:\n  behaviour: panic\n",
+    );
     let plugin = odh_test_support::plugin_wasm("misbehave").unwrap();
-    let (code, out, err) = run(&["plugin", "eval", "--plugin", plugin.to_str().unwrap(), "--op", "reconcile", "--object", obj.to_str().unwrap()]);
+    let (code, out, err) = run(&[
+        "plugin",
+        "eval",
+        "--plugin",
+        plugin.to_str().unwrap(),
+        "--op",
+        "reconcile",
+        "--object",
+        obj.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
     assert_eq!(out["error"]["reason"], "trap");
     assert!(err.contains("misbehave: deliberate panic"), "{err}");
 
-    let obj = write(&d, "t.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\ndata:\n  behaviour: error-transient\n");
-    let (code, out, _) = run(&["plugin", "eval", "--plugin", plugin.to_str().unwrap(), "--op", "reconcile", "--object", obj.to_str().unwrap()]);
+    let obj = write(
+        &d,
+        "t.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\ndata:\n  behaviour: error-transient\n",
+    );
+    let (code, out, _) = run(&[
+        "plugin",
+        "eval",
+        "--plugin",
+        plugin.to_str().unwrap(),
+        "--op",
+        "reconcile",
+        "--object",
+        obj.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
     assert_eq!(out["error"]["kind"], "transient");
 }
@@ -117,11 +212,56 @@ fn bad_arguments_and_input_exit_2() {
     let not_yaml = write(&d, "bad.yaml", "kind: [unclosed");
     let no_kind = write(&d, "nokind.yaml", "metadata:\n  name: x\n");
     for args in [
-        vec!["plugin", "eval", "--plugin", "no-such-plugin", "--op", "reconcile", "--object", good.to_str().unwrap()],
-        vec!["plugin", "eval", "--plugin", "hello", "--op", "reconcile", "--object", not_yaml.to_str().unwrap()],
-        vec!["plugin", "eval", "--plugin", "hello", "--op", "reconcile", "--object", no_kind.to_str().unwrap()],
-        vec!["plugin", "eval", "--plugin", "hello", "--op", "reconcile", "--object", "/does/not/exist.yaml"],
-        vec!["plugin", "eval", "--plugin", "hello", "--op", "explode", "--object", good.to_str().unwrap()],
+        vec![
+            "plugin",
+            "eval",
+            "--plugin",
+            "no-such-plugin",
+            "--op",
+            "reconcile",
+            "--object",
+            good.to_str().unwrap(),
+        ],
+        vec![
+            "plugin",
+            "eval",
+            "--plugin",
+            "hello",
+            "--op",
+            "reconcile",
+            "--object",
+            not_yaml.to_str().unwrap(),
+        ],
+        vec![
+            "plugin",
+            "eval",
+            "--plugin",
+            "hello",
+            "--op",
+            "reconcile",
+            "--object",
+            no_kind.to_str().unwrap(),
+        ],
+        vec![
+            "plugin",
+            "eval",
+            "--plugin",
+            "hello",
+            "--op",
+            "reconcile",
+            "--object",
+            "/does/not/exist.yaml",
+        ],
+        vec![
+            "plugin",
+            "eval",
+            "--plugin",
+            "hello",
+            "--op",
+            "explode",
+            "--object",
+            good.to_str().unwrap(),
+        ],
         vec!["plugin", "inspect", "/does/not/exist.wasm"],
     ] {
         let (code, _, err) = run(&args);

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use odh_model_controller::plugin::wire::RequestKey;
 use odh_model_controller::plugin::{
-    CallError, ClusterView, EngineOptions, GuestError, Grants, Limits, LoadRequest, MemoryCluster, Plugin, PluginEngine,
-    PluginSource, ReconcileInput, builtin,
+    CallError, ClusterView, EngineOptions, Grants, GuestError, Limits, LoadRequest, MemoryCluster,
+    Plugin, PluginEngine, PluginSource, ReconcileInput, builtin,
 };
 use serde_json::{Value, json};
 
@@ -25,7 +25,13 @@ fn fixture_with(grants: Grants) -> Fixture {
     let bytes = std::fs::read(&path).unwrap();
     let misbehave = Plugin::load(
         &engine,
-        LoadRequest { source: PluginSource::File(path), bytes: &bytes, grants, limits: Limits::default(), settings: json!({}) },
+        LoadRequest {
+            source: PluginSource::File(path),
+            bytes: &bytes,
+            grants,
+            limits: Limits::default(),
+            settings: json!({}),
+        },
     )
     .expect("load misbehave");
     let hello = Plugin::load(
@@ -39,7 +45,11 @@ fn fixture_with(grants: Grants) -> Fixture {
         },
     )
     .expect("load hello");
-    Fixture { engine, misbehave, hello }
+    Fixture {
+        engine,
+        misbehave,
+        hello,
+    }
 }
 
 fn fixture() -> Fixture {
@@ -52,27 +62,55 @@ fn config_map(name: &str, data: Value) -> String {
     .to_string()
 }
 
-fn reconcile(plugin: &Plugin, controller: &str, object: String, cluster: Arc<dyn ClusterView>) -> Result<Value, CallError> {
-    let name = serde_json::from_str::<Value>(&object).unwrap()["metadata"]["name"].as_str().unwrap().to_string();
+fn reconcile(
+    plugin: &Plugin,
+    controller: &str,
+    object: String,
+    cluster: Arc<dyn ClusterView>,
+) -> Result<Value, CallError> {
+    let name = serde_json::from_str::<Value>(&object).unwrap()["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let input = ReconcileInput {
         controller: controller.into(),
-        key: RequestKey { namespace: Some("ns".into()), name },
+        key: RequestKey {
+            namespace: Some("ns".into()),
+            name,
+        },
         object: Some(object),
     };
-    plugin.reconcile_blocking(&input, cluster).map(|o| serde_json::to_value(o).unwrap())
+    plugin
+        .reconcile_blocking(&input, cluster)
+        .map(|o| serde_json::to_value(o).unwrap())
 }
 
 fn misbehave(f: &Fixture, behaviour: &str, extra: Value) -> Result<Value, CallError> {
     let mut data = json!({"behaviour": behaviour});
-    data.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
-    reconcile(&f.misbehave, "misbehave", config_map("victim", data), Arc::new(MemoryCluster::default()))
+    data.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().cloned().unwrap_or_default());
+    reconcile(
+        &f.misbehave,
+        "misbehave",
+        config_map("victim", data),
+        Arc::new(MemoryCluster::default()),
+    )
 }
 
 /// After every failure the same engine still serves both plugins correctly.
 fn assert_still_healthy(f: &Fixture) {
-    let out = reconcile(&f.hello, "hello", config_map("demo", json!({})), Arc::new(MemoryCluster::default()))
-        .expect("hello still reconciles");
-    assert_eq!(out["apply"][0]["object"]["data"]["greeting"], "Hello, demo!");
+    let out = reconcile(
+        &f.hello,
+        "hello",
+        config_map("demo", json!({})),
+        Arc::new(MemoryCluster::default()),
+    )
+    .expect("hello still reconciles");
+    assert_eq!(
+        out["apply"][0]["object"]["data"]["greeting"],
+        "Hello, demo!"
+    );
     let ok = misbehave(f, "ok", json!({})).expect("misbehave in ok mode still works");
     assert_eq!(ok["apply"][0]["object"]["metadata"]["name"], "victim-ok");
 }
@@ -85,9 +123,15 @@ fn endless_loop_fails_within_its_deadline() {
     let err = misbehave(&f, "loop", json!({})).unwrap_err();
     let elapsed = start.elapsed();
     assert!(matches!(err, CallError::Timeout { .. }), "{err}");
-    assert!(err.to_string().contains("misbehave") && err.to_string().contains("deadline"), "{err}");
+    assert!(
+        err.to_string().contains("misbehave") && err.to_string().contains("deadline"),
+        "{err}"
+    );
     assert!(elapsed >= deadline, "stopped early: {elapsed:?}");
-    assert!(elapsed <= deadline + Duration::from_millis(100), "took {elapsed:?} for a {deadline:?} deadline");
+    assert!(
+        elapsed <= deadline + Duration::from_millis(100),
+        "took {elapsed:?} for a {deadline:?} deadline"
+    );
     assert_still_healthy(&f);
 }
 
@@ -95,7 +139,10 @@ fn endless_loop_fails_within_its_deadline() {
 fn allocating_past_the_memory_limit_fails_cleanly() {
     let f = fixture();
     let err = misbehave(&f, "alloc", json!({})).unwrap_err();
-    assert!(matches!(err, CallError::MemoryLimit { limit_mib: 128, .. }), "{err}");
+    assert!(
+        matches!(err, CallError::MemoryLimit { limit_mib: 128, .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("memory limit of 128 MiB"), "{err}");
     assert_still_healthy(&f);
 }
@@ -105,7 +152,10 @@ fn a_panic_fails_with_the_plugins_message() {
     let f = fixture();
     let err = misbehave(&f, "panic", json!({})).unwrap_err();
     assert!(matches!(err, CallError::Trap { .. }), "{err}");
-    assert!(err.to_string().contains("misbehave: deliberate panic"), "{err}");
+    assert!(
+        err.to_string().contains("misbehave: deliberate panic"),
+        "{err}"
+    );
     assert_still_healthy(&f);
 }
 
@@ -146,13 +196,23 @@ fn a_read_of_a_granted_kind_sees_the_cluster_and_a_narrowed_grant_denies_it() {
         .insert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target", "namespace": "ns"}}))
         .unwrap();
     let cluster: Arc<dyn ClusterView> = Arc::new(cluster);
-    let obj = config_map("reader", json!({"behaviour": "read-granted", "target": "target"}));
-    let out = reconcile(&f.misbehave, "misbehave", obj.clone(), cluster.clone()).expect("granted read");
+    let obj = config_map(
+        "reader",
+        json!({"behaviour": "read-granted", "target": "target"}),
+    );
+    let out =
+        reconcile(&f.misbehave, "misbehave", obj.clone(), cluster.clone()).expect("granted read");
     assert_eq!(out["status"]["found"], true);
 
-    let narrowed = fixture_with(Grants { reads: Some(Default::default()), ..Default::default() });
+    let narrowed = fixture_with(Grants {
+        reads: Some(Default::default()),
+        ..Default::default()
+    });
     let err = reconcile(&narrowed.misbehave, "misbehave", obj, cluster).unwrap_err();
-    assert!(err.to_string().contains("may not read v1/ConfigMap"), "{err}");
+    assert!(
+        err.to_string().contains("may not read v1/ConfigMap"),
+        "{err}"
+    );
 }
 
 /// A one-shot HTTP server on loopback standing in for an external API.
@@ -163,7 +223,10 @@ fn serve_once(body: &'static str) -> (String, std::thread::JoinHandle<()>) {
         let (mut conn, _) = listener.accept().unwrap();
         let mut buf = [0u8; 4096];
         let _ = conn.read(&mut buf);
-        let resp = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+        let resp = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
         conn.write_all(resp.as_bytes()).unwrap();
     });
     (format!("http://{addr}/catalog"), handle)
@@ -179,23 +242,38 @@ fn http_reaches_granted_hosts_only() {
     assert_eq!(out["status"]["body"], "hello from loopback");
 
     let err = misbehave(&f, "http", json!({"url": "http://denied.invalid/x"})).unwrap_err();
-    assert!(matches!(err.guest_error(), Some(GuestError::Denied(_))), "{err}");
+    assert!(
+        matches!(err.guest_error(), Some(GuestError::Denied(_))),
+        "{err}"
+    );
     assert!(err.to_string().contains("denied.invalid"), "{err}");
     assert_still_healthy(&f);
 
     // The admin can narrow what the manifest declares: no hosts granted, loopback is denied too.
-    let narrowed = fixture_with(Grants { http_hosts: Some(Default::default()), ..Default::default() });
+    let narrowed = fixture_with(Grants {
+        http_hosts: Some(Default::default()),
+        ..Default::default()
+    });
     let err = misbehave(&narrowed, "http", json!({"url": "http://127.0.0.1:9/x"})).unwrap_err();
-    assert!(matches!(err.guest_error(), Some(GuestError::Denied(_))), "{err}");
+    assert!(
+        matches!(err.guest_error(), Some(GuestError::Denied(_))),
+        "{err}"
+    );
 }
 
 #[test]
 fn typed_guest_errors_keep_their_kind() {
     let f = fixture();
     let err = misbehave(&f, "error-invalid", json!({})).unwrap_err();
-    assert_eq!(err.guest_error(), Some(&GuestError::Invalid("misbehave: invalid input".into())));
+    assert_eq!(
+        err.guest_error(),
+        Some(&GuestError::Invalid("misbehave: invalid input".into()))
+    );
     let err = misbehave(&f, "error-transient", json!({})).unwrap_err();
-    assert_eq!(err.guest_error(), Some(&GuestError::Transient("misbehave: try later".into())));
+    assert_eq!(
+        err.guest_error(),
+        Some(&GuestError::Transient("misbehave: try later".into()))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -205,7 +283,10 @@ async fn async_calls_run_off_the_executor() {
     let bad = |p: Plugin| async move {
         let input = ReconcileInput {
             controller: "misbehave".into(),
-            key: RequestKey { namespace: Some("ns".into()), name: "victim".into() },
+            key: RequestKey {
+                namespace: Some("ns".into()),
+                name: "victim".into(),
+            },
             object: Some(config_map("victim", json!({"behaviour": "loop"}))),
         };
         p.reconcile(input, Arc::new(MemoryCluster::default())).await
@@ -218,7 +299,10 @@ async fn async_calls_run_off_the_executor() {
         .reconcile(
             ReconcileInput {
                 controller: "hello".into(),
-                key: RequestKey { namespace: Some("ns".into()), name: "demo".into() },
+                key: RequestKey {
+                    namespace: Some("ns".into()),
+                    name: "demo".into(),
+                },
                 object: Some(config_map("demo", json!({}))),
             },
             Arc::new(MemoryCluster::default()),
@@ -226,7 +310,10 @@ async fn async_calls_run_off_the_executor() {
         .await
         .expect("good call");
     assert_eq!(good.apply.len(), 1);
-    assert!(!a.is_finished() && !b.is_finished(), "the good call finished while both loops still ran");
+    assert!(
+        !a.is_finished() && !b.is_finished(),
+        "the good call finished while both loops still ran"
+    );
     assert!(matches!(a.await.unwrap(), Err(CallError::Timeout { .. })));
     assert!(matches!(b.await.unwrap(), Err(CallError::Timeout { .. })));
     drop(f.engine);
@@ -248,5 +335,8 @@ fn a_non_component_is_rejected_with_a_clear_error() {
     .err()
     .expect("garbage must not load");
     let msg = err.to_string();
-    assert!(msg.contains("test:garbage") && msg.contains("not a valid WebAssembly component"), "{msg}");
+    assert!(
+        msg.contains("test:garbage") && msg.contains("not a valid WebAssembly component"),
+        "{msg}"
+    );
 }

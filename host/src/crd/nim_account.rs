@@ -80,9 +80,13 @@ pub fn crd() -> CustomResourceDefinition {
         let props = schema.properties.get_or_insert_default();
         for (section, refs) in [
             ("spec", &["apiKeySecret", "modelListConfig"][..]),
-            ("status", &["runtimeTemplate", "nimConfig", "nimPullSecret"][..]),
+            (
+                "status",
+                &["runtimeTemplate", "nimConfig", "nimPullSecret"][..],
+            ),
         ] {
-            let Some(section_props) = props.get_mut(section).and_then(|s| s.properties.as_mut()) else {
+            let Some(section_props) = props.get_mut(section).and_then(|s| s.properties.as_mut())
+            else {
                 continue;
             };
             for name in refs {
@@ -112,7 +116,10 @@ mod tests {
     #[test]
     fn crd_names_scope_and_subresources_match_upstream() {
         let crd = crd();
-        assert_eq!(crd.metadata.name.as_deref(), Some("accounts.nim.opendatahub.io"));
+        assert_eq!(
+            crd.metadata.name.as_deref(),
+            Some("accounts.nim.opendatahub.io")
+        );
         assert_eq!(crd.spec.scope, "Namespaced");
         assert_eq!(crd.spec.names.kind, "Account");
         assert_eq!(crd.spec.names.list_kind.as_deref(), Some("AccountList"));
@@ -121,7 +128,12 @@ mod tests {
         assert_eq!(crd.spec.versions.len(), 1);
         let v = &crd.spec.versions[0];
         assert!(v.served && v.storage);
-        assert!(v.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some());
+        assert!(
+            v.subresources
+                .as_ref()
+                .and_then(|s| s.status.as_ref())
+                .is_some()
+        );
     }
 
     #[test]
@@ -134,12 +146,24 @@ mod tests {
             .map(|c| (c.name.clone(), c.type_.clone(), c.json_path.clone()))
             .collect();
         let expected = [
-            ("Account Status", "string", ".status.conditions[?(@.type==\"AccountStatus\")].status"),
+            (
+                "Account Status",
+                "string",
+                ".status.conditions[?(@.type==\"AccountStatus\")].status",
+            ),
             ("Account Check", "date", ".status.lastAccountCheck"),
             ("Validation Rate", "string", ".spec.validationRefreshRate"),
-            ("Last Successful Validation", "date", ".status.lastSuccessfulValidation"),
+            (
+                "Last Successful Validation",
+                "date",
+                ".status.lastSuccessfulValidation",
+            ),
             ("Config Rate", "string", ".spec.nimConfigRefreshRate"),
-            ("Last Successful Config", "date", ".status.lastSuccessfulConfigRefresh"),
+            (
+                "Last Successful Config",
+                "date",
+                ".status.lastSuccessfulConfigRefresh",
+            ),
         ];
         let expected: Vec<(String, String, String)> = expected
             .iter()
@@ -152,9 +176,15 @@ mod tests {
     fn spec_schema_requires_only_api_key_secret_and_defaults_rates() {
         let crd = crd();
         let root = schema_props(&crd);
-        assert!(root.required.is_none(), "spec must be optional at the top level");
+        assert!(
+            root.required.is_none(),
+            "spec must be optional at the top level"
+        );
         let spec = &root.properties.as_ref().unwrap()["spec"];
-        assert_eq!(spec.required.as_deref(), Some(&["apiKeySecret".to_string()][..]));
+        assert_eq!(
+            spec.required.as_deref(),
+            Some(&["apiKeySecret".to_string()][..])
+        );
         let props = spec.properties.as_ref().unwrap();
         for rate in ["validationRefreshRate", "nimConfigRefreshRate"] {
             assert_eq!(props[rate].format.as_deref(), Some("duration"), "{rate}");
@@ -164,7 +194,10 @@ mod tests {
                 "{rate}"
             );
         }
-        assert_eq!(props["apiKeySecret"].x_kubernetes_map_type.as_deref(), Some("atomic"));
+        assert_eq!(
+            props["apiKeySecret"].x_kubernetes_map_type.as_deref(),
+            Some("atomic")
+        );
     }
 
     #[test]
@@ -179,8 +212,12 @@ mod tests {
 
     #[test]
     fn shipped_manifest_matches_the_types() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds/nim.opendatahub.io_accounts.yaml");
-        let shipped = std::fs::read_to_string(path).expect("deploy/crds/nim.opendatahub.io_accounts.yaml");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../deploy/crds/nim.opendatahub.io_accounts.yaml"
+        );
+        let shipped =
+            std::fs::read_to_string(path).expect("deploy/crds/nim.opendatahub.io_accounts.yaml");
         assert_eq!(
             shipped,
             super::super::to_manifest(&crd()).unwrap(),

@@ -38,19 +38,28 @@ impl CallState {
         let mut wasi = WasiCtx::builder();
         // No preopened directories, no environment, no arguments, no sockets: the builder
         // grants none of those unless asked. Sockets are disabled explicitly anyway.
-        wasi.stderr(stderr.clone()).allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        wasi.stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
         if !caps.secure_random {
             // Replayable: the same inputs give the same outputs.
             wasi.secure_random(wasmtime_wasi::random::Deterministic::new(vec![0x5a; 32]));
             wasi.insecure_random(wasmtime_wasi::random::Deterministic::new(vec![0xa5; 32]));
             wasi.insecure_random_seed(0x0d4_u128);
         }
-        let http_gate = HttpGate { plugin: plugin.clone(), caps: caps.clone() };
+        let http_gate = HttpGate {
+            plugin: plugin.clone(),
+            caps: caps.clone(),
+        };
         Self {
             plugin,
             caps,
             cluster,
-            limiter: MemoryLimiter { limit: memory_limit, hit: false },
+            limiter: MemoryLimiter {
+                limit: memory_limit,
+                hit: false,
+            },
             stderr,
             wasi: wasi.build(),
             table: ResourceTable::new(),
@@ -61,7 +70,9 @@ impl CallState {
 
     /// What the plugin wrote to stderr (a Rust panic message lands here).
     pub(super) fn stderr_text(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.contents()).trim().to_string()
+        String::from_utf8_lossy(&self.stderr.contents())
+            .trim()
+            .to_string()
     }
 
     fn check_read(&self, gvk: &types::Gvk) -> Result<crate::gvk::Gvk, types::Error> {
@@ -85,7 +96,12 @@ pub struct MemoryLimiter {
 }
 
 impl wasmtime::ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.limit {
             self.hit = true;
             return Ok(false);
@@ -93,7 +109,12 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
     }
 
@@ -133,7 +154,11 @@ impl WasiHttpHooks for HttpGate {
                 >,
             > + Send,
     > {
-        let authority = request.uri().authority().map(|a| a.as_str().to_string()).unwrap_or_default();
+        let authority = request
+            .uri()
+            .authority()
+            .map(|a| a.as_str().to_string())
+            .unwrap_or_default();
         if !self.caps.may_connect(&authority) {
             tracing::warn!(plugin = %self.plugin, host = %authority, "denied outgoing HTTP to a host the plugin was not granted");
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
@@ -144,7 +169,8 @@ impl WasiHttpHooks for HttpGate {
             let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
             Ok((
                 response.map(BodyExt::boxed_unsync),
-                Box::new(io) as Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+                Box::new(io)
+                    as Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
             ))
         })
     }
@@ -152,13 +178,20 @@ impl WasiHttpHooks for HttpGate {
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
 impl WasiHttpView for CallState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.http_gate }
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_gate,
+        }
     }
 }
 
@@ -168,7 +201,12 @@ impl bindings::reconcile_types::Host for CallState {}
 impl bindings::admission_types::Host for CallState {}
 
 impl bindings::odh::controller::cluster::Host for CallState {
-    fn get(&mut self, gvk: types::Gvk, namespace: Option<String>, name: String) -> Result<Option<String>, types::Error> {
+    fn get(
+        &mut self,
+        gvk: types::Gvk,
+        namespace: Option<String>,
+        name: String,
+    ) -> Result<Option<String>, types::Error> {
         let gvk = self.check_read(&gvk)?;
         self.cluster
             .get(&gvk, namespace.as_deref(), &name)

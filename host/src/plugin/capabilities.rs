@@ -78,7 +78,11 @@ impl Capabilities {
         let host = host_of(&authority);
         self.http_hosts.iter().any(|granted| {
             let granted = granted.to_ascii_lowercase();
-            if has_port(&granted) { granted == authority } else { granted == host }
+            if has_port(&granted) {
+                granted == authority
+            } else {
+                granted == host
+            }
         })
     }
 }
@@ -86,13 +90,21 @@ impl Capabilities {
 fn has_port(authority: &str) -> bool {
     match authority.rsplit_once(':') {
         // `[::1]` has colons but no port; `[::1]:80` and `h:80` have one.
-        Some((h, p)) => !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()) && (!h.contains(':') || h.ends_with(']')),
+        Some((h, p)) => {
+            !p.is_empty()
+                && p.chars().all(|c| c.is_ascii_digit())
+                && (!h.contains(':') || h.ends_with(']'))
+        }
         None => false,
     }
 }
 
 fn host_of(authority: &str) -> &str {
-    if has_port(authority) { authority.rsplit_once(':').map_or(authority, |(h, _)| h) } else { authority }
+    if has_port(authority) {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    } else {
+        authority
+    }
 }
 
 #[cfg(test)]
@@ -117,10 +129,16 @@ mod tests {
         let cm = Gvk::new("", "v1", "ConfigMap");
         let secret = Gvk::new("", "v1", "Secret");
         let m = manifest(std::slice::from_ref(&cm), &[]);
-        let everything_granted = Grants { reads: Some([cm.clone(), secret.clone()].into()), ..Default::default() };
+        let everything_granted = Grants {
+            reads: Some([cm.clone(), secret.clone()].into()),
+            ..Default::default()
+        };
         let caps = Capabilities::new(&m, &everything_granted);
         assert!(caps.may_read(&cm));
-        assert!(!caps.may_read(&secret), "undeclared kinds stay denied even when granted");
+        assert!(
+            !caps.may_read(&secret),
+            "undeclared kinds stay denied even when granted"
+        );
         assert!(!Capabilities::new(&m, &Grants::none()).may_read(&cm));
         assert!(Capabilities::new(&m, &Grants::default()).may_read(&cm));
     }

@@ -12,10 +12,16 @@ use crate::label_selector::LabelSelector;
 /// A read-only view of cluster state.
 pub trait ClusterView: Send + Sync {
     /// The object as JSON, or `None` when absent.
-    fn get(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> anyhow::Result<Option<String>>;
+    fn get(&self, gvk: &Gvk, namespace: Option<&str>, name: &str)
+    -> anyhow::Result<Option<String>>;
 
     /// Objects of a kind as JSON, in `namespace` or everywhere, matching `selector`.
-    fn list(&self, gvk: &Gvk, namespace: Option<&str>, selector: &LabelSelector) -> anyhow::Result<Vec<String>>;
+    fn list(
+        &self,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+    ) -> anyhow::Result<Vec<String>>;
 }
 
 /// An empty cluster.
@@ -42,14 +48,18 @@ pub struct MemoryCluster {
 impl MemoryCluster {
     /// Adds (or replaces) an object; it needs `apiVersion`, `kind` and `metadata.name`.
     pub fn insert(&mut self, obj: Value) -> anyhow::Result<()> {
-        let gvk = Gvk::of_object(&obj).ok_or_else(|| anyhow::anyhow!("object without apiVersion/kind"))?;
+        let gvk = Gvk::of_object(&obj)
+            .ok_or_else(|| anyhow::anyhow!("object without apiVersion/kind"))?;
         let meta = obj.get("metadata");
         let name = meta
             .and_then(|m| m.get("name"))
             .and_then(Value::as_str)
             .ok_or_else(|| anyhow::anyhow!("{gvk} object without metadata.name"))?
             .to_string();
-        let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).map(str::to_string);
+        let namespace = meta
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         self.objects.insert((gvk, namespace, name), Arc::new(obj));
         Ok(())
     }
@@ -64,16 +74,28 @@ impl MemoryCluster {
 }
 
 impl ClusterView for MemoryCluster {
-    fn get(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> anyhow::Result<Option<String>> {
+    fn get(
+        &self,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> anyhow::Result<Option<String>> {
         let key = (gvk.clone(), namespace.map(str::to_string), name.to_string());
         Ok(self.objects.get(&key).map(|o| o.to_string()))
     }
 
-    fn list(&self, gvk: &Gvk, namespace: Option<&str>, selector: &LabelSelector) -> anyhow::Result<Vec<String>> {
+    fn list(
+        &self,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+    ) -> anyhow::Result<Vec<String>> {
         Ok(self
             .objects
             .iter()
-            .filter(|((g, ns, _), _)| g == gvk && (namespace.is_none() || ns.as_deref() == namespace))
+            .filter(|((g, ns, _), _)| {
+                g == gvk && (namespace.is_none() || ns.as_deref() == namespace)
+            })
             .filter(|(_, o)| selector.matches_json(o.get("metadata").and_then(|m| m.get("labels"))))
             .map(|(_, o)| o.to_string())
             .collect())
@@ -96,10 +118,19 @@ mod tests {
         }
         assert!(c.get(&cm, Some("a"), "one").unwrap().is_some());
         assert!(c.get(&cm, Some("c"), "one").unwrap().is_none());
-        assert!(c.get(&Gvk::new("", "v1", "Secret"), Some("a"), "one").unwrap().is_none());
+        assert!(
+            c.get(&Gvk::new("", "v1", "Secret"), Some("a"), "one")
+                .unwrap()
+                .is_none()
+        );
         let sel = LabelSelector::parse("l=x").unwrap();
         assert_eq!(c.list(&cm, None, &sel).unwrap().len(), 2);
-        assert_eq!(c.list(&cm, Some("a"), &LabelSelector::everything()).unwrap().len(), 2);
+        assert_eq!(
+            c.list(&cm, Some("a"), &LabelSelector::everything())
+                .unwrap()
+                .len(),
+            2
+        );
         assert!(c.insert(json!({"kind": "ConfigMap"})).is_err());
     }
 }

@@ -31,7 +31,11 @@ pub struct EngineOptions {
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        Self { cache_dir: None, max_instances: 128, max_memory_mib: 512 }
+        Self {
+            cache_dir: None,
+            max_instances: 128,
+            max_memory_mib: 512,
+        }
     }
 }
 
@@ -78,7 +82,8 @@ impl PluginEngine {
         pool.max_tables_per_component(8);
         pool.max_memory_size(options.max_memory_mib * 1024 * 1024);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config).map_err(|e| anyhow::Error::from(e).context("creating the wasmtime engine"))?;
+        let engine = Engine::new(&config)
+            .map_err(|e| anyhow::Error::from(e).context("creating the wasmtime engine"))?;
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
@@ -89,15 +94,17 @@ impl PluginEngine {
         {
             let engine = engine.weak();
             let stop = stop.clone();
-            std::thread::Builder::new().name("wasm-epoch".into()).spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    match engine.upgrade() {
-                        Some(e) => e.increment_epoch(),
-                        None => break,
+            std::thread::Builder::new()
+                .name("wasm-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(EPOCH_TICK);
+                        match engine.upgrade() {
+                            Some(e) => e.increment_epoch(),
+                            None => break,
+                        }
                     }
-                }
-            })?;
+                })?;
         }
         Ok(Self {
             inner: Arc::new(EngineInner {
@@ -126,21 +133,37 @@ impl PluginEngine {
     /// on disk). Returns the component and the hex sha256 of the bytes.
     pub fn compile(&self, bytes: &[u8]) -> anyhow::Result<(Component, String)> {
         let sha = hex::encode(Sha256::digest(bytes));
-        if let Some(c) = self.inner.compiled.lock().expect("compiled cache lock").get(&sha) {
+        if let Some(c) = self
+            .inner
+            .compiled
+            .lock()
+            .expect("compiled cache lock")
+            .get(&sha)
+        {
             return Ok((c.clone(), sha));
         }
         let component = self.compile_uncached(bytes, &sha)?;
-        self.inner.compiled.lock().expect("compiled cache lock").insert(sha.clone(), component.clone());
+        self.inner
+            .compiled
+            .lock()
+            .expect("compiled cache lock")
+            .insert(sha.clone(), component.clone());
         Ok((component, sha))
     }
 
     /// Compiles distinct components in parallel (start-up: every plugin at once).
     pub fn compile_all(&self, sources: &[&[u8]]) -> Vec<anyhow::Result<(Component, String)>> {
         std::thread::scope(|s| {
-            let handles: Vec<_> = sources.iter().map(|b| s.spawn(move || self.compile(b))).collect();
+            let handles: Vec<_> = sources
+                .iter()
+                .map(|b| s.spawn(move || self.compile(b)))
+                .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("compilation panicked"))))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("compilation panicked")))
+                })
                 .collect()
         })
     }
@@ -148,7 +171,10 @@ impl PluginEngine {
     fn cache_path(&self, sha: &str) -> Option<PathBuf> {
         let dir = self.inner.options.cache_dir.as_ref()?;
         let mut h = std::hash::DefaultHasher::new();
-        self.inner.engine.precompile_compatibility_hash().hash(&mut h);
+        self.inner
+            .engine
+            .precompile_compatibility_hash()
+            .hash(&mut h);
         Some(dir.join(format!("{sha}-{:016x}.cwasm", h.finish())))
     }
 
@@ -160,15 +186,17 @@ impl PluginEngine {
             // compatibility hash (it is in the file name), into a directory only we write.
             match unsafe { Component::deserialize_file(engine, path) } {
                 Ok(c) => return Ok(c),
-                Err(e) => tracing::warn!(path = %path.display(), "ignoring a bad compiled-plugin cache entry: {e:#}"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "ignoring a bad compiled-plugin cache entry: {e:#}")
+                }
             }
         }
         let component = Component::new(engine, bytes)
             .map_err(|e| anyhow::Error::from(e).context("not a valid WebAssembly component"))?;
-        if let Some(path) = cached {
-            if let Err(e) = write_cache(&path, &component) {
-                tracing::warn!(path = %path.display(), "could not cache a compiled plugin: {e:#}");
-            }
+        if let Some(path) = cached
+            && let Err(e) = write_cache(&path, &component)
+        {
+            tracing::warn!(path = %path.display(), "could not cache a compiled plugin: {e:#}");
         }
         Ok(component)
     }

@@ -33,17 +33,42 @@ impl GuestError {
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
     #[error("plugin {plugin:?} {op} failed ({}): {}", .error.kind(), .error.message())]
-    Guest { plugin: String, op: &'static str, error: GuestError },
+    Guest {
+        plugin: String,
+        op: &'static str,
+        error: GuestError,
+    },
     #[error("plugin {plugin:?} {op} exceeded its deadline of {deadline:?}")]
-    Timeout { plugin: String, op: &'static str, deadline: Duration },
+    Timeout {
+        plugin: String,
+        op: &'static str,
+        deadline: Duration,
+    },
     #[error("plugin {plugin:?} {op} exceeded its memory limit of {limit_mib} MiB")]
-    MemoryLimit { plugin: String, op: &'static str, limit_mib: usize },
+    MemoryLimit {
+        plugin: String,
+        op: &'static str,
+        limit_mib: usize,
+    },
     #[error("plugin {plugin:?} {op} trapped: {message}")]
-    Trap { plugin: String, op: &'static str, message: String },
+    Trap {
+        plugin: String,
+        op: &'static str,
+        message: String,
+    },
     #[error("plugin {plugin:?} {op} returned {size} bytes, over the limit of {limit} bytes")]
-    OutputTooLarge { plugin: String, op: &'static str, size: usize, limit: usize },
+    OutputTooLarge {
+        plugin: String,
+        op: &'static str,
+        size: usize,
+        limit: usize,
+    },
     #[error("plugin {plugin:?} {op} returned malformed output: {message}")]
-    MalformedOutput { plugin: String, op: &'static str, message: String },
+    MalformedOutput {
+        plugin: String,
+        op: &'static str,
+        message: String,
+    },
     #[error("plugin {plugin:?} could not be instantiated: {message}")]
     Instantiate { plugin: String, message: String },
     #[error("plugin {plugin:?} is shutting down")]

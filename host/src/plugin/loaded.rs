@@ -114,8 +114,13 @@ pub enum LoadError {
 impl Plugin {
     /// Compiles (or reuses), checks the world, reads the manifest and validates the settings.
     pub fn load(engine: &PluginEngine, req: LoadRequest<'_>) -> Result<Self, LoadError> {
-        let invalid = |message: String| LoadError::Invalid { source_: req.source.to_string(), message };
-        let (component, sha256) = engine.compile(req.bytes).map_err(|e| invalid(format!("{e:#}")))?;
+        let invalid = |message: String| LoadError::Invalid {
+            source_: req.source.to_string(),
+            message,
+        };
+        let (component, sha256) = engine
+            .compile(req.bytes)
+            .map_err(|e| invalid(format!("{e:#}")))?;
         Self::from_component(engine, component, sha256, req)
     }
 
@@ -126,7 +131,10 @@ impl Plugin {
         req: LoadRequest<'_>,
     ) -> Result<Self, LoadError> {
         let source_text = req.source.to_string();
-        let invalid = |message: String| LoadError::Invalid { source_: source_text.clone(), message };
+        let invalid = |message: String| LoadError::Invalid {
+            source_: source_text.clone(),
+            message,
+        };
         if req.limits.memory_mib > engine.options().max_memory_mib {
             return Err(invalid(format!(
                 "memory limit {} MiB is above the host's maximum of {} MiB",
@@ -137,12 +145,16 @@ impl Plugin {
         if req.limits.concurrency == 0 {
             return Err(invalid("concurrency must be at least 1".into()));
         }
-        let instance_pre = engine
-            .linker()
-            .instantiate_pre(&component)
-            .map_err(|e| invalid(format!("imports something the host does not provide: {e:#}")))?;
-        let pre = PolicyPre::new(instance_pre)
-            .map_err(|e| invalid(format!("does not export the {WIT_PACKAGE} plugin interface: {e:#}")))?;
+        let instance_pre = engine.linker().instantiate_pre(&component).map_err(|e| {
+            invalid(format!(
+                "imports something the host does not provide: {e:#}"
+            ))
+        })?;
+        let pre = PolicyPre::new(instance_pre).map_err(|e| {
+            invalid(format!(
+                "does not export the {WIT_PACKAGE} plugin interface: {e:#}"
+            ))
+        })?;
         let settings = serde_json::to_string(&req.settings).map_err(|e| invalid(e.to_string()))?;
         let source_name: Arc<str> = Arc::from(source_text.as_str());
         let mut plugin = Plugin {
@@ -169,9 +181,12 @@ impl Plugin {
             }),
         };
         let manifest: Manifest = plugin
-            .call("manifest", plugin.inner.limits.reconcile_timeout(), Arc::new(super::NoCluster), |p, s| {
-                p.odh_controller_plugin().call_manifest(s).map(Ok)
-            })?
+            .call(
+                "manifest",
+                plugin.inner.limits.reconcile_timeout(),
+                Arc::new(super::NoCluster),
+                |p, s| p.odh_controller_plugin().call_manifest(s).map(Ok),
+            )?
             .into();
         validate_manifest(&manifest).map_err(invalid)?;
         let caps = Capabilities::new(&manifest, &req.grants);
@@ -181,9 +196,15 @@ impl Plugin {
         inner.permits = Arc::new(Semaphore::new(inner.limits.concurrency));
         inner.manifest = manifest;
         let settings = plugin.inner.settings.clone();
-        plugin.call("validate-settings", plugin.inner.limits.reconcile_timeout(), Arc::new(super::NoCluster), |p, s| {
-            p.odh_controller_plugin().call_validate_settings(s, &settings)
-        })?;
+        plugin.call(
+            "validate-settings",
+            plugin.inner.limits.reconcile_timeout(),
+            Arc::new(super::NoCluster),
+            |p, s| {
+                p.odh_controller_plugin()
+                    .call_validate_settings(s, &settings)
+            },
+        )?;
         Ok(plugin)
     }
 
@@ -212,21 +233,32 @@ impl Plugin {
     }
 
     /// Reconciles one primary object (blocking: run it off the async executor).
-    pub fn reconcile_blocking(&self, input: &ReconcileInput, cluster: Arc<dyn ClusterView>) -> Result<Outcome, CallError> {
+    pub fn reconcile_blocking(
+        &self,
+        input: &ReconcileInput,
+        cluster: Arc<dyn ClusterView>,
+    ) -> Result<Outcome, CallError> {
         let req = bindings::reconcile_types::ReconcileRequest {
             controller: input.controller.clone(),
             key: (&input.key).into(),
             object: input.object.clone(),
             settings: self.inner.settings.clone(),
         };
-        let raw = self.call("reconcile", self.inner.limits.reconcile_timeout(), cluster, |p, s| {
-            p.odh_controller_plugin().call_reconcile(s, &req)
-        })?;
+        let raw = self.call(
+            "reconcile",
+            self.inner.limits.reconcile_timeout(),
+            cluster,
+            |p, s| p.odh_controller_plugin().call_reconcile(s, &req),
+        )?;
         Outcome::try_from(raw).map_err(|message| self.malformed("reconcile", message))
     }
 
     /// Maps a watched object's change to primary keys (blocking).
-    pub fn map_blocking(&self, input: &WatchEventInput, cluster: Arc<dyn ClusterView>) -> Result<Vec<RequestKey>, CallError> {
+    pub fn map_blocking(
+        &self,
+        input: &WatchEventInput,
+        cluster: Arc<dyn ClusterView>,
+    ) -> Result<Vec<RequestKey>, CallError> {
         let ev = bindings::reconcile_types::WatchEvent {
             controller: input.controller.clone(),
             gvk: (&input.gvk).into(),
@@ -234,21 +266,29 @@ impl Plugin {
             deleted: input.deleted,
             settings: self.inner.settings.clone(),
         };
-        let keys = self.call("map", self.inner.limits.reconcile_timeout(), cluster, |p, s| {
-            p.odh_controller_plugin().call_map(s, &ev)
-        })?;
+        let keys = self.call(
+            "map",
+            self.inner.limits.reconcile_timeout(),
+            cluster,
+            |p, s| p.odh_controller_plugin().call_map(s, &ev),
+        )?;
         Ok(keys.into_iter().map(Into::into).collect())
     }
 
     /// A mutating webhook's decision (blocking). When the plugin returns the mutated object,
     /// the patch is derived here from the raw request object.
-    pub fn mutate_blocking(&self, input: &AdmissionInput, cluster: Arc<dyn ClusterView>) -> Result<AdmissionDecision, CallError> {
+    pub fn mutate_blocking(
+        &self,
+        input: &AdmissionInput,
+        cluster: Arc<dyn ClusterView>,
+    ) -> Result<AdmissionDecision, CallError> {
         let mut decision = self.admission("mutate", input, cluster)?;
         if decision.patch.is_none()
             && let Some(mutated) = &decision.mutated
         {
             let original: Value = match &input.object {
-                Some(o) => serde_json::from_str(o).map_err(|e| self.malformed("mutate", format!("request object: {e}")))?,
+                Some(o) => serde_json::from_str(o)
+                    .map_err(|e| self.malformed("mutate", format!("request object: {e}")))?,
                 None => Value::Null,
             };
             decision.patch = Some(wire::derive_patch(&original, mutated));
@@ -257,34 +297,65 @@ impl Plugin {
     }
 
     /// A validating webhook's decision (blocking).
-    pub fn validate_blocking(&self, input: &AdmissionInput, cluster: Arc<dyn ClusterView>) -> Result<AdmissionDecision, CallError> {
+    pub fn validate_blocking(
+        &self,
+        input: &AdmissionInput,
+        cluster: Arc<dyn ClusterView>,
+    ) -> Result<AdmissionDecision, CallError> {
         self.admission("validate", input, cluster)
     }
 
     /// Async forms: wait for a concurrency permit, then run the call on the blocking pool so
     /// guest code never occupies an executor thread.
-    pub async fn reconcile(&self, input: ReconcileInput, cluster: Arc<dyn ClusterView>) -> Result<Outcome, CallError> {
-        self.offload(move |p| p.reconcile_blocking(&input, cluster)).await
+    pub async fn reconcile(
+        &self,
+        input: ReconcileInput,
+        cluster: Arc<dyn ClusterView>,
+    ) -> Result<Outcome, CallError> {
+        self.offload(move |p| p.reconcile_blocking(&input, cluster))
+            .await
     }
 
-    pub async fn map(&self, input: WatchEventInput, cluster: Arc<dyn ClusterView>) -> Result<Vec<RequestKey>, CallError> {
+    pub async fn map(
+        &self,
+        input: WatchEventInput,
+        cluster: Arc<dyn ClusterView>,
+    ) -> Result<Vec<RequestKey>, CallError> {
         self.offload(move |p| p.map_blocking(&input, cluster)).await
     }
 
-    pub async fn mutate(&self, input: AdmissionInput, cluster: Arc<dyn ClusterView>) -> Result<AdmissionDecision, CallError> {
-        self.offload(move |p| p.mutate_blocking(&input, cluster)).await
+    pub async fn mutate(
+        &self,
+        input: AdmissionInput,
+        cluster: Arc<dyn ClusterView>,
+    ) -> Result<AdmissionDecision, CallError> {
+        self.offload(move |p| p.mutate_blocking(&input, cluster))
+            .await
     }
 
-    pub async fn validate(&self, input: AdmissionInput, cluster: Arc<dyn ClusterView>) -> Result<AdmissionDecision, CallError> {
-        self.offload(move |p| p.validate_blocking(&input, cluster)).await
+    pub async fn validate(
+        &self,
+        input: AdmissionInput,
+        cluster: Arc<dyn ClusterView>,
+    ) -> Result<AdmissionDecision, CallError> {
+        self.offload(move |p| p.validate_blocking(&input, cluster))
+            .await
     }
 
     async fn offload<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Plugin) -> Result<R, CallError> + Send + 'static,
     ) -> Result<R, CallError> {
-        let closed = || CallError::Closed { plugin: self.name().to_string() };
-        let permit = self.inner.permits.clone().acquire_owned().await.map_err(|_| closed())?;
+        let closed = || CallError::Closed {
+            plugin: self.name().to_string(),
+        };
+        let permit = self
+            .inner
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| closed())?;
         let this = self.clone();
         let result = tokio::task::spawn_blocking(move || {
             let _permit = permit;
@@ -292,11 +363,20 @@ impl Plugin {
         })
         .await;
         result.unwrap_or_else(|e| {
-            Err(CallError::Trap { plugin: self.name().to_string(), op: "call", message: format!("host task failed: {e}") })
+            Err(CallError::Trap {
+                plugin: self.name().to_string(),
+                op: "call",
+                message: format!("host task failed: {e}"),
+            })
         })
     }
 
-    fn admission(&self, op: &'static str, input: &AdmissionInput, cluster: Arc<dyn ClusterView>) -> Result<AdmissionDecision, CallError> {
+    fn admission(
+        &self,
+        op: &'static str,
+        input: &AdmissionInput,
+        cluster: Arc<dyn ClusterView>,
+    ) -> Result<AdmissionDecision, CallError> {
         let req = bindings::admission_types::AdmissionRequest {
             uid: input.uid.clone(),
             path: input.path.clone(),
@@ -312,18 +392,27 @@ impl Plugin {
             user_info: input.user_info.clone(),
             settings: self.inner.settings.clone(),
         };
-        let raw = self.call(op, self.inner.limits.admission_timeout(), cluster, |p, s| {
-            if op == "mutate" {
-                p.odh_controller_plugin().call_mutate(s, &req)
-            } else {
-                p.odh_controller_plugin().call_validate(s, &req)
-            }
-        })?;
+        let raw = self.call(
+            op,
+            self.inner.limits.admission_timeout(),
+            cluster,
+            |p, s| {
+                if op == "mutate" {
+                    p.odh_controller_plugin().call_mutate(s, &req)
+                } else {
+                    p.odh_controller_plugin().call_validate(s, &req)
+                }
+            },
+        )?;
         AdmissionDecision::try_from(raw).map_err(|message| self.malformed(op, message))
     }
 
     fn malformed(&self, op: &'static str, message: String) -> CallError {
-        CallError::MalformedOutput { plugin: self.name().to_string(), op, message }
+        CallError::MalformedOutput {
+            plugin: self.name().to_string(),
+            op,
+            message,
+        }
     }
 
     /// Runs one export in a fresh store with the call's deadline and limits.
@@ -336,7 +425,12 @@ impl Plugin {
     ) -> Result<R, CallError> {
         let inner = &self.inner;
         let plugin = || inner.name.to_string();
-        let state = CallState::new(inner.name.clone(), inner.caps.clone(), cluster, inner.limits.memory_bytes());
+        let state = CallState::new(
+            inner.name.clone(),
+            inner.caps.clone(),
+            cluster,
+            inner.limits.memory_bytes(),
+        );
         let mut store = Store::new(inner.engine.engine(), state);
         store.limiter(|s| &mut s.limiter);
         // One tick may already be nearly over when the call starts, hence the extra one.
@@ -346,30 +440,58 @@ impl Plugin {
 
         let policy = match inner.pre.instantiate(&mut store) {
             Ok(p) => p,
-            Err(e) => return Err(CallError::Instantiate { plugin: plugin(), message: format!("{e:#}") }),
+            Err(e) => {
+                return Err(CallError::Instantiate {
+                    plugin: plugin(),
+                    message: format!("{e:#}"),
+                });
+            }
         };
         match f(&policy, &mut store) {
             Ok(Ok(value)) => {
                 let size = value.output_size();
                 if size > inner.limits.max_output_bytes {
-                    return Err(CallError::OutputTooLarge { plugin: plugin(), op, size, limit: inner.limits.max_output_bytes });
+                    return Err(CallError::OutputTooLarge {
+                        plugin: plugin(),
+                        op,
+                        size,
+                        limit: inner.limits.max_output_bytes,
+                    });
                 }
                 Ok(value)
             }
-            Ok(Err(guest)) => Err(CallError::Guest { plugin: plugin(), op, error: guest_error(guest) }),
+            Ok(Err(guest)) => Err(CallError::Guest {
+                plugin: plugin(),
+                op,
+                error: guest_error(guest),
+            }),
             Err(e) => Err(self.classify_failure(op, deadline, e, &store)),
         }
     }
 
-    fn classify_failure(&self, op: &'static str, deadline: Duration, e: wasmtime::Error, store: &Store<CallState>) -> CallError {
+    fn classify_failure(
+        &self,
+        op: &'static str,
+        deadline: Duration,
+        e: wasmtime::Error,
+        store: &Store<CallState>,
+    ) -> CallError {
         let plugin = self.name().to_string();
         let trap = e.downcast_ref::<Trap>().copied();
         if trap == Some(Trap::Interrupt) {
-            return CallError::Timeout { plugin, op, deadline };
+            return CallError::Timeout {
+                plugin,
+                op,
+                deadline,
+            };
         }
         let state = store.data();
         if state.limiter.hit {
-            return CallError::MemoryLimit { plugin, op, limit_mib: state.limiter.limit / (1024 * 1024) };
+            return CallError::MemoryLimit {
+                plugin,
+                op,
+                limit_mib: state.limiter.limit / (1024 * 1024),
+            };
         }
         let stderr = state.stderr_text();
         tracing::debug!(plugin = %plugin, op, "plugin call failed: {e:?}");
@@ -377,8 +499,16 @@ impl Plugin {
             Some(t) => t.to_string(),
             None => format!("{e:#}"),
         };
-        let message = if stderr.is_empty() { what } else { format!("{what}; plugin stderr: {}", panic_summary(&stderr)) };
-        CallError::Trap { plugin, op, message }
+        let message = if stderr.is_empty() {
+            what
+        } else {
+            format!("{what}; plugin stderr: {}", panic_summary(&stderr))
+        };
+        CallError::Trap {
+            plugin,
+            op,
+            message,
+        }
     }
 }
 
@@ -403,16 +533,24 @@ fn guest_error(e: types::Error) -> GuestError {
 impl OutputSize for bindings::manifest_types::Manifest {
     fn output_size(&self) -> usize {
         // Manifests are small and read once; a generous bound still stops a runaway plugin.
-        self.name.len() + self.description.len() + self.controllers.len() * 256 + self.webhooks.len() * 256
+        self.name.len()
+            + self.description.len()
+            + self.controllers.len() * 256
+            + self.webhooks.len() * 256
     }
 }
 
 fn validate_manifest(m: &Manifest) -> Result<(), String> {
     let name_ok = !m.name.is_empty()
         && m.name.len() <= 63
-        && m.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        && m.name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     if !name_ok {
-        return Err(format!("manifest name {:?} must be 1-63 characters of [a-z0-9-]", m.name));
+        return Err(format!(
+            "manifest name {:?} must be 1-63 characters of [a-z0-9-]",
+            m.name
+        ));
     }
     let mut paths = std::collections::BTreeSet::new();
     for w in &m.webhooks {

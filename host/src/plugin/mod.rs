@@ -16,4 +16,6 @@ pub use cluster_view::{ClusterView, MemoryCluster, NoCluster};
 pub use engine::{EngineOptions, PluginEngine};
 pub use errors::{CallError, GuestError};
 pub use limits::Limits;
-pub use loaded::{AdmissionInput, LoadError, LoadRequest, Plugin, PluginSource, ReconcileInput, WatchEventInput};
+pub use loaded::{
+    AdmissionInput, LoadError, LoadRequest, Plugin, PluginSource, ReconcileInput, WatchEventInput,
+};

@@ -153,31 +153,49 @@ fn parse_json(what: &str, text: &str) -> Result<Value, String> {
 
 impl From<types::Gvk> for Gvk {
     fn from(g: types::Gvk) -> Self {
-        Gvk { group: g.group, version: g.version, kind: g.kind }
+        Gvk {
+            group: g.group,
+            version: g.version,
+            kind: g.kind,
+        }
     }
 }
 
 impl From<&Gvk> for types::Gvk {
     fn from(g: &Gvk) -> Self {
-        types::Gvk { group: g.group.clone(), version: g.version.clone(), kind: g.kind.clone() }
+        types::Gvk {
+            group: g.group.clone(),
+            version: g.version.clone(),
+            kind: g.kind.clone(),
+        }
     }
 }
 
 impl From<types::ObjectKey> for ObjectKey {
     fn from(k: types::ObjectKey) -> Self {
-        ObjectKey { gvk: k.gvk.into(), namespace: k.namespace, name: k.name }
+        ObjectKey {
+            gvk: k.gvk.into(),
+            namespace: k.namespace,
+            name: k.name,
+        }
     }
 }
 
 impl From<types::RequestKey> for RequestKey {
     fn from(k: types::RequestKey) -> Self {
-        RequestKey { namespace: k.namespace, name: k.name }
+        RequestKey {
+            namespace: k.namespace,
+            name: k.name,
+        }
     }
 }
 
 impl From<&RequestKey> for types::RequestKey {
     fn from(k: &RequestKey) -> Self {
-        types::RequestKey { namespace: k.namespace.clone(), name: k.name.clone() }
+        types::RequestKey {
+            namespace: k.namespace.clone(),
+            name: k.name.clone(),
+        }
     }
 }
 
@@ -280,7 +298,11 @@ impl TryFrom<rt::Outcome> for Outcome {
                 .map(|(i, d)| desired(d, &format!("apply[{i}].object")))
                 .collect::<Result<_, _>>()?,
             delete: o.delete.into_iter().map(Into::into).collect(),
-            status: o.status.as_deref().map(|s| parse_json("status", s)).transpose()?,
+            status: o
+                .status
+                .as_deref()
+                .map(|s| parse_json("status", s))
+                .transpose()?,
             finalizer: match o.finalizer {
                 rt::FinalizerAction::Keep => FinalizerAction::Keep,
                 rt::FinalizerAction::Add => FinalizerAction::Add,
@@ -309,7 +331,11 @@ impl TryFrom<adm::AdmissionDecision> for AdmissionDecision {
     type Error = String;
 
     fn try_from(d: adm::AdmissionDecision) -> Result<Self, String> {
-        let patch = d.patch.as_deref().map(|p| parse_json("patch", p)).transpose()?;
+        let patch = d
+            .patch
+            .as_deref()
+            .map(|p| parse_json("patch", p))
+            .transpose()?;
         if let Some(p) = &patch {
             serde_json::from_value::<json_patch::Patch>(p.clone())
                 .map_err(|e| format!("patch is not an RFC 6902 JSON patch: {e}"))?;
@@ -318,7 +344,11 @@ impl TryFrom<adm::AdmissionDecision> for AdmissionDecision {
             allowed: d.allowed,
             message: d.message,
             code: d.code,
-            mutated: d.mutated.as_deref().map(|m| parse_json("mutated", m)).transpose()?,
+            mutated: d
+                .mutated
+                .as_deref()
+                .map(|m| parse_json("mutated", m))
+                .transpose()?,
             patch,
             warnings: d.warnings,
             side_effects: d
@@ -337,7 +367,10 @@ pub trait OutputSize {
 }
 
 fn key_size(k: &types::ObjectKey) -> usize {
-    k.name.len() + k.namespace.as_ref().map_or(0, String::len) + k.gvk.kind.len() + k.gvk.group.len()
+    k.name.len()
+        + k.namespace.as_ref().map_or(0, String::len)
+        + k.gvk.kind.len()
+        + k.gvk.group.len()
 }
 
 impl OutputSize for rt::Outcome {
@@ -348,7 +381,9 @@ impl OutputSize for rt::Outcome {
             + self
                 .events
                 .iter()
-                .map(|e| e.reason.len() + e.message.len() + e.regarding.as_ref().map_or(0, key_size))
+                .map(|e| {
+                    e.reason.len() + e.message.len() + e.regarding.as_ref().map_or(0, key_size)
+                })
                 .sum::<usize>()
     }
 }
@@ -359,13 +394,19 @@ impl OutputSize for adm::AdmissionDecision {
             + self.mutated.as_ref().map_or(0, String::len)
             + self.patch.as_ref().map_or(0, String::len)
             + self.warnings.iter().map(String::len).sum::<usize>()
-            + self.side_effects.iter().map(|d| d.object.len()).sum::<usize>()
+            + self
+                .side_effects
+                .iter()
+                .map(|d| d.object.len())
+                .sum::<usize>()
     }
 }
 
 impl OutputSize for Vec<types::RequestKey> {
     fn output_size(&self) -> usize {
-        self.iter().map(|k| k.name.len() + k.namespace.as_ref().map_or(0, String::len)).sum()
+        self.iter()
+            .map(|k| k.name.len() + k.namespace.as_ref().map_or(0, String::len))
+            .sum()
     }
 }
 
@@ -388,20 +429,31 @@ mod tests {
 
     #[test]
     fn derived_patch_keeps_unknown_fields_untouched() {
-        let original = json!({"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": {"x-unknown": [1, 2]}});
+        let original =
+            json!({"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": {"x-unknown": [1, 2]}});
         let mut mutated = original.clone();
         mutated["metadata"]["labels"]["b"] = json!("2");
         let patch = derive_patch(&original, &mutated);
-        assert_eq!(patch, json!([{"op": "add", "path": "/metadata/labels/b", "value": "2"}]));
+        assert_eq!(
+            patch,
+            json!([{"op": "add", "path": "/metadata/labels/b", "value": "2"}])
+        );
         let mut applied = original.clone();
-        json_patch::patch(&mut applied, &serde_json::from_value::<json_patch::Patch>(patch).unwrap()).unwrap();
+        json_patch::patch(
+            &mut applied,
+            &serde_json::from_value::<json_patch::Patch>(patch).unwrap(),
+        )
+        .unwrap();
         assert_eq!(applied, mutated);
     }
 
     #[test]
     fn outcome_with_bad_json_is_rejected_with_the_field_named() {
         let o = rt::Outcome {
-            apply: vec![rt::Desired { object: "{not json".into(), ownership: rt::Ownership::Controller }],
+            apply: vec![rt::Desired {
+                object: "{not json".into(),
+                ownership: rt::Ownership::Controller,
+            }],
             delete: vec![],
             status: None,
             finalizer: rt::FinalizerAction::Keep,
@@ -409,17 +461,28 @@ mod tests {
             requeue_after_ms: None,
         };
         let err = Outcome::try_from(o).unwrap_err();
-        assert!(err.starts_with("apply[0].object is not valid JSON"), "{err}");
+        assert!(
+            err.starts_with("apply[0].object is not valid JSON"),
+            "{err}"
+        );
     }
 
     #[test]
     fn wire_json_shape_is_stable() {
         let o = Outcome {
-            apply: vec![Desired { object: json!({"kind": "ConfigMap"}), ownership: Ownership::Controller }],
+            apply: vec![Desired {
+                object: json!({"kind": "ConfigMap"}),
+                ownership: Ownership::Controller,
+            }],
             delete: vec![],
             status: None,
             finalizer: FinalizerAction::Keep,
-            events: vec![Event { type_: "Normal".into(), reason: "R".into(), message: "m".into(), regarding: None }],
+            events: vec![Event {
+                type_: "Normal".into(),
+                reason: "R".into(),
+                message: "m".into(),
+                regarding: None,
+            }],
             requeue_after_ms: Some(5),
         };
         assert_eq!(

@@ -9,14 +9,17 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
 use odh_model_controller::crd::nim_account::{Account, AccountSpec};
-use odh_test_support::{Timing, TestContext, consistently, eventually};
+use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::json;
 
 fn account(name: &str) -> Account {
     Account::new(
         name,
         AccountSpec {
-            api_key_secret: ObjectReference { name: Some("ngc-key".into()), ..Default::default() },
+            api_key_secret: ObjectReference {
+                name: Some("ngc-key".into()),
+                ..Default::default()
+            },
             model_list_config: None,
             validation_refresh_rate: "12h".into(),
             nim_config_refresh_rate: "24h".into(),
@@ -34,16 +37,21 @@ async fn account_crd_is_served_with_defaults_and_status_subresource() -> anyhow:
         "metadata": {"name": "defaults"},
         "spec": {"apiKeySecret": {"name": "ngc-key"}}
     });
-    let created: Account = api.create(&PostParams::default(), &serde_json::from_value(raw)?).await?;
+    let created: Account = api
+        .create(&PostParams::default(), &serde_json::from_value(raw)?)
+        .await?;
     assert_eq!(created.spec.validation_refresh_rate, "24h");
     assert_eq!(created.spec.nim_config_refresh_rate, "24h");
 
     // Status is a subresource: a main-resource update ignores it, a status patch sets it.
     let status = json!({"status": {"lastAccountCheck": "2026-01-02T03:04:05Z"}});
-    api.patch_status("defaults", &PatchParams::default(), &Patch::Merge(&status)).await?;
+    api.patch_status("defaults", &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
     let got = api.get("defaults").await?;
     assert_eq!(
-        got.status.and_then(|s| s.last_account_check).map(|t| t.0.to_string()),
+        got.status
+            .and_then(|s| s.last_account_check)
+            .map(|t| t.0.to_string()),
         Some("2026-01-02T03:04:05Z".to_string())
     );
     Ok(())
@@ -53,9 +61,14 @@ async fn account_crd_is_served_with_defaults_and_status_subresource() -> anyhow:
 async fn watch_sees_an_update_of_an_account() -> anyhow::Result<()> {
     let t = TestContext::new("account-watch").await?;
     let api: Api<Account> = t.api();
-    api.create(&PostParams::default(), &account("watched")).await?;
+    api.create(&PostParams::default(), &account("watched"))
+        .await?;
 
-    let mut stream = watcher::watcher(api.clone(), watcher::Config::default().fields("metadata.name=watched")).boxed();
+    let mut stream = watcher::watcher(
+        api.clone(),
+        watcher::Config::default().fields("metadata.name=watched"),
+    )
+    .boxed();
     // Wait until the initial list is delivered, then change the object.
     loop {
         match tokio::time::timeout(Duration::from_secs(30), stream.next()).await? {
@@ -65,13 +78,14 @@ async fn watch_sees_an_update_of_an_account() -> anyhow::Result<()> {
         }
     }
     let patch = json!({"spec": {"validationRefreshRate": "1h"}});
-    api.patch("watched", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    api.patch("watched", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
     let seen = tokio::time::timeout(Duration::from_secs(30), async {
         while let Some(event) = stream.next().await {
-            if let Event::Apply(obj) = event? {
-                if obj.spec.validation_refresh_rate == "1h" {
-                    return Ok::<_, anyhow::Error>(obj);
-                }
+            if let Event::Apply(obj) = event?
+                && obj.spec.validation_refresh_rate == "1h"
+            {
+                return Ok::<_, anyhow::Error>(obj);
             }
         }
         anyhow::bail!("watch ended")
@@ -101,10 +115,13 @@ async fn test_crd_objects_round_trip_through_a_watch() -> anyhow::Result<()> {
         while let Some(event) = stream.next().await {
             match event? {
                 Event::InitDone if !patched => {
-                    api.patch("model", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+                    api.patch("model", &PatchParams::default(), &Patch::Merge(&patch))
+                        .await?;
                     patched = true;
                 }
-                Event::Apply(o) if o.labels().get("touched").is_some() => return Ok::<_, anyhow::Error>(o),
+                Event::Apply(o) if o.labels().get("touched").is_some() => {
+                    return Ok::<_, anyhow::Error>(o);
+                }
                 _ => {}
             }
         }
@@ -128,7 +145,9 @@ async fn server_side_apply_round_trips_and_an_identical_apply_is_a_no_op() -> an
         "metadata": {"name": "applied", "labels": {"app": "x"}},
         "data": {"k": "v"}
     });
-    let first = api.patch("applied", &params, &Patch::Apply(&desired)).await?;
+    let first = api
+        .patch("applied", &params, &Patch::Apply(&desired))
+        .await?;
     assert_eq!(first.data.as_ref().unwrap()["k"], "v");
     let managers: Vec<String> = first
         .metadata
@@ -139,14 +158,27 @@ async fn server_side_apply_round_trips_and_an_identical_apply_is_a_no_op() -> an
         .collect();
     assert_eq!(managers, vec!["odh-model-controller".to_string()]);
 
-    let second = api.patch("applied", &params, &Patch::Apply(&desired)).await?;
-    assert_eq!(first.resource_version(), second.resource_version(), "an identical apply must not write");
+    let second = api
+        .patch("applied", &params, &Patch::Apply(&desired))
+        .await?;
+    assert_eq!(
+        first.resource_version(),
+        second.resource_version(),
+        "an identical apply must not write"
+    );
 
-    consistently("nothing else changes the object", Timing::within(Duration::from_millis(500)), || async {
-        let now = api.get("applied").await?;
-        anyhow::ensure!(now.resource_version() == first.resource_version(), "resourceVersion moved");
-        Ok(())
-    })
+    consistently(
+        "nothing else changes the object",
+        Timing::within(Duration::from_millis(500)),
+        || async {
+            let now = api.get("applied").await?;
+            anyhow::ensure!(
+                now.resource_version() == first.resource_version(),
+                "resourceVersion moved"
+            );
+            Ok(())
+        },
+    )
     .await?;
 
     // A changed apply does write, and removes fields the manager stopped declaring.
@@ -155,9 +187,14 @@ async fn server_side_apply_round_trips_and_an_identical_apply_is_a_no_op() -> an
         "metadata": {"name": "applied"},
         "data": {"k": "v2"}
     });
-    let third = api.patch("applied", &params, &Patch::Apply(&changed)).await?;
+    let third = api
+        .patch("applied", &params, &Patch::Apply(&changed))
+        .await?;
     assert_ne!(third.resource_version(), first.resource_version());
-    assert!(third.labels().get("app").is_none(), "a field no longer applied is removed");
+    assert!(
+        third.labels().get("app").is_none(),
+        "a field no longer applied is removed"
+    );
     eventually("the new value is visible", Timing::default(), || async {
         let now = api.get("applied").await?;
         anyhow::ensure!(now.data.unwrap_or_default()["k"] == "v2");
@@ -174,7 +211,10 @@ async fn every_shipped_crd_is_established() -> anyhow::Result<()> {
         .iter()
         .map(|d| odh_test_support::crds::load_dir(d).map(|c| c.len()))
         .sum::<anyhow::Result<usize>>()?;
-    assert!(expected >= 21, "deploy/crds + tests/crds hold {expected} CRDs");
+    assert!(
+        expected >= 21,
+        "deploy/crds + tests/crds hold {expected} CRDs"
+    );
     // Installing again is idempotent and waits for Established on every one.
     let names = odh_test_support::crds::install(&t.client, &odh_test_support::crd_dirs()).await?;
     assert_eq!(names.len(), expected);

@@ -42,7 +42,10 @@ fn resolve() -> anyhow::Result<Cluster> {
         let kubeconfig = std::env::var_os("KUBECONFIG")
             .map(PathBuf::from)
             .context("ODH_TEST_USE_EXISTING_CLUSTER=1 needs KUBECONFIG")?;
-        return Ok(Cluster { kubeconfig, existing: true });
+        return Ok(Cluster {
+            kubeconfig,
+            existing: true,
+        });
     }
     let dir = std::env::var_os("ODH_TEST_DIR")
         .map(PathBuf::from)
@@ -58,7 +61,8 @@ fn shared_apiserver(dir: &Path) -> anyhow::Result<Cluster> {
         .truncate(false)
         .write(true)
         .open(dir.join("lock"))?;
-    lock.lock().context("locking the test apiserver directory")?;
+    lock.lock()
+        .context("locking the test apiserver directory")?;
 
     // Take the lease before looking for a server, so a running one cannot reap itself meanwhile.
     let lease = File::create(leases.join(std::process::id().to_string()))?;
@@ -70,11 +74,17 @@ fn shared_apiserver(dir: &Path) -> anyhow::Result<Cluster> {
         && Path::new(&format!("/proc/{}", ready.pid)).exists()
         && ready.kubeconfig.exists()
     {
-        return Ok(Cluster { kubeconfig: ready.kubeconfig, existing: false });
+        return Ok(Cluster {
+            kubeconfig: ready.kubeconfig,
+            existing: false,
+        });
     }
     let _ = fs::remove_file(&ready_file);
     let ready = launch(dir, &ready_file)?;
-    Ok(Cluster { kubeconfig: ready.kubeconfig, existing: false })
+    Ok(Cluster {
+        kubeconfig: ready.kubeconfig,
+        existing: false,
+    })
 }
 
 fn read_ready(path: &Path) -> Option<Ready> {
@@ -124,11 +134,17 @@ fn launch(dir: &Path, ready_file: &Path) -> anyhow::Result<Ready> {
             return Ok(ready);
         }
         if let Some(status) = child.try_wait()? {
-            bail!("the apiserver launcher exited with {status}:\n{}", tail(&log_path));
+            bail!(
+                "the apiserver launcher exited with {status}:\n{}",
+                tail(&log_path)
+            );
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            bail!("the apiserver was not ready within 180 s:\n{}", tail(&log_path));
+            bail!(
+                "the apiserver was not ready within 180 s:\n{}",
+                tail(&log_path)
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
 use serde::Deserialize;
 
 use crate::wait::{Timing, eventually};
@@ -46,7 +46,11 @@ pub async fn install(client: &Client, dirs: &[impl AsRef<Path>]) -> anyhow::Resu
     let mut names = Vec::new();
     for dir in dirs {
         for mut crd in load_dir(dir.as_ref())? {
-            let name = crd.metadata.name.clone().context("a CRD without metadata.name")?;
+            let name = crd
+                .metadata
+                .name
+                .clone()
+                .context("a CRD without metadata.name")?;
             crd.metadata.managed_fields = None;
             api.patch(&name, &params, &Patch::Apply(&crd))
                 .await
@@ -55,20 +59,24 @@ pub async fn install(client: &Client, dirs: &[impl AsRef<Path>]) -> anyhow::Resu
         }
     }
     for name in &names {
-        eventually(&format!("CRD {name} established"), Timing::within(Duration::from_secs(60)), || {
-            let api = api.clone();
-            async move {
-                let crd = api.get(name).await?;
-                let established = crd
-                    .status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True");
-                anyhow::ensure!(established, "not established yet");
-                Ok(())
-            }
-        })
+        eventually(
+            &format!("CRD {name} established"),
+            Timing::within(Duration::from_secs(60)),
+            || {
+                let api = api.clone();
+                async move {
+                    let crd = api.get(name).await?;
+                    let established = crd
+                        .status
+                        .and_then(|s| s.conditions)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True");
+                    anyhow::ensure!(established, "not established yet");
+                    Ok(())
+                }
+            },
+        )
         .await?;
     }
     Ok(names)

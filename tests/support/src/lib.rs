@@ -52,7 +52,11 @@ pub fn plugin_wasm(name: &str) -> anyhow::Result<PathBuf> {
                 .stdout(std::process::Stdio::null())
                 .status()
                 .map_err(|e| format!("running `make plugins`: {e}"))?;
-            if status.success() { Ok(()) } else { Err("`make plugins` failed".to_string()) }
+            if status.success() {
+                Ok(())
+            } else {
+                Err("`make plugins` failed".to_string())
+            }
         })
         .clone()
         .map_err(anyhow::Error::msg)?;

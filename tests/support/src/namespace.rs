@@ -33,19 +33,28 @@ impl TestContext {
         // #[tokio::test] has its own runtime.
         let client = Client::try_from(config.clone())?;
         CRDS.get_or_try_init(|| async {
-            crate::crds::install(&client, &crate::crd_dirs()).await.map(|_| ())
+            crate::crds::install(&client, &crate::crd_dirs())
+                .await
+                .map(|_| ())
         })
         .await?;
         let namespace = unique_name(prefix);
         let ns = Namespace {
-            metadata: ObjectMeta { name: Some(namespace.clone()), ..Default::default() },
+            metadata: ObjectMeta {
+                name: Some(namespace.clone()),
+                ..Default::default()
+            },
             ..Default::default()
         };
         Api::<Namespace>::all(client.clone())
             .create(&PostParams::default(), &ns)
             .await
             .with_context(|| format!("creating namespace {namespace}"))?;
-        Ok(Self { client, namespace, config })
+        Ok(Self {
+            client,
+            namespace,
+            config,
+        })
     }
 
     /// A namespaced API in this test's namespace.
@@ -69,17 +78,24 @@ pub async fn client_config() -> anyhow::Result<Config> {
 /// A DNS-1123 name: `prefix` (trimmed to fit) plus a random 6-character suffix.
 pub fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     let mut x = (nanos as u64)
         ^ (u64::from(std::process::id()) << 32)
-        ^ COUNTER.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut suffix = String::with_capacity(6);
     for _ in 0..6 {
         // xorshift: cheap and good enough to keep parallel tests apart.
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        suffix.push(char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[(x % 36) as usize]));
+        suffix.push(char::from(
+            b"abcdefghijklmnopqrstuvwxyz0123456789"[(x % 36) as usize],
+        ));
     }
     let clean: String = prefix
         .to_ascii_lowercase()

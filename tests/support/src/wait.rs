@@ -19,13 +19,19 @@ impl Default for Timing {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(30);
-        Self { timeout: Duration::from_secs(secs), interval: Duration::from_millis(100) }
+        Self {
+            timeout: Duration::from_secs(secs),
+            interval: Duration::from_millis(100),
+        }
     }
 }
 
 impl Timing {
     pub fn within(timeout: Duration) -> Self {
-        Self { timeout, ..Self::default() }
+        Self {
+            timeout,
+            ..Self::default()
+        }
     }
 }
 
@@ -72,7 +78,10 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     fn quick(ms: u64) -> Timing {
-        Timing { timeout: Duration::from_millis(ms), interval: Duration::from_millis(5) }
+        Timing {
+            timeout: Duration::from_millis(ms),
+            interval: Duration::from_millis(5),
+        }
     }
 
     #[tokio::test]
@@ -80,7 +89,11 @@ mod tests {
         let n = AtomicU32::new(0);
         let v = eventually("counter reaches 3", quick(1000), || async {
             let v = n.fetch_add(1, Ordering::SeqCst) + 1;
-            if v >= 3 { Ok(v) } else { anyhow::bail!("at {v}") }
+            if v >= 3 {
+                Ok(v)
+            } else {
+                anyhow::bail!("at {v}")
+            }
         })
         .await
         .unwrap();
@@ -92,18 +105,27 @@ mod tests {
         let err = eventually::<(), _, _>("never", quick(30), || async { anyhow::bail!("nope") })
             .await
             .unwrap_err();
-        assert!(format!("{err}").contains("never") && format!("{err}").contains("nope"), "{err}");
+        assert!(
+            format!("{err}").contains("never") && format!("{err}").contains("nope"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
     async fn consistently_fails_when_the_condition_breaks() {
         let n = AtomicU32::new(0);
         let err = consistently("stays below 3", quick(1000), || async {
-            if n.fetch_add(1, Ordering::SeqCst) < 3 { Ok(()) } else { anyhow::bail!("broke") }
+            if n.fetch_add(1, Ordering::SeqCst) < 3 {
+                Ok(())
+            } else {
+                anyhow::bail!("broke")
+            }
         })
         .await
         .unwrap_err();
         assert!(format!("{err}").contains("broke"));
-        consistently("always", quick(30), || async { Ok(()) }).await.unwrap();
+        consistently("always", quick(30), || async { Ok(()) })
+            .await
+            .unwrap();
     }
 }

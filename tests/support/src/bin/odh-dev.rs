@@ -10,7 +10,9 @@ async fn main() -> anyhow::Result<()> {
         Some("install-crds") => {
             let dirs: Vec<String> = args.collect();
             anyhow::ensure!(!dirs.is_empty(), "usage: odh-dev install-crds DIR...");
-            let client = kube::Client::try_default().await.context("connecting with KUBECONFIG")?;
+            let client = kube::Client::try_default()
+                .await
+                .context("connecting with KUBECONFIG")?;
             let names = odh_test_support::crds::install(&client, &dirs).await?;
             println!("installed {} CRDs", names.len());
             Ok(())

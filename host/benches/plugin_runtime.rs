@@ -1,0 +1,182 @@
+//! `make bench`: the plugin runtime's costs. Writes target/bench/plugin_runtime.json and prints
+//! a summary. A benchmark, not a test: nothing here passes or fails.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use odh_model_controller::plugin::wire::RequestKey;
+use odh_model_controller::plugin::{
+    ClusterView, EngineOptions, Grants, Limits, LoadRequest, MemoryCluster, Plugin, PluginEngine,
+    PluginSource, ReconcileInput,
+};
+use serde_json::json;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn plugin_path(name: &str) -> PathBuf {
+    odh_test_support::plugin_wasm(name).expect("make plugins")
+}
+
+fn load(engine: &PluginEngine, path: &std::path::Path, bytes: &[u8]) -> Plugin {
+    Plugin::load(
+        engine,
+        LoadRequest {
+            source: PluginSource::File(path.to_path_buf()),
+            bytes,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings: json!({}),
+        },
+    )
+    .expect("load")
+}
+
+/// A ConfigMap of about 2 KiB.
+fn object_2k() -> String {
+    let filler = "x".repeat(1900);
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "demo", "namespace": "bench", "uid": "1234", "labels": {"hello.opendatahub.io/enabled": "true"}},
+           "data": {"payload": filler}})
+    .to_string()
+}
+
+fn main() {
+    let iterations: usize = std::env::var("BENCH_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000);
+    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
+    let hello_path = plugin_path("hello");
+    let hello_bytes = std::fs::read(&hello_path).unwrap();
+    let hello = load(&engine, &hello_path, &hello_bytes);
+    let object = object_2k();
+    let input = ReconcileInput {
+        controller: "hello".into(),
+        key: RequestKey {
+            namespace: Some("bench".into()),
+            name: "demo".into(),
+        },
+        object: Some(object.clone()),
+    };
+    let cluster: Arc<dyn ClusterView> = Arc::new(MemoryCluster::default());
+
+    // Per call: a fresh store + instance from the pre-instantiated component, then reconcile.
+    for _ in 0..500 {
+        hello.reconcile_blocking(&input, cluster.clone()).unwrap();
+    }
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let t = Instant::now();
+        let out = hello.reconcile_blocking(&input, cluster.clone()).unwrap();
+        samples.push(t.elapsed());
+        std::hint::black_box(out);
+    }
+    samples.sort();
+    let (p50, p99) = (percentile(&samples, 0.50), percentile(&samples, 0.99));
+
+    // The same through the async API (permit + blocking-pool hand-off), as the host calls it.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let async_samples = rt.block_on(async {
+        let mut s = Vec::with_capacity(iterations / 4);
+        for _ in 0..iterations / 4 {
+            let t = Instant::now();
+            hello
+                .reconcile(input.clone(), cluster.clone())
+                .await
+                .unwrap();
+            s.push(t.elapsed());
+        }
+        s.sort();
+        s
+    });
+    let (ap50, ap99) = (
+        percentile(&async_samples, 0.50),
+        percentile(&async_samples, 0.99),
+    );
+
+    // Compile from scratch (fresh engine, no cache) and load from the on-disk cache.
+    let heavy_path = plugin_path("heavy");
+    let heavy = std::fs::read(&heavy_path).unwrap();
+    let cache_dir = std::env::temp_dir().join(format!("odh-bench-cache-{}", std::process::id()));
+    let mut compile = Vec::new();
+    let mut cached = Vec::new();
+    for _ in 0..5 {
+        let fresh = PluginEngine::new(EngineOptions::default()).unwrap();
+        let t = Instant::now();
+        fresh.compile(&heavy).unwrap();
+        compile.push(t.elapsed());
+        let _ = std::fs::remove_dir_all(&cache_dir);
+        let writer = PluginEngine::new(EngineOptions {
+            cache_dir: Some(cache_dir.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+        writer.compile(&heavy).unwrap();
+        let reader = PluginEngine::new(EngineOptions {
+            cache_dir: Some(cache_dir.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+        let t = Instant::now();
+        reader.compile(&heavy).unwrap();
+        cached.push(t.elapsed());
+    }
+    let _ = std::fs::remove_dir_all(&cache_dir);
+    compile.sort();
+    cached.sort();
+
+    let results = json!({
+        "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)},
+        "reconcile_call": {
+            "plugin": "hello", "object_bytes": object.len(), "iterations": iterations, "pooling": true,
+            "p50_us": micros(p50), "p99_us": micros(p99),
+            "async_p50_us": micros(ap50), "async_p99_us": micros(ap99),
+        },
+        "component": {
+            "plugin": "heavy", "bytes": heavy.len(),
+            "compile_median_ms": millis(compile[compile.len() / 2]),
+            "cached_load_median_ms": millis(cached[cached.len() / 2]),
+        }
+    });
+    let out_dir = odh_test_support::workspace_root().join("target/bench");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = out_dir.join("plugin_runtime.json");
+    std::fs::write(&out, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+
+    println!(
+        "plugin runtime ({} iterations, 2 KiB object, pooling allocator)",
+        iterations
+    );
+    println!(
+        "  instantiate + reconcile (hello)     p50 {:>8.1} µs   p99 {:>8.1} µs",
+        micros(p50),
+        micros(p99)
+    );
+    println!(
+        "  same via async API (blocking pool)  p50 {:>8.1} µs   p99 {:>8.1} µs",
+        micros(ap50),
+        micros(ap99)
+    );
+    println!(
+        "  compile {} KiB component (heavy)   median {:>7.1} ms; cached load median {:>6.2} ms",
+        heavy.len() / 1024,
+        millis(compile[compile.len() / 2]),
+        millis(cached[cached.len() / 2])
+    );
+    println!("results: {}", out.display());
+}
