@@ -10,8 +10,11 @@ pub enum Encoder {
 
 /// Installs the global subscriber. `RUST_LOG` overrides the level when set.
 pub fn init(encoder: Encoder, level: &str) {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("{level},kube=warn,tower=warn,hyper=warn")));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new(format!(
+            "{level},kube=warn,tower=warn,hyper=warn,hyper_util=warn,rustls=warn,h2=warn"
+        ))
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
