@@ -10,3 +10,6 @@ pub mod logging;
 pub mod plugin;
 pub mod plugin_cli;
 pub mod run;
+pub mod applier;
+pub mod cache;
+pub mod controller;

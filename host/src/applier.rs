@@ -1,0 +1,360 @@
+//! Turns a plugin's outcome into API writes: server-side apply with one field manager per
+//! plugin, nothing sent when the cache already holds what the plugin wants, deletes only of
+//! objects we manage, status through the status subresource, finalizers, Events. Every write is
+//! checked against the plugin's write grant before anything is sent.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+use crate::cache::{self, Caches};
+use crate::gvk::Gvk;
+use crate::plugin::Plugin;
+use crate::plugin::wire::{Desired, Event, FinalizerAction, ObjectKey, Outcome, Ownership};
+
+/// Field manager of a plugin's writes.
+pub fn field_manager(plugin: &str) -> String {
+    format!("odh-model-controller/{plugin}")
+}
+
+/// The primary object a reconcile was about.
+pub struct Primary<'a> {
+    pub resource: &'a ApiResource,
+    pub namespaced: bool,
+    /// `None` when the object is gone.
+    pub object: Option<&'a DynamicObject>,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("plugin {plugin:?} may not write {kind}: declare it in the manifest's writes and have it granted")]
+    Refused { plugin: String, kind: Gvk },
+    #[error("{what}: {source}")]
+    Kube { what: String, source: kube::Error },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+type AppliedKey = (String, Gvk, Option<String>, String);
+
+pub struct Applier {
+    client: Client,
+    caches: Arc<Caches>,
+    recorder: Recorder,
+    /// Hash of what each plugin last applied per object: a changed desired state is applied
+    /// even when the cache still "contains" it, so fields a plugin stops declaring are removed.
+    last_applied: Mutex<HashMap<AppliedKey, u64>>,
+    writes: AtomicU64,
+}
+
+impl Applier {
+    pub fn new(client: Client, caches: Arc<Caches>, instance: Option<String>) -> Self {
+        let reporter = Reporter { controller: "odh-model-controller".into(), instance };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            caches,
+            last_applied: Mutex::new(HashMap::new()),
+            writes: AtomicU64::new(0),
+        }
+    }
+
+    /// Write requests sent so far (applies, deletes, status and finalizer patches, Events).
+    pub fn write_count(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    fn wrote(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Checks every object of an outcome against the plugin's write grant.
+    pub fn check_grants(plugin: &Plugin, outcome: &Outcome) -> Result<(), ApplyError> {
+        let refused = |kind: Gvk| ApplyError::Refused { plugin: plugin.name().to_string(), kind };
+        for d in &outcome.apply {
+            let gvk = Gvk::of_object(&d.object)
+                .ok_or_else(|| ApplyError::Invalid(format!("plugin {:?} returned an object without apiVersion/kind", plugin.name())))?;
+            if !plugin.capabilities().may_write(&gvk) {
+                return Err(refused(gvk));
+            }
+        }
+        for k in &outcome.delete {
+            if !plugin.capabilities().may_write(&k.gvk) {
+                return Err(refused(k.gvk.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a whole outcome, in the documented order.
+    pub async fn apply_outcome(
+        &self,
+        plugin: &Plugin,
+        finalizer: Option<&str>,
+        primary: &Primary<'_>,
+        outcome: &Outcome,
+    ) -> Result<(), ApplyError> {
+        Self::check_grants(plugin, outcome)?;
+        let fm = field_manager(plugin.name());
+        if let (FinalizerAction::Add, Some(f), Some(obj)) = (outcome.finalizer, finalizer, primary.object)
+            && obj.metadata.deletion_timestamp.is_none()
+            && !obj.finalizers().iter().any(|x| x == f)
+        {
+            let mut list = obj.finalizers().to_vec();
+            list.push(f.to_string());
+            self.patch_finalizers(primary, obj, list).await?;
+        }
+        for d in &outcome.apply {
+            self.apply_desired(plugin.name(), &fm, primary, d).await?;
+        }
+        for key in &outcome.delete {
+            self.delete_managed(&fm, primary, key).await?;
+        }
+        if let (Some(status), Some(obj)) = (&outcome.status, primary.object) {
+            self.apply_status(plugin.name(), &fm, primary, obj, status).await?;
+        }
+        for e in &outcome.events {
+            self.event(primary, e).await;
+        }
+        if let (FinalizerAction::Remove, Some(f), Some(obj)) = (outcome.finalizer, finalizer, primary.object)
+            && obj.finalizers().iter().any(|x| x == f)
+        {
+            let list = obj.finalizers().iter().filter(|x| *x != f).cloned().collect();
+            self.patch_finalizers(primary, obj, list).await?;
+        }
+        Ok(())
+    }
+
+    async fn patch_finalizers(&self, primary: &Primary<'_>, obj: &DynamicObject, list: Vec<String>) -> Result<(), ApplyError> {
+        let api = api_for(&self.client, primary.resource, primary.namespaced, primary.namespace);
+        // resourceVersion makes this a compare-and-swap: a concurrent change fails and retries.
+        let patch = json!({"metadata": {"finalizers": list, "resourceVersion": obj.resource_version()}});
+        self.wrote();
+        api.patch(primary.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+            .map_err(|source| ApplyError::Kube { what: format!("updating the finalizers of {}", primary.name), source })
+    }
+
+    async fn apply_desired(&self, plugin: &str, fm: &str, primary: &Primary<'_>, d: &Desired) -> Result<(), ApplyError> {
+        let gvk = Gvk::of_object(&d.object).expect("checked by check_grants");
+        let (resource, namespaced) = cache::resolve(self.caches.client(), &gvk)
+            .await
+            .map_err(|e| ApplyError::Invalid(e.to_string()))?
+            .ok_or_else(|| ApplyError::Invalid(format!("the cluster does not serve {gvk}")))?;
+        let mut object = d.object.clone();
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApplyError::Invalid(format!("plugin {plugin:?} returned a {gvk} without metadata.name")))?
+            .to_string();
+        let namespace = if namespaced {
+            let ns = object.pointer("/metadata/namespace").and_then(Value::as_str).map(str::to_string);
+            let ns = ns.or_else(|| primary.namespace.map(str::to_string)).ok_or_else(|| {
+                ApplyError::Invalid(format!("plugin {plugin:?} returned {gvk} {name} without a namespace"))
+            })?;
+            object["metadata"]["namespace"] = json!(ns);
+            Some(ns)
+        } else {
+            None
+        };
+        if d.ownership != Ownership::None {
+            let Some(owner) = primary.object else {
+                tracing::debug!(plugin, %gvk, name, "not applying an owned object for a primary that is gone");
+                return Ok(());
+            };
+            object["metadata"]["ownerReferences"] = json!([owner_reference(primary.resource, owner, d.ownership)]);
+        }
+
+        let key: AppliedKey = (plugin.to_string(), gvk.clone(), namespace.clone(), name.clone());
+        let digest = hash_value(&object);
+        let unchanged = self.last_applied.lock().expect("applied lock").get(&key) == Some(&digest);
+        if unchanged
+            && let Some(cached) = self.caches.get(&gvk).and_then(|c| c.get(namespace.as_deref(), &name))
+            && contains(&serde_json::to_value(&*cached).unwrap_or(Value::Null), &object)
+        {
+            return Ok(());
+        }
+        let api = api_for(&self.client, &resource, namespaced, namespace.as_deref());
+        self.wrote();
+        api.patch(&name, &PatchParams::apply(fm).force(), &Patch::Apply(&object))
+            .await
+            .map_err(|source| ApplyError::Kube { what: format!("applying {gvk} {name}"), source })?;
+        self.last_applied.lock().expect("applied lock").insert(key, digest);
+        Ok(())
+    }
+
+    async fn delete_managed(&self, fm: &str, primary: &Primary<'_>, key: &ObjectKey) -> Result<(), ApplyError> {
+        let Some((resource, namespaced)) =
+            cache::resolve(self.caches.client(), &key.gvk).await.map_err(|e| ApplyError::Invalid(e.to_string()))?
+        else {
+            return Ok(());
+        };
+        let namespace = if namespaced { key.namespace.as_deref().or(primary.namespace) } else { None };
+        let api = api_for(&self.client, &resource, namespaced, namespace);
+        // Read live: the cache strips managedFields, which say whether we manage the object.
+        let existing = match api.get_opt(&key.name).await {
+            Ok(Some(o)) => o,
+            Ok(None) => return Ok(()),
+            Err(source) => return Err(ApplyError::Kube { what: format!("reading {} {}", key.gvk, key.name), source }),
+        };
+        let owned = primary
+            .object
+            .and_then(|p| p.uid())
+            .is_some_and(|uid| existing.owner_references().iter().any(|r| r.uid == uid));
+        let ours = existing.managed_fields().iter().any(|m| m.manager.as_deref() == Some(fm));
+        if !owned && !ours {
+            tracing::info!(kind = %key.gvk, name = key.name, "not deleting an object this controller does not manage");
+            return Ok(());
+        }
+        let params = DeleteParams {
+            preconditions: Some(Preconditions { uid: existing.uid(), resource_version: None }),
+            ..Default::default()
+        };
+        self.wrote();
+        match api.delete(&key.name, &params).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+            Err(source) => Err(ApplyError::Kube { what: format!("deleting {} {}", key.gvk, key.name), source }),
+        }
+    }
+
+    async fn apply_status(
+        &self,
+        plugin: &str,
+        fm: &str,
+        primary: &Primary<'_>,
+        obj: &DynamicObject,
+        status: &Value,
+    ) -> Result<(), ApplyError> {
+        let gvk = Gvk::from_api_version(&primary.resource.api_version, &primary.resource.kind);
+        let key: AppliedKey = (format!("{plugin}/status"), gvk, primary.namespace.map(str::to_string), primary.name.to_string());
+        let digest = hash_value(status);
+        let unchanged = self.last_applied.lock().expect("applied lock").get(&key) == Some(&digest);
+        if unchanged && obj.data.get("status").is_some_and(|s| contains(s, status)) {
+            return Ok(());
+        }
+        let body = json!({
+            "apiVersion": primary.resource.api_version,
+            "kind": primary.resource.kind,
+            "metadata": {"name": primary.name},
+            "status": status,
+        });
+        let api = api_for(&self.client, primary.resource, primary.namespaced, primary.namespace);
+        self.wrote();
+        api.patch_status(primary.name, &PatchParams::apply(fm).force(), &Patch::Apply(&body))
+            .await
+            .map_err(|source| ApplyError::Kube { what: format!("updating the status of {}", primary.name), source })?;
+        self.last_applied.lock().expect("applied lock").insert(key, digest);
+        Ok(())
+    }
+
+    /// Records an Event about the primary (or the object the plugin named). Failures are logged:
+    /// an Event is never worth failing a reconcile over.
+    pub async fn event(&self, primary: &Primary<'_>, e: &Event) {
+        let reference = match &e.regarding {
+            Some(k) => ObjectReference {
+                api_version: Some(k.gvk.api_version()),
+                kind: Some(k.gvk.kind.clone()),
+                name: Some(k.name.clone()),
+                namespace: k.namespace.clone(),
+                ..Default::default()
+            },
+            None => ObjectReference {
+                api_version: Some(primary.resource.api_version.clone()),
+                kind: Some(primary.resource.kind.clone()),
+                name: Some(primary.name.to_string()),
+                namespace: primary.namespace.map(str::to_string),
+                uid: primary.object.and_then(|o| o.uid()),
+                ..Default::default()
+            },
+        };
+        let ev = KubeEvent {
+            type_: if e.type_ == "Warning" { EventType::Warning } else { EventType::Normal },
+            reason: e.reason.clone(),
+            note: Some(e.message.clone()),
+            action: e.reason.clone(),
+            secondary: None,
+        };
+        self.wrote();
+        if let Err(err) = self.recorder.publish(&ev, &reference).await {
+            tracing::warn!(reason = e.reason, "could not record an Event: {err}");
+        }
+    }
+}
+
+fn api_for(client: &Client, resource: &ApiResource, namespaced: bool, namespace: Option<&str>) -> Api<DynamicObject> {
+    match (namespaced, namespace) {
+        (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, resource),
+        _ => Api::all_with(client.clone(), resource),
+    }
+}
+
+fn owner_reference(resource: &ApiResource, owner: &DynamicObject, ownership: Ownership) -> Value {
+    let mut r = json!({
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "name": owner.name_any(),
+        "uid": owner.uid().unwrap_or_default(),
+    });
+    if ownership == Ownership::Controller {
+        r["controller"] = json!(true);
+        r["blockOwnerDeletion"] = json!(true);
+    }
+    r
+}
+
+fn hash_value(v: &Value) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    v.to_string().hash(&mut h);
+    h.finish()
+}
+
+/// Whether `actual` already holds every field of `desired` (lists compared element-wise).
+pub fn contains(actual: &Value, desired: &Value) -> bool {
+    match (actual, desired) {
+        (Value::Object(a), Value::Object(d)) => d.iter().all(|(k, dv)| match a.get(k) {
+            Some(av) => contains(av, dv),
+            None => dv.is_null(),
+        }),
+        (Value::Array(a), Value::Array(d)) => a.len() == d.len() && a.iter().zip(d).all(|(x, y)| contains(x, y)),
+        (Value::Number(a), Value::Number(d)) => a.as_f64() == d.as_f64(),
+        (a, d) => a == d,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contains_ignores_extra_fields_but_not_changed_ones() {
+        let actual = json!({"metadata": {"name": "a", "uid": "1", "labels": {"x": "1", "y": "2"}}, "data": {"k": "v"}, "spec": {"n": 1.0}});
+        assert!(contains(&actual, &json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v"}})));
+        assert!(contains(&actual, &json!({"spec": {"n": 1}})));
+        assert!(!contains(&actual, &json!({"data": {"k": "changed"}})));
+        assert!(!contains(&actual, &json!({"data": {"missing": "v"}})));
+        assert!(contains(&json!({"l": [{"a": 1, "b": 2}]}), &json!({"l": [{"a": 1}]})));
+        assert!(!contains(&json!({"l": [1, 2]}), &json!({"l": [1]})));
+    }
+
+    #[test]
+    fn controller_owner_references_block_deletion() {
+        let ar = ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap"), "configmaps");
+        let mut owner = DynamicObject::new("p", &ar);
+        owner.metadata.uid = Some("u1".into());
+        let r = owner_reference(&ar, &owner, Ownership::Controller);
+        assert_eq!(r, json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "u1", "controller": true, "blockOwnerDeletion": true}));
+        assert!(owner_reference(&ar, &owner, Ownership::Owner).get("controller").is_none());
+    }
+}

@@ -1,0 +1,196 @@
+//! Shared caches: one reflector per kind, shared by every controller and by the plugins'
+//! `cluster` reads. `managedFields` are stripped; Secrets and Pods are cached only with
+//! upstream's label filters, which changes what plugins can see exactly as upstream.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, TypeMeta};
+use kube::discovery::{self, Scope};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use tokio::sync::{broadcast, watch};
+
+use crate::gvk::Gvk;
+use crate::label_selector::LabelSelector;
+use crate::plugin::ClusterView;
+
+/// Upstream caches these kinds only with a label selector (spec part 2, §2.5).
+pub fn cache_label_selector(gvk: &Gvk) -> Option<&'static str> {
+    match (gvk.group.as_str(), gvk.kind.as_str()) {
+        ("", "Secret") => Some("opendatahub.io/managed=true"),
+        ("", "Pod") => Some("component=predictor"),
+        _ => None,
+    }
+}
+
+/// A change seen by a kind's watch.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub object: Arc<DynamicObject>,
+    pub deleted: bool,
+}
+
+/// The cache of one kind.
+pub struct KindCache {
+    pub gvk: Gvk,
+    pub resource: ApiResource,
+    pub namespaced: bool,
+    store: Store<DynamicObject>,
+    changes: broadcast::Sender<Change>,
+    synced: watch::Receiver<bool>,
+}
+
+impl KindCache {
+    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<DynamicObject>> {
+        let mut r = ObjectRef::<DynamicObject>::new_with(name, self.resource.clone());
+        if let Some(ns) = namespace.filter(|_| self.namespaced) {
+            r = r.within(ns);
+        }
+        self.store.get(&r)
+    }
+
+    pub fn list(&self) -> Vec<Arc<DynamicObject>> {
+        self.store.state()
+    }
+
+    /// Changes from now on (subscribe before waiting for the sync, to miss nothing).
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.clone();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
+/// Every kind cache of the process, started on demand.
+pub struct Caches {
+    client: Client,
+    kinds: Mutex<HashMap<Gvk, Option<Arc<KindCache>>>>,
+}
+
+impl Caches {
+    pub fn new(client: Client) -> Arc<Self> {
+        Arc::new(Self { client, kinds: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The cache of `gvk`, started if needed; `None` when the cluster does not serve the kind.
+    pub async fn ensure(self: &Arc<Self>, gvk: &Gvk) -> anyhow::Result<Option<Arc<KindCache>>> {
+        if let Some(known) = self.kinds.lock().expect("caches lock").get(gvk) {
+            return Ok(known.clone());
+        }
+        let resolved = resolve(&self.client, gvk).await?;
+        let mut kinds = self.kinds.lock().expect("caches lock");
+        if let Some(known) = kinds.get(gvk) {
+            return Ok(known.clone());
+        }
+        let cache = resolved.map(|(resource, namespaced)| self.start(gvk.clone(), resource, namespaced));
+        kinds.insert(gvk.clone(), cache.clone());
+        Ok(cache)
+    }
+
+    /// A kind's cache if it was started.
+    pub fn get(&self, gvk: &Gvk) -> Option<Arc<KindCache>> {
+        self.kinds.lock().expect("caches lock").get(gvk).cloned().flatten()
+    }
+
+    /// True once every started cache has listed its kind.
+    pub fn all_synced(&self) -> bool {
+        self.kinds.lock().expect("caches lock").values().flatten().all(|c| c.is_synced())
+    }
+
+    pub async fn wait_all_synced(&self) {
+        let caches: Vec<Arc<KindCache>> =
+            self.kinds.lock().expect("caches lock").values().flatten().cloned().collect();
+        for c in caches {
+            c.wait_synced().await;
+        }
+    }
+
+    fn start(&self, gvk: Gvk, resource: ApiResource, namespaced: bool) -> Arc<KindCache> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let mut config = watcher::Config::default();
+        if let Some(selector) = cache_label_selector(&gvk) {
+            config = config.labels(selector);
+        }
+        let writer = reflector::store::Writer::new(resource.clone());
+        let store = writer.as_reader();
+        let (changes, _) = broadcast::channel(1024);
+        let (synced_tx, synced) = watch::channel(false);
+        let types = TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() };
+        let tx = changes.clone();
+        let kind = gvk.to_string();
+        let stream = watcher(api, config)
+            .default_backoff()
+            .modify(move |obj: &mut DynamicObject| {
+                obj.managed_fields_mut().clear();
+                // List items come without apiVersion/kind; plugins need them.
+                obj.types = Some(types.clone());
+            })
+            .reflect(writer);
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
+                        let _ = tx.send(Change { object: Arc::new(o), deleted: false });
+                    }
+                    Ok(watcher::Event::Delete(o)) => {
+                        let _ = tx.send(Change { object: Arc::new(o), deleted: true });
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        let _ = synced_tx.send(true);
+                    }
+                    Ok(watcher::Event::Init) => {}
+                    Err(e) => tracing::warn!(kind = %kind, "watch failed, retrying: {e}"),
+                }
+            }
+        });
+        Arc::new(KindCache { gvk, resource, namespaced, store, changes, synced })
+    }
+}
+
+/// The ApiResource of a kind and whether it is namespaced; `None` when not served.
+pub async fn resolve(client: &Client, gvk: &Gvk) -> anyhow::Result<Option<(ApiResource, bool)>> {
+    let kgvk = kube::api::GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
+    match discovery::pinned_kind(client, &kgvk).await {
+        Ok((resource, caps)) => Ok(Some((resource, caps.scope == Scope::Namespaced))),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(None),
+        Err(kube::Error::Discovery(_)) => Ok(None),
+        Err(e) => Err(anyhow::anyhow!("discovery of {gvk} failed: {e}")),
+    }
+}
+
+fn to_json(obj: &DynamicObject) -> anyhow::Result<String> {
+    Ok(serde_json::to_string(obj)?)
+}
+
+impl ClusterView for Caches {
+    fn get(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> anyhow::Result<Option<String>> {
+        let cache = self.get(gvk).ok_or_else(|| anyhow::anyhow!("{gvk} is not cached by the host"))?;
+        cache.get(namespace, name).map(|o| to_json(&o)).transpose()
+    }
+
+    fn list(&self, gvk: &Gvk, namespace: Option<&str>, selector: &LabelSelector) -> anyhow::Result<Vec<String>> {
+        let cache = self.get(gvk).ok_or_else(|| anyhow::anyhow!("{gvk} is not cached by the host"))?;
+        cache
+            .list()
+            .iter()
+            .filter(|o| namespace.is_none() || o.metadata.namespace.as_deref() == namespace)
+            .filter(|o| selector.matches(o.labels()))
+            .map(|o| to_json(o))
+            .collect()
+    }
+}

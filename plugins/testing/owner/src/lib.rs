@@ -1,0 +1,87 @@
+//! A test plugin for the host's reconcile machinery: every ConfigMap labelled
+//! `odh-test/primary=true` gets a `<name>-owned` ConfigMap (controller owner reference) mirroring
+//! its `data.value`, and a finalizer that deletes the owned ConfigMap before the primary goes.
+
+use odh_plugin_sdk::{Controller, Error, Manifest, Object, Outcome, Ownership, Plugin, ReconcileRequest};
+use odh_plugin_sdk::{core_gvk, json, object_key};
+
+pub const FINALIZER: &str = "odh-test.opendatahub.io/cleanup";
+pub const PRIMARY_SELECTOR: &str = "odh-test/primary=true";
+
+pub struct Owner;
+
+impl Plugin for Owner {
+    fn manifest() -> Manifest {
+        let cm = core_gvk("ConfigMap");
+        Manifest::new("owner", "0.1.0")
+            .description("Owns a <name>-owned ConfigMap per labelled ConfigMap (host tests)")
+            .controller(
+                Controller::new("owner", cm.clone())
+                    .primary_label_selector(PRIMARY_SELECTOR)
+                    .owns(cm.clone())
+                    .finalizer(FINALIZER),
+            )
+            .reads([cm.clone()])
+            .writes([cm])
+    }
+
+    fn reconcile(request: ReconcileRequest) -> Result<Outcome, Error> {
+        Ok(match request.object()? {
+            Some(primary) => decide(&primary),
+            None => Outcome::default(),
+        })
+    }
+}
+
+odh_plugin_sdk::plugin!(Owner);
+
+fn owned_name(primary: &Object) -> String {
+    format!("{}-owned", primary.name())
+}
+
+/// What the world around one primary should look like.
+pub fn decide(primary: &Object) -> Outcome {
+    if primary.is_deleting() {
+        let key = object_key(&core_gvk("ConfigMap"), primary.namespace(), &owned_name(primary));
+        return Outcome::default()
+            .delete(key)
+            .remove_finalizer()
+            .event_normal("Finalized", "deleted the owned ConfigMap");
+    }
+    let value = primary.str_at(&["data", "value"]).unwrap_or_default().to_string();
+    let owned = Object::new(&core_gvk("ConfigMap"), primary.namespace(), &owned_name(primary))
+        .with("data", json!({ "source": primary.name(), "value": value }));
+    Outcome::default().apply(owned, Ownership::Controller).add_finalizer()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use odh_plugin_sdk::FinalizerAction;
+
+    fn primary(deleting: bool) -> Object {
+        let mut o = Object::new(&core_gvk("ConfigMap"), Some("ns"), "p").with("data", json!({"value": "v1"}));
+        if deleting {
+            o.set(&["metadata", "deletionTimestamp"], json!("2026-01-01T00:00:00Z"));
+        }
+        o
+    }
+
+    #[test]
+    fn a_live_primary_gets_its_owned_config_map_and_the_finalizer() {
+        let out = decide(&primary(false));
+        assert_eq!(out.apply.len(), 1);
+        assert_eq!(out.finalizer, FinalizerAction::Add);
+        let owned: serde_json::Value = serde_json::from_str(&out.apply[0].object).unwrap();
+        assert_eq!(owned["metadata"]["name"], "p-owned");
+        assert_eq!(owned["data"]["value"], "v1");
+    }
+
+    #[test]
+    fn a_deleted_primary_cleans_up_and_releases_the_finalizer() {
+        let out = decide(&primary(true));
+        assert!(out.apply.is_empty());
+        assert_eq!(out.delete.len(), 1);
+        assert_eq!(out.finalizer, FinalizerAction::Remove);
+    }
+}
