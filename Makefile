@@ -75,6 +75,7 @@ crds:
 ## bench: benchmarks (results in target/bench/)
 bench: plugins
 	$(CARGO) bench -p odh-model-controller --bench plugin_runtime
+	$(CARGO) bench -p odh-model-controller --bench admission
 
 clean:
 	$(CARGO) clean

@@ -37,7 +37,9 @@ pub struct Primary<'a> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
-    #[error("plugin {plugin:?} may not write {kind}: declare it in the manifest's writes and have it granted")]
+    #[error(
+        "plugin {plugin:?} may not write {kind}: declare it in the manifest's writes and have it granted"
+    )]
     Refused { plugin: String, kind: Gvk },
     #[error("{what}: {source}")]
     Kube { what: String, source: kube::Error },
@@ -59,7 +61,10 @@ pub struct Applier {
 
 impl Applier {
     pub fn new(client: Client, caches: Arc<Caches>, instance: Option<String>) -> Self {
-        let reporter = Reporter { controller: "odh-model-controller".into(), instance };
+        let reporter = Reporter {
+            controller: "odh-model-controller".into(),
+            instance,
+        };
         Self {
             recorder: Recorder::new(client.clone(), reporter),
             client,
@@ -80,10 +85,17 @@ impl Applier {
 
     /// Checks every object of an outcome against the plugin's write grant.
     pub fn check_grants(plugin: &Plugin, outcome: &Outcome) -> Result<(), ApplyError> {
-        let refused = |kind: Gvk| ApplyError::Refused { plugin: plugin.name().to_string(), kind };
+        let refused = |kind: Gvk| ApplyError::Refused {
+            plugin: plugin.name().to_string(),
+            kind,
+        };
         for d in &outcome.apply {
-            let gvk = Gvk::of_object(&d.object)
-                .ok_or_else(|| ApplyError::Invalid(format!("plugin {:?} returned an object without apiVersion/kind", plugin.name())))?;
+            let gvk = Gvk::of_object(&d.object).ok_or_else(|| {
+                ApplyError::Invalid(format!(
+                    "plugin {:?} returned an object without apiVersion/kind",
+                    plugin.name()
+                ))
+            })?;
             if !plugin.capabilities().may_write(&gvk) {
                 return Err(refused(gvk));
             }
@@ -106,7 +118,8 @@ impl Applier {
     ) -> Result<(), ApplyError> {
         Self::check_grants(plugin, outcome)?;
         let fm = field_manager(plugin.name());
-        if let (FinalizerAction::Add, Some(f), Some(obj)) = (outcome.finalizer, finalizer, primary.object)
+        if let (FinalizerAction::Add, Some(f), Some(obj)) =
+            (outcome.finalizer, finalizer, primary.object)
             && obj.metadata.deletion_timestamp.is_none()
             && !obj.finalizers().iter().any(|x| x == f)
         {
@@ -121,32 +134,95 @@ impl Applier {
             self.delete_managed(&fm, primary, key).await?;
         }
         if let (Some(status), Some(obj)) = (&outcome.status, primary.object) {
-            self.apply_status(plugin.name(), &fm, primary, obj, status).await?;
+            self.apply_status(plugin.name(), &fm, primary, obj, status)
+                .await?;
         }
         for e in &outcome.events {
             self.event(primary, e).await;
         }
-        if let (FinalizerAction::Remove, Some(f), Some(obj)) = (outcome.finalizer, finalizer, primary.object)
+        if let (FinalizerAction::Remove, Some(f), Some(obj)) =
+            (outcome.finalizer, finalizer, primary.object)
             && obj.finalizers().iter().any(|x| x == f)
         {
-            let list = obj.finalizers().iter().filter(|x| *x != f).cloned().collect();
+            let list = obj
+                .finalizers()
+                .iter()
+                .filter(|x| *x != f)
+                .cloned()
+                .collect();
             self.patch_finalizers(primary, obj, list).await?;
         }
         Ok(())
     }
 
-    async fn patch_finalizers(&self, primary: &Primary<'_>, obj: &DynamicObject, list: Vec<String>) -> Result<(), ApplyError> {
-        let api = api_for(&self.client, primary.resource, primary.namespaced, primary.namespace);
+    /// Applies objects that belong to no primary (admission side effects), after the same
+    /// write-grant check. Objects must name their namespace.
+    pub async fn apply_unowned(
+        &self,
+        plugin: &Plugin,
+        objects: &[Desired],
+    ) -> Result<(), ApplyError> {
+        let outcome = Outcome {
+            apply: objects.to_vec(),
+            delete: vec![],
+            status: None,
+            finalizer: FinalizerAction::Keep,
+            events: vec![],
+            requeue_after_ms: None,
+        };
+        Self::check_grants(plugin, &outcome)?;
+        let nothing = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let primary = Primary {
+            resource: &nothing,
+            namespaced: true,
+            object: None,
+            namespace: None,
+            name: "",
+        };
+        let fm = field_manager(plugin.name());
+        for d in objects {
+            let unowned = Desired {
+                object: d.object.clone(),
+                ownership: Ownership::None,
+            };
+            self.apply_desired(plugin.name(), &fm, &primary, &unowned)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn patch_finalizers(
+        &self,
+        primary: &Primary<'_>,
+        obj: &DynamicObject,
+        list: Vec<String>,
+    ) -> Result<(), ApplyError> {
+        let api = api_for(
+            &self.client,
+            primary.resource,
+            primary.namespaced,
+            primary.namespace,
+        );
         // resourceVersion makes this a compare-and-swap: a concurrent change fails and retries.
-        let patch = json!({"metadata": {"finalizers": list, "resourceVersion": obj.resource_version()}});
+        let patch =
+            json!({"metadata": {"finalizers": list, "resourceVersion": obj.resource_version()}});
         self.wrote();
         api.patch(primary.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map(|_| ())
-            .map_err(|source| ApplyError::Kube { what: format!("updating the finalizers of {}", primary.name), source })
+            .map_err(|source| ApplyError::Kube {
+                what: format!("updating the finalizers of {}", primary.name),
+                source,
+            })
     }
 
-    async fn apply_desired(&self, plugin: &str, fm: &str, primary: &Primary<'_>, d: &Desired) -> Result<(), ApplyError> {
+    async fn apply_desired(
+        &self,
+        plugin: &str,
+        fm: &str,
+        primary: &Primary<'_>,
+        d: &Desired,
+    ) -> Result<(), ApplyError> {
         let gvk = Gvk::of_object(&d.object).expect("checked by check_grants");
         let (resource, namespaced) = cache::resolve(self.caches.client(), &gvk)
             .await
@@ -156,13 +232,24 @@ impl Applier {
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
-            .ok_or_else(|| ApplyError::Invalid(format!("plugin {plugin:?} returned a {gvk} without metadata.name")))?
+            .ok_or_else(|| {
+                ApplyError::Invalid(format!(
+                    "plugin {plugin:?} returned a {gvk} without metadata.name"
+                ))
+            })?
             .to_string();
         let namespace = if namespaced {
-            let ns = object.pointer("/metadata/namespace").and_then(Value::as_str).map(str::to_string);
-            let ns = ns.or_else(|| primary.namespace.map(str::to_string)).ok_or_else(|| {
-                ApplyError::Invalid(format!("plugin {plugin:?} returned {gvk} {name} without a namespace"))
-            })?;
+            let ns = object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let ns = ns
+                .or_else(|| primary.namespace.map(str::to_string))
+                .ok_or_else(|| {
+                    ApplyError::Invalid(format!(
+                        "plugin {plugin:?} returned {gvk} {name} without a namespace"
+                    ))
+                })?;
             object["metadata"]["namespace"] = json!(ns);
             Some(ns)
         } else {
@@ -173,59 +260,105 @@ impl Applier {
                 tracing::debug!(plugin, %gvk, name, "not applying an owned object for a primary that is gone");
                 return Ok(());
             };
-            object["metadata"]["ownerReferences"] = json!([owner_reference(primary.resource, owner, d.ownership)]);
+            object["metadata"]["ownerReferences"] =
+                json!([owner_reference(primary.resource, owner, d.ownership)]);
         }
 
-        let key: AppliedKey = (plugin.to_string(), gvk.clone(), namespace.clone(), name.clone());
+        let key: AppliedKey = (
+            plugin.to_string(),
+            gvk.clone(),
+            namespace.clone(),
+            name.clone(),
+        );
         let digest = hash_value(&object);
         let unchanged = self.last_applied.lock().expect("applied lock").get(&key) == Some(&digest);
         if unchanged
-            && let Some(cached) = self.caches.get(&gvk).and_then(|c| c.get(namespace.as_deref(), &name))
-            && contains(&serde_json::to_value(&*cached).unwrap_or(Value::Null), &object)
+            && let Some(cached) = self
+                .caches
+                .get(&gvk)
+                .and_then(|c| c.get(namespace.as_deref(), &name))
+            && contains(
+                &serde_json::to_value(&*cached).unwrap_or(Value::Null),
+                &object,
+            )
         {
             return Ok(());
         }
         let api = api_for(&self.client, &resource, namespaced, namespace.as_deref());
         self.wrote();
-        api.patch(&name, &PatchParams::apply(fm).force(), &Patch::Apply(&object))
-            .await
-            .map_err(|source| ApplyError::Kube { what: format!("applying {gvk} {name}"), source })?;
-        self.last_applied.lock().expect("applied lock").insert(key, digest);
+        api.patch(
+            &name,
+            &PatchParams::apply(fm).force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .map_err(|source| ApplyError::Kube {
+            what: format!("applying {gvk} {name}"),
+            source,
+        })?;
+        self.last_applied
+            .lock()
+            .expect("applied lock")
+            .insert(key, digest);
         Ok(())
     }
 
-    async fn delete_managed(&self, fm: &str, primary: &Primary<'_>, key: &ObjectKey) -> Result<(), ApplyError> {
-        let Some((resource, namespaced)) =
-            cache::resolve(self.caches.client(), &key.gvk).await.map_err(|e| ApplyError::Invalid(e.to_string()))?
+    async fn delete_managed(
+        &self,
+        fm: &str,
+        primary: &Primary<'_>,
+        key: &ObjectKey,
+    ) -> Result<(), ApplyError> {
+        let Some((resource, namespaced)) = cache::resolve(self.caches.client(), &key.gvk)
+            .await
+            .map_err(|e| ApplyError::Invalid(e.to_string()))?
         else {
             return Ok(());
         };
-        let namespace = if namespaced { key.namespace.as_deref().or(primary.namespace) } else { None };
+        let namespace = if namespaced {
+            key.namespace.as_deref().or(primary.namespace)
+        } else {
+            None
+        };
         let api = api_for(&self.client, &resource, namespaced, namespace);
         // Read live: the cache strips managedFields, which say whether we manage the object.
         let existing = match api.get_opt(&key.name).await {
             Ok(Some(o)) => o,
             Ok(None) => return Ok(()),
-            Err(source) => return Err(ApplyError::Kube { what: format!("reading {} {}", key.gvk, key.name), source }),
+            Err(source) => {
+                return Err(ApplyError::Kube {
+                    what: format!("reading {} {}", key.gvk, key.name),
+                    source,
+                });
+            }
         };
         let owned = primary
             .object
             .and_then(|p| p.uid())
             .is_some_and(|uid| existing.owner_references().iter().any(|r| r.uid == uid));
-        let ours = existing.managed_fields().iter().any(|m| m.manager.as_deref() == Some(fm));
+        let ours = existing
+            .managed_fields()
+            .iter()
+            .any(|m| m.manager.as_deref() == Some(fm));
         if !owned && !ours {
             tracing::info!(kind = %key.gvk, name = key.name, "not deleting an object this controller does not manage");
             return Ok(());
         }
         let params = DeleteParams {
-            preconditions: Some(Preconditions { uid: existing.uid(), resource_version: None }),
+            preconditions: Some(Preconditions {
+                uid: existing.uid(),
+                resource_version: None,
+            }),
             ..Default::default()
         };
         self.wrote();
         match api.delete(&key.name, &params).await {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
-            Err(source) => Err(ApplyError::Kube { what: format!("deleting {} {}", key.gvk, key.name), source }),
+            Err(source) => Err(ApplyError::Kube {
+                what: format!("deleting {} {}", key.gvk, key.name),
+                source,
+            }),
         }
     }
 
@@ -238,7 +371,12 @@ impl Applier {
         status: &Value,
     ) -> Result<(), ApplyError> {
         let gvk = Gvk::from_api_version(&primary.resource.api_version, &primary.resource.kind);
-        let key: AppliedKey = (format!("{plugin}/status"), gvk, primary.namespace.map(str::to_string), primary.name.to_string());
+        let key: AppliedKey = (
+            format!("{plugin}/status"),
+            gvk,
+            primary.namespace.map(str::to_string),
+            primary.name.to_string(),
+        );
         let digest = hash_value(status);
         let unchanged = self.last_applied.lock().expect("applied lock").get(&key) == Some(&digest);
         if unchanged && obj.data.get("status").is_some_and(|s| contains(s, status)) {
@@ -250,12 +388,27 @@ impl Applier {
             "metadata": {"name": primary.name},
             "status": status,
         });
-        let api = api_for(&self.client, primary.resource, primary.namespaced, primary.namespace);
+        let api = api_for(
+            &self.client,
+            primary.resource,
+            primary.namespaced,
+            primary.namespace,
+        );
         self.wrote();
-        api.patch_status(primary.name, &PatchParams::apply(fm).force(), &Patch::Apply(&body))
-            .await
-            .map_err(|source| ApplyError::Kube { what: format!("updating the status of {}", primary.name), source })?;
-        self.last_applied.lock().expect("applied lock").insert(key, digest);
+        api.patch_status(
+            primary.name,
+            &PatchParams::apply(fm).force(),
+            &Patch::Apply(&body),
+        )
+        .await
+        .map_err(|source| ApplyError::Kube {
+            what: format!("updating the status of {}", primary.name),
+            source,
+        })?;
+        self.last_applied
+            .lock()
+            .expect("applied lock")
+            .insert(key, digest);
         Ok(())
     }
 
@@ -280,7 +433,11 @@ impl Applier {
             },
         };
         let ev = KubeEvent {
-            type_: if e.type_ == "Warning" { EventType::Warning } else { EventType::Normal },
+            type_: if e.type_ == "Warning" {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
             reason: e.reason.clone(),
             note: Some(e.message.clone()),
             action: e.reason.clone(),
@@ -293,7 +450,12 @@ impl Applier {
     }
 }
 
-fn api_for(client: &Client, resource: &ApiResource, namespaced: bool, namespace: Option<&str>) -> Api<DynamicObject> {
+fn api_for(
+    client: &Client,
+    resource: &ApiResource,
+    namespaced: bool,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
     match (namespaced, namespace) {
         (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, resource),
         _ => Api::all_with(client.clone(), resource),
@@ -327,9 +489,28 @@ pub fn contains(actual: &Value, desired: &Value) -> bool {
             Some(av) => contains(av, dv),
             None => dv.is_null(),
         }),
-        (Value::Array(a), Value::Array(d)) => a.len() == d.len() && a.iter().zip(d).all(|(x, y)| contains(x, y)),
+        (Value::Array(a), Value::Array(d)) => {
+            a.len() == d.len() && a.iter().zip(d).all(|(x, y)| contains(x, y))
+        }
         (Value::Number(a), Value::Number(d)) => a.as_f64() == d.as_f64(),
         (a, d) => a == d,
+    }
+}
+
+impl crate::webhook::SideEffectSink for Applier {
+    fn apply<'a>(
+        &'a self,
+        plugin: &'a Plugin,
+        objects: Vec<Desired>,
+    ) -> crate::webhook::SideEffectFuture<'a> {
+        Box::pin(async move {
+            self.apply_unowned(plugin, &objects).await.map_err(|e| {
+                if let ApplyError::Refused { plugin, kind } = &e {
+                    crate::metrics::Metrics::global().refused_write(plugin, &kind.to_string());
+                }
+                anyhow::Error::new(e)
+            })
+        })
     }
 }
 
@@ -340,21 +521,37 @@ mod tests {
     #[test]
     fn contains_ignores_extra_fields_but_not_changed_ones() {
         let actual = json!({"metadata": {"name": "a", "uid": "1", "labels": {"x": "1", "y": "2"}}, "data": {"k": "v"}, "spec": {"n": 1.0}});
-        assert!(contains(&actual, &json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v"}})));
+        assert!(contains(
+            &actual,
+            &json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v"}})
+        ));
         assert!(contains(&actual, &json!({"spec": {"n": 1}})));
         assert!(!contains(&actual, &json!({"data": {"k": "changed"}})));
         assert!(!contains(&actual, &json!({"data": {"missing": "v"}})));
-        assert!(contains(&json!({"l": [{"a": 1, "b": 2}]}), &json!({"l": [{"a": 1}]})));
+        assert!(contains(
+            &json!({"l": [{"a": 1, "b": 2}]}),
+            &json!({"l": [{"a": 1}]})
+        ));
         assert!(!contains(&json!({"l": [1, 2]}), &json!({"l": [1]})));
     }
 
     #[test]
     fn controller_owner_references_block_deletion() {
-        let ar = ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap"), "configmaps");
+        let ar = ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap"),
+            "configmaps",
+        );
         let mut owner = DynamicObject::new("p", &ar);
         owner.metadata.uid = Some("u1".into());
         let r = owner_reference(&ar, &owner, Ownership::Controller);
-        assert_eq!(r, json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "u1", "controller": true, "blockOwnerDeletion": true}));
-        assert!(owner_reference(&ar, &owner, Ownership::Owner).get("controller").is_none());
+        assert_eq!(
+            r,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "u1", "controller": true, "blockOwnerDeletion": true})
+        );
+        assert!(
+            owner_reference(&ar, &owner, Ownership::Owner)
+                .get("controller")
+                .is_none()
+        );
     }
 }

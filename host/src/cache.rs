@@ -79,7 +79,10 @@ pub struct Caches {
 
 impl Caches {
     pub fn new(client: Client) -> Arc<Self> {
-        Arc::new(Self { client, kinds: Mutex::new(HashMap::new()) })
+        Arc::new(Self {
+            client,
+            kinds: Mutex::new(HashMap::new()),
+        })
     }
 
     pub fn client(&self) -> &Client {
@@ -96,24 +99,41 @@ impl Caches {
         if let Some(known) = kinds.get(gvk) {
             return Ok(known.clone());
         }
-        let cache = resolved.map(|(resource, namespaced)| self.start(gvk.clone(), resource, namespaced));
+        let cache =
+            resolved.map(|(resource, namespaced)| self.start(gvk.clone(), resource, namespaced));
         kinds.insert(gvk.clone(), cache.clone());
         Ok(cache)
     }
 
     /// A kind's cache if it was started.
     pub fn get(&self, gvk: &Gvk) -> Option<Arc<KindCache>> {
-        self.kinds.lock().expect("caches lock").get(gvk).cloned().flatten()
+        self.kinds
+            .lock()
+            .expect("caches lock")
+            .get(gvk)
+            .cloned()
+            .flatten()
     }
 
     /// True once every started cache has listed its kind.
     pub fn all_synced(&self) -> bool {
-        self.kinds.lock().expect("caches lock").values().flatten().all(|c| c.is_synced())
+        self.kinds
+            .lock()
+            .expect("caches lock")
+            .values()
+            .flatten()
+            .all(|c| c.is_synced())
     }
 
     pub async fn wait_all_synced(&self) {
-        let caches: Vec<Arc<KindCache>> =
-            self.kinds.lock().expect("caches lock").values().flatten().cloned().collect();
+        let caches: Vec<Arc<KindCache>> = self
+            .kinds
+            .lock()
+            .expect("caches lock")
+            .values()
+            .flatten()
+            .cloned()
+            .collect();
         for c in caches {
             c.wait_synced().await;
         }
@@ -129,7 +149,10 @@ impl Caches {
         let store = writer.as_reader();
         let (changes, _) = broadcast::channel(1024);
         let (synced_tx, synced) = watch::channel(false);
-        let types = TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() };
+        let types = TypeMeta {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+        };
         let tx = changes.clone();
         let kind = gvk.to_string();
         let stream = watcher(api, config)
@@ -145,10 +168,16 @@ impl Caches {
             while let Some(event) = stream.next().await {
                 match event {
                     Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
-                        let _ = tx.send(Change { object: Arc::new(o), deleted: false });
+                        let _ = tx.send(Change {
+                            object: Arc::new(o),
+                            deleted: false,
+                        });
                     }
                     Ok(watcher::Event::Delete(o)) => {
-                        let _ = tx.send(Change { object: Arc::new(o), deleted: true });
+                        let _ = tx.send(Change {
+                            object: Arc::new(o),
+                            deleted: true,
+                        });
                     }
                     Ok(watcher::Event::InitDone) => {
                         let _ = synced_tx.send(true);
@@ -158,7 +187,14 @@ impl Caches {
                 }
             }
         });
-        Arc::new(KindCache { gvk, resource, namespaced, store, changes, synced })
+        Arc::new(KindCache {
+            gvk,
+            resource,
+            namespaced,
+            store,
+            changes,
+            synced,
+        })
     }
 }
 
@@ -178,13 +214,27 @@ fn to_json(obj: &DynamicObject) -> anyhow::Result<String> {
 }
 
 impl ClusterView for Caches {
-    fn get(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> anyhow::Result<Option<String>> {
-        let cache = self.get(gvk).ok_or_else(|| anyhow::anyhow!("{gvk} is not cached by the host"))?;
+    fn get(
+        &self,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let cache = self
+            .get(gvk)
+            .ok_or_else(|| anyhow::anyhow!("{gvk} is not cached by the host"))?;
         cache.get(namespace, name).map(|o| to_json(&o)).transpose()
     }
 
-    fn list(&self, gvk: &Gvk, namespace: Option<&str>, selector: &LabelSelector) -> anyhow::Result<Vec<String>> {
-        let cache = self.get(gvk).ok_or_else(|| anyhow::anyhow!("{gvk} is not cached by the host"))?;
+    fn list(
+        &self,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+    ) -> anyhow::Result<Vec<String>> {
+        let cache = self
+            .get(gvk)
+            .ok_or_else(|| anyhow::anyhow!("{gvk} is not cached by the host"))?;
         cache
             .list()
             .iter()

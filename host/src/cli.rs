@@ -80,6 +80,55 @@ pub struct RunArgs {
     /// Log level: debug, info or error.
     #[arg(long)]
     pub zap_log_level: Option<String>,
+    /// Plugins to serve: names of built-in plugins or paths of `.wasm` components (repeatable).
+    #[arg(long = "plugin", value_name = "NAME|FILE")]
+    pub plugins: Vec<String>,
+    /// The admission webhook server's address (controller-runtime's default port).
+    #[arg(long, default_value = ":9443")]
+    pub webhook_bind_address: String,
+    /// Directory holding the webhook server's `tls.crt` and `tls.key` (reloaded on change).
+    #[arg(long, default_value = "/tmp/k8s-webhook-server/serving-certs")]
+    pub webhook_cert_dir: PathBuf,
+    /// The model-serving-api server's address; `0` disables it.
+    #[arg(long, default_value = "0")]
+    pub model_serving_api_bind_address: String,
+    /// Workers per controller.
+    #[arg(long, default_value_t = 1)]
+    pub max_concurrent_reconciles: usize,
+    /// Leader election: how long a lease is valid (controller-runtime's default).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: std::time::Duration,
+    /// Leader election: how long the leader keeps trying to renew before it gives up.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: std::time::Duration,
+    /// Leader election: how often candidates retry.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: std::time::Duration,
+    /// Where compiled plugins are cached between starts.
+    #[arg(long)]
+    pub plugin_cache_dir: Option<PathBuf>,
+}
+
+/// A duration such as `15s`, `500ms`, `2m`.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" | "" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => {
+            return Err(format!(
+                "invalid duration unit in {s:?} (use ms, s, m or h)"
+            ));
+        }
+    };
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 impl RunArgs {
@@ -124,6 +173,23 @@ mod tests {
         assert!(cli.run.leader_elect);
         assert_eq!(cli.run.health_probe_bind_address, ":8082");
         assert_eq!(cli.run.log_encoder(), Encoder::Json);
+    }
+
+    #[test]
+    fn durations_parse_like_go() {
+        assert_eq!(
+            parse_duration("15s"),
+            Ok(std::time::Duration::from_secs(15))
+        );
+        assert_eq!(
+            parse_duration("500ms"),
+            Ok(std::time::Duration::from_millis(500))
+        );
+        assert_eq!(
+            parse_duration("2m"),
+            Ok(std::time::Duration::from_secs(120))
+        );
+        assert!(parse_duration("soon").is_err() && parse_duration("5 parsecs").is_err());
     }
 
     #[test]

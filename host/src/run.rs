@@ -1,28 +1,209 @@
-//! `odh-model-controller run`: connect, discover, serve until a signal arrives.
+//! `odh-model-controller run`: load the plugins, serve probes, metrics and webhooks on every
+//! replica, and run the controllers on the leader.
+
+use std::sync::Arc;
 
 use anyhow::Context;
 use kube::{Client, Config, config::KubeConfigOptions};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use crate::applier::Applier;
+use crate::cache::Caches;
 use crate::cli::RunArgs;
+use crate::controller::{self, Shared};
 use crate::discovery::{self, OPTIONAL_KINDS};
+use crate::leader::{ElectionEnd, LeaderElector, LeaseConfig, lease_namespace};
+use crate::metrics::Metrics;
+use crate::plugin::{
+    EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource, builtin,
+};
+use crate::process_env::{Mode, ProcessEnv};
+use crate::servers::{self, parse_bind_address};
+use crate::webhook::{self, WebhookServerConfig, WebhookTable};
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let env = ProcessEnv::from_env();
     let client = connect(&args).await?;
     let version = client
         .apiserver_version()
         .await
         .context("unable to reach the API server")?;
     info!(version = %version.git_version, "connected to the API server");
-
+    if env.mode == Mode::Xks {
+        info!(
+            "xKS mode enabled: running webhook-only profile for ConnectionsAPI and HardwareProfile"
+        );
+    }
     let found = discovery::discover(&client, OPTIONAL_KINDS).await?;
     for (kind, available) in found.iter() {
         info!(group_version = %kind.group_version(), kind = kind.kind, available, "optional kind");
     }
 
-    shutdown_signal().await;
+    let plugins = load_plugins(&args)?;
+    let shutdown = CancellationToken::new();
+    let (ready_tx, ready) = watch::channel(false);
+    let metrics = Metrics::global().clone();
+    let mut servers = tokio::task::JoinSet::new();
+
+    if let Some(addr) = parse_bind_address(&args.health_probe_bind_address)? {
+        let server = servers::bind_health(addr, ready.clone()).await?;
+        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
+    }
+    if let Some(addr) = parse_bind_address(&args.metrics_bind_address)? {
+        let server = servers::bind_metrics(addr, metrics.clone()).await?;
+        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
+    }
+    if let Some(addr) = parse_bind_address(&args.model_serving_api_bind_address)? {
+        let api = servers::ModelServingApi {
+            ready: ready.clone(),
+            metrics: metrics.clone(),
+            gateways: None,
+        };
+        let server = servers::bind_model_serving_api(addr, api).await?;
+        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
+    }
+
+    let caches = Caches::new(client.clone());
+    let applier = Arc::new(Applier::new(
+        client.clone(),
+        caches.clone(),
+        std::env::var("POD_NAME").ok(),
+    ));
+
+    if env.webhooks_enabled {
+        let table = WebhookTable::new(&plugins).context("unable to create webhookSetup")?;
+        if !table.is_empty() {
+            let bind = parse_bind_address(&args.webhook_bind_address)?
+                .context("the webhook server needs an address")?;
+            let config = WebhookServerConfig {
+                bind,
+                cert_dir: args.webhook_cert_dir.clone(),
+                enable_http2: args.enable_http2,
+                ..Default::default()
+            };
+            let router = webhook::webhook_router(&table, caches.clone(), applier.clone());
+            let stop = shutdown.clone();
+            servers
+                .spawn(async move { webhook::serve(config, router, stop.cancelled_owned()).await });
+        }
+    } else {
+        info!("Webhooks are disabled via environment variable.");
+    }
+
+    let controllers_wanted =
+        env.mode == Mode::Full && plugins.iter().any(|p| !p.manifest().controllers.is_empty());
+    let shared = Shared::new(caches.clone(), applier, args.max_concurrent_reconciles);
+    let mut lost_leadership = None;
+    // Dropping the set would abort the controllers: it lives as long as `run`.
+    let mut _controllers = None;
+    if controllers_wanted {
+        if args.leader_elect {
+            let namespace = lease_namespace(env.pod_namespace.clone())?;
+            let lease = LeaseConfig {
+                lease_duration: args.leader_elect_lease_duration,
+                renew_deadline: args.leader_elect_renew_deadline,
+                retry_period: args.leader_elect_retry_period,
+                ..LeaseConfig::new(namespace)
+            };
+            let elector = LeaderElector::new(client.clone(), lease)?;
+            let (mut leader, handle) = elector.run(shutdown.clone().cancelled_owned());
+            lost_leadership = Some(handle);
+            // Not ready to reconcile yet, but plugins and webhooks are: a standby is ready.
+            let _ = ready_tx.send(true);
+            tokio::select! {
+                _ = leader.wait_for(|l| *l) => {}
+                _ = shutdown_signal() => return stop(shutdown, servers).await,
+            }
+            metrics.set_leader(true);
+            info!("became the leader; starting controllers");
+        }
+        _controllers =
+            Some(controller::start_all(shared.clone(), &plugins, shutdown.clone()).await?);
+        caches.wait_all_synced().await;
+    }
+    let _ = ready_tx.send(true);
+    info!(plugins = plugins.len(), "starting manager");
+
+    match lost_leadership {
+        Some(handle) => {
+            tokio::select! {
+                end = handle => {
+                    if matches!(end, Ok(ElectionEnd::LostLeadership)) {
+                        shutdown.cancel();
+                        anyhow::bail!("leader election lost");
+                    }
+                }
+                _ = shutdown_signal() => {}
+            }
+        }
+        None => shutdown_signal().await,
+    }
+    stop(shutdown, servers).await
+}
+
+async fn stop(
+    shutdown: CancellationToken,
+    mut servers: tokio::task::JoinSet<anyhow::Result<()>>,
+) -> anyhow::Result<()> {
     info!("shutting down");
+    shutdown.cancel();
+    while let Some(r) = servers.join_next().await {
+        if let Ok(Err(e)) = r {
+            tracing::warn!("a server stopped with an error: {e:#}");
+        }
+    }
     Ok(())
+}
+
+/// The plugins this process serves: `--plugin` names (built-in) or `.wasm` files.
+fn load_plugins(args: &RunArgs) -> anyhow::Result<Vec<Plugin>> {
+    let engine = PluginEngine::new(EngineOptions {
+        cache_dir: args.plugin_cache_dir.clone(),
+        ..Default::default()
+    })?;
+    let mut sources = Vec::new();
+    for spec in &args.plugins {
+        let path = std::path::Path::new(spec);
+        if path.exists() {
+            sources.push((PluginSource::File(path.to_path_buf()), std::fs::read(path)?));
+        } else if let Some(bytes) = builtin::get(spec) {
+            sources.push((PluginSource::Builtin(spec.clone()), bytes.to_vec()));
+        } else {
+            anyhow::bail!("--plugin {spec:?} is neither a file nor a built-in plugin");
+        }
+    }
+    // Compile every distinct component in parallel, then load each.
+    let bytes: Vec<&[u8]> = sources.iter().map(|(_, b)| b.as_slice()).collect();
+    for compiled in engine.compile_all(&bytes) {
+        compiled?;
+    }
+    let mut plugins = Vec::new();
+    for (source, bytes) in &sources {
+        let plugin = Plugin::load(
+            &engine,
+            LoadRequest {
+                source: source.clone(),
+                bytes,
+                grants: Grants::default(),
+                limits: Limits::default(),
+                settings: serde_json::json!({}),
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("loading plugin {source}: {e}"))?;
+        info!(
+            plugin = plugin.name(),
+            version = plugin.manifest().version,
+            sha256 = plugin.sha256(),
+            "plugin loaded"
+        );
+        plugins.push(plugin);
+    }
+    if plugins.is_empty() {
+        info!("no plugins enabled (use --plugin)");
+    }
+    Ok(plugins)
 }
 
 /// Kube config resolution as upstream: `--kubeconfig`, then KUBECONFIG, in-cluster, ~/.kube/config.

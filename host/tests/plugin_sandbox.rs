@@ -122,6 +122,7 @@ fn endless_loop_fails_within_its_deadline() {
     let start = Instant::now();
     let err = misbehave(&f, "loop", json!({})).unwrap_err();
     let elapsed = start.elapsed();
+    println!("endless loop stopped after {elapsed:?} (deadline {deadline:?}): {err}");
     assert!(matches!(err, CallError::Timeout { .. }), "{err}");
     assert!(
         err.to_string().contains("misbehave") && err.to_string().contains("deadline"),

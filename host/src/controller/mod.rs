@@ -14,6 +14,7 @@ use crate::applier::{Applier, Primary};
 use crate::cache::{Caches, Change, KindCache};
 use crate::gvk::Gvk;
 use crate::label_selector::LabelSelector;
+use crate::metrics::{Metrics, ReconcileResult};
 use crate::plugin::wire::{Controller, Event, Mapping, RequestKey};
 use crate::plugin::{CallError, ClusterView, GuestError, Plugin, ReconcileInput, WatchEventInput};
 use queue::WorkQueue;
@@ -30,7 +31,12 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(caches: Arc<Caches>, applier: Arc<Applier>, concurrency: usize) -> Arc<Self> {
-        Arc::new(Self { caches, applier, concurrency, reconciles: Default::default() })
+        Arc::new(Self {
+            caches,
+            applier,
+            concurrency,
+            reconciles: Default::default(),
+        })
     }
 
     pub fn reconcile_count(&self) -> u64 {
@@ -39,7 +45,11 @@ impl Shared {
 }
 
 /// Starts every controller of every plugin; each runs until `shutdown`.
-pub async fn start_all(shared: Arc<Shared>, plugins: &[Plugin], shutdown: CancellationToken) -> anyhow::Result<JoinSet<()>> {
+pub async fn start_all(
+    shared: Arc<Shared>,
+    plugins: &[Plugin],
+    shutdown: CancellationToken,
+) -> anyhow::Result<JoinSet<()>> {
     let mut set = JoinSet::new();
     for plugin in plugins {
         // The kinds a plugin reads must be cached before its first call.
@@ -71,7 +81,12 @@ struct Loop {
 }
 
 /// Runs one controller until `shutdown`.
-pub async fn run(shared: Arc<Shared>, plugin: Plugin, spec: Controller, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(
+    shared: Arc<Shared>,
+    plugin: Plugin,
+    spec: Controller,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     let Some(primary) = shared.caches.ensure(&spec.primary).await? else {
         tracing::warn!(controller = spec.name, kind = %spec.primary, "the primary kind is not served; controller disabled");
         return Ok(());
@@ -80,20 +95,42 @@ pub async fn run(shared: Arc<Shared>, plugin: Plugin, spec: Controller, shutdown
         Some(s) => LabelSelector::parse(s)?,
         None => LabelSelector::everything(),
     };
-    let ctl = Arc::new(Loop { shared, plugin, spec, primary, selector, queue: WorkQueue::new() });
+    let ctl = Arc::new(Loop {
+        shared,
+        plugin,
+        spec,
+        primary,
+        selector,
+        queue: WorkQueue::new(),
+    });
     let mut tasks = JoinSet::new();
 
-    ctl.clone().watch(&mut tasks, ctl.primary.clone(), Source::Primary);
+    ctl.clone()
+        .watch(&mut tasks, ctl.primary.clone(), Source::Primary);
     for gvk in ctl.spec.owns.clone() {
         match ctl.shared.caches.ensure(&gvk).await? {
             Some(cache) => ctl.clone().watch(&mut tasks, cache, Source::Owned),
-            None => tracing::info!(controller = ctl.spec.name, kind = %gvk, "owned kind not served; not watched"),
+            None => {
+                tracing::info!(controller = ctl.spec.name, kind = %gvk, "owned kind not served; not watched")
+            }
         }
     }
     for w in ctl.spec.watches.clone() {
         match ctl.shared.caches.ensure(&w.gvk).await? {
-            Some(cache) => ctl.clone().watch(&mut tasks, cache, Source::Watch(w.mapping, w.label_selector.as_deref().map(LabelSelector::parse).transpose()?)),
-            None if w.optional => tracing::info!(controller = ctl.spec.name, kind = %w.gvk, "optional kind not served; not watched"),
+            Some(cache) => ctl.clone().watch(
+                &mut tasks,
+                cache,
+                Source::Watch(
+                    w.mapping,
+                    w.label_selector
+                        .as_deref()
+                        .map(LabelSelector::parse)
+                        .transpose()?,
+                ),
+            ),
+            None if w.optional => {
+                tracing::info!(controller = ctl.spec.name, kind = %w.gvk, "optional kind not served; not watched")
+            }
             None => {
                 tracing::warn!(controller = ctl.spec.name, kind = %w.gvk, "a required watched kind is not served; controller disabled");
                 return Ok(());
@@ -105,13 +142,29 @@ pub async fn run(shared: Arc<Shared>, plugin: Plugin, spec: Controller, shutdown
     for obj in ctl.primary.list() {
         ctl.enqueue_primary(&obj);
     }
-    tracing::info!(controller = ctl.spec.name, workers = ctl.shared.concurrency, "controller started");
+    Metrics::global().register_controller(&ctl.spec.name, ctl.shared.concurrency.max(1));
+    tracing::info!(
+        controller = ctl.spec.name,
+        workers = ctl.shared.concurrency,
+        "controller started"
+    );
     for _ in 0..ctl.shared.concurrency.max(1) {
         let ctl = ctl.clone();
         tasks.spawn(async move {
             while let Some(key) = ctl.queue.get().await {
-                ctl.reconcile(&key).await;
-                ctl.shared.reconciles.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let metrics = Metrics::global();
+                metrics.workqueue_depth(&ctl.spec.name, ctl.queue.len());
+                let started = std::time::Instant::now();
+                let result = {
+                    let _active = metrics.active_worker(&ctl.spec.name);
+                    ctl.reconcile(&key).await
+                };
+                if let Some(result) = result {
+                    metrics.reconcile_done(&ctl.spec.name, result, started.elapsed());
+                }
+                ctl.shared
+                    .reconciles
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 ctl.queue.done(&key);
             }
         });
@@ -132,7 +185,10 @@ enum Source {
 }
 
 fn key_of(obj: &DynamicObject) -> RequestKey {
-    RequestKey { namespace: obj.namespace(), name: obj.name_any() }
+    RequestKey {
+        namespace: obj.namespace(),
+        name: obj.name_any(),
+    }
 }
 
 impl Loop {
@@ -168,7 +224,10 @@ impl Loop {
             .iter()
             .filter(|r| r.kind == primary.kind && r.api_version == primary.api_version)
             .filter(|r| !controller_only || r.controller == Some(true))
-            .map(|r| RequestKey { namespace: obj.namespace(), name: r.name.clone() })
+            .map(|r| RequestKey {
+                namespace: obj.namespace(),
+                name: r.name.clone(),
+            })
             .collect()
     }
 
@@ -184,13 +243,20 @@ impl Loop {
                 match mapping {
                     Mapping::Owner => self.owners_of(obj, false),
                     Mapping::SameName => vec![key_of(obj)],
-                    Mapping::All => self.primary.list().iter().filter(|p| self.selector.matches(p.labels())).map(|p| key_of(p)).collect(),
+                    Mapping::All => self
+                        .primary
+                        .list()
+                        .iter()
+                        .filter(|p| self.selector.matches(p.labels()))
+                        .map(|p| key_of(p))
+                        .collect(),
                     Mapping::Custom => self.custom_map(gvk, &change).await,
                 }
             }
         };
         for k in keys {
             self.queue.add(k);
+            Metrics::global().workqueue_add(&self.spec.name);
         }
     }
 
@@ -204,7 +270,10 @@ impl Loop {
         match self.plugin.map(input, self.cluster()).await {
             Ok(keys) => keys,
             Err(e) => {
-                tracing::error!(controller = self.spec.name, "mapping a watched change failed: {e}");
+                tracing::error!(
+                    controller = self.spec.name,
+                    "mapping a watched change failed: {e}"
+                );
                 vec![]
             }
         }
@@ -214,22 +283,34 @@ impl Loop {
         self.shared.caches.clone()
     }
 
-    async fn reconcile(&self, key: &RequestKey) {
+    /// Reconciles one key; `None` when there was nothing to do (filtered out).
+    async fn reconcile(&self, key: &RequestKey) -> Option<ReconcileResult> {
         let object = self.primary.get(key.namespace.as_deref(), &key.name);
         if let Some(obj) = &object {
             if !self.selector.matches(obj.labels()) {
-                return;
+                return None;
             }
-            let ours = self.spec.finalizer.as_ref().is_some_and(|f| obj.finalizers().iter().any(|x| x == f));
+            let ours = self
+                .spec
+                .finalizer
+                .as_ref()
+                .is_some_and(|f| obj.finalizers().iter().any(|x| x == f));
             if obj.metadata.deletion_timestamp.is_some() && !ours {
-                return; // being deleted and nothing of ours holds it: nothing left to do
+                return None; // being deleted and nothing of ours holds it: nothing left to do
             }
         }
         let json = match object.as_deref().map(serde_json::to_string).transpose() {
             Ok(j) => j,
-            Err(e) => return tracing::error!(controller = self.spec.name, "serializing {}: {e}", key.name),
+            Err(e) => {
+                tracing::error!(controller = self.spec.name, "serializing {}: {e}", key.name);
+                return Some(ReconcileResult::TerminalError);
+            }
         };
-        let input = ReconcileInput { controller: self.spec.name.clone(), key: key.clone(), object: json };
+        let input = ReconcileInput {
+            controller: self.spec.name.clone(),
+            key: key.clone(),
+            object: json,
+        };
         let primary = Primary {
             resource: &self.primary.resource,
             namespaced: self.primary.namespaced,
@@ -239,30 +320,81 @@ impl Loop {
         };
         let outcome = match self.plugin.reconcile(input, self.cluster()).await {
             Ok(o) => o,
-            Err(e) => return self.failed(key, &primary, "ReconcileFailed", &e.to_string(), retryable(&e)).await,
+            Err(e) => {
+                return Some(
+                    self.failed(
+                        key,
+                        &primary,
+                        "ReconcileFailed",
+                        &e.to_string(),
+                        retryable(&e),
+                    )
+                    .await,
+                );
+            }
         };
-        match self.shared.applier.apply_outcome(&self.plugin, self.spec.finalizer.as_deref(), &primary, &outcome).await {
+        match self
+            .shared
+            .applier
+            .apply_outcome(
+                &self.plugin,
+                self.spec.finalizer.as_deref(),
+                &primary,
+                &outcome,
+            )
+            .await
+        {
             Ok(()) => {
                 self.queue.forget(key);
-                if let Some(ms) = outcome.requeue_after_ms {
-                    self.queue.add_after(key.clone(), std::time::Duration::from_millis(ms));
+                match outcome.requeue_after_ms {
+                    Some(ms) => {
+                        self.queue
+                            .add_after(key.clone(), std::time::Duration::from_millis(ms));
+                        Some(ReconcileResult::RequeueAfter)
+                    }
+                    None => Some(ReconcileResult::Success),
                 }
             }
             Err(e) => {
-                let reason = if matches!(e, crate::applier::ApplyError::Refused { .. }) { "WriteRefused" } else { "ApplyFailed" };
-                self.failed(key, &primary, reason, &e.to_string(), true).await
+                let reason = match &e {
+                    crate::applier::ApplyError::Refused { plugin, kind } => {
+                        Metrics::global().refused_write(plugin, &kind.to_string());
+                        "WriteRefused"
+                    }
+                    _ => "ApplyFailed",
+                };
+                Some(
+                    self.failed(key, &primary, reason, &e.to_string(), true)
+                        .await,
+                )
             }
         }
     }
 
-    async fn failed(&self, key: &RequestKey, primary: &Primary<'_>, reason: &str, message: &str, retry: bool) {
+    async fn failed(
+        &self,
+        key: &RequestKey,
+        primary: &Primary<'_>,
+        reason: &str,
+        message: &str,
+        retry: bool,
+    ) -> ReconcileResult {
         tracing::error!(controller = self.spec.name, namespace = ?key.namespace, name = key.name, reason, "{message}");
         if primary.object.is_some() {
-            let ev = Event { type_: "Warning".into(), reason: reason.into(), message: message.into(), regarding: None };
+            let ev = Event {
+                type_: "Warning".into(),
+                reason: reason.into(),
+                message: message.into(),
+                regarding: None,
+            };
             self.shared.applier.event(primary, &ev).await;
         }
         if retry {
             self.queue.add_rate_limited(key.clone());
+            Metrics::global().workqueue_retry(&self.spec.name);
+            ReconcileResult::Error
+        } else {
+            ReconcileResult::TerminalError
         }
     }
 }

@@ -86,7 +86,13 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     }
 
     pub fn retries(&self, key: &K) -> u32 {
-        self.state.lock().expect("queue lock").failures.get(key).copied().unwrap_or(0)
+        self.state
+            .lock()
+            .expect("queue lock")
+            .failures
+            .get(key)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The next key to process; `None` once shut down.
@@ -140,7 +146,9 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
 /// The delay before retry `n` (1-based).
 pub fn backoff(n: u32) -> Duration {
     let factor = 2u64.saturating_pow(n.saturating_sub(1).min(40));
-    BASE_DELAY.saturating_mul(factor.min(u32::MAX as u64) as u32).min(MAX_DELAY)
+    BASE_DELAY
+        .saturating_mul(factor.min(u32::MAX as u64) as u32)
+        .min(MAX_DELAY)
 }
 
 #[cfg(test)]
@@ -182,7 +190,9 @@ mod tests {
         assert_eq!(q.retries(&"k"), 2);
         q.forget(&"k");
         assert_eq!(q.retries(&"k"), 0);
-        let got = tokio::time::timeout(Duration::from_secs(1), q.get()).await.unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(1), q.get())
+            .await
+            .unwrap();
         assert_eq!(got, Some("k"));
     }
 

@@ -41,6 +41,10 @@ impl Default for EngineOptions {
 
 struct Ticker {
     stop: Arc<AtomicBool>,
+    /// When the ticker started and how many ticks it has delivered: the epoch never runs ahead
+    /// of `start + ticks * EPOCH_TICK`, which lets calls turn deadlines into epochs exactly.
+    start: std::time::Instant,
+    ticks: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Drop for Ticker {
@@ -91,17 +95,26 @@ impl PluginEngine {
         Policy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
 
         let stop = Arc::new(AtomicBool::new(false));
+        let start = std::time::Instant::now();
+        let delivered = Arc::new(std::sync::atomic::AtomicU64::new(0));
         {
+            let delivered = delivered.clone();
             let engine = engine.weak();
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("wasm-epoch".into())
                 .spawn(move || {
+                    // Ticks follow the wall clock, not the number of sleeps: a loaded machine
+                    // oversleeps, and counting sleeps would let deadlines drift late.
+                    let mut ticks = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(EPOCH_TICK);
-                        match engine.upgrade() {
-                            Some(e) => e.increment_epoch(),
-                            None => break,
+                        let Some(e) = engine.upgrade() else { break };
+                        let due = (start.elapsed().as_nanos() / EPOCH_TICK.as_nanos()) as u64;
+                        while ticks < due {
+                            e.increment_epoch();
+                            ticks += 1;
+                            delivered.store(ticks, Ordering::Release);
                         }
                     }
                 })?;
@@ -112,9 +125,22 @@ impl PluginEngine {
                 linker,
                 options,
                 compiled: Mutex::new(HashMap::new()),
-                _ticker: Ticker { stop },
+                _ticker: Ticker {
+                    stop,
+                    start,
+                    ticks: delivered,
+                },
             }),
         })
+    }
+
+    /// Epoch ticks from now until `deadline` has surely passed: never early, at most about one
+    /// tick late (plus the ticker thread's wake-up latency).
+    pub(super) fn deadline_ticks(&self, deadline: Duration) -> u64 {
+        let t = &self.inner._ticker;
+        let current = t.ticks.load(Ordering::Acquire);
+        let target = ((t.start.elapsed() + deadline).as_nanos() / EPOCH_TICK.as_nanos()) as u64 + 1;
+        target.saturating_sub(current).max(1)
     }
 
     pub fn engine(&self) -> &Engine {

@@ -13,7 +13,7 @@ use super::bindings::{self, Policy, PolicyPre, WIT_PACKAGE, types};
 use super::call_state::CallState;
 use super::capabilities::{Capabilities, Grants};
 use super::cluster_view::ClusterView;
-use super::engine::{EPOCH_TICK, PluginEngine};
+use super::engine::PluginEngine;
 use super::errors::{CallError, GuestError};
 use super::limits::Limits;
 use super::wire::{self, AdmissionDecision, Manifest, Operation, Outcome, OutputSize, RequestKey};
@@ -423,6 +423,24 @@ impl Plugin {
         cluster: Arc<dyn ClusterView>,
         f: impl FnOnce(&Policy, &mut Store<CallState>) -> wasmtime::Result<Result<R, types::Error>>,
     ) -> Result<R, CallError> {
+        let started = std::time::Instant::now();
+        let result = self.call_uninstrumented(op, deadline, cluster, f);
+        crate::metrics::Metrics::global().plugin_call(
+            &self.inner.name,
+            op,
+            result.as_ref().map(|_| ()),
+            started.elapsed(),
+        );
+        result
+    }
+
+    fn call_uninstrumented<R: OutputSize>(
+        &self,
+        op: &'static str,
+        deadline: Duration,
+        cluster: Arc<dyn ClusterView>,
+        f: impl FnOnce(&Policy, &mut Store<CallState>) -> wasmtime::Result<Result<R, types::Error>>,
+    ) -> Result<R, CallError> {
         let inner = &self.inner;
         let plugin = || inner.name.to_string();
         let state = CallState::new(
@@ -433,9 +451,7 @@ impl Plugin {
         );
         let mut store = Store::new(inner.engine.engine(), state);
         store.limiter(|s| &mut s.limiter);
-        // One tick may already be nearly over when the call starts, hence the extra one.
-        let ticks = deadline.as_millis().div_ceil(EPOCH_TICK.as_millis()) as u64 + 1;
-        store.set_epoch_deadline(ticks);
+        store.set_epoch_deadline(inner.engine.deadline_ticks(deadline));
         store.epoch_deadline_trap();
 
         let policy = match inner.pre.instantiate(&mut store) {

@@ -11,7 +11,9 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use odh_model_controller::applier::Applier;
 use odh_model_controller::cache::Caches;
 use odh_model_controller::controller::{self, Shared};
-use odh_model_controller::plugin::{EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource};
+use odh_model_controller::plugin::{
+    EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource,
+};
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -24,7 +26,13 @@ fn owner_plugin() -> Plugin {
     let bytes = std::fs::read(&path).unwrap();
     Plugin::load(
         &engine,
-        LoadRequest { source: PluginSource::File(path), bytes: &bytes, grants: Grants::default(), limits: Limits::default(), settings: json!({}) },
+        LoadRequest {
+            source: PluginSource::File(path),
+            bytes: &bytes,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings: json!({}),
+        },
     )
     .unwrap()
 }
@@ -44,86 +52,166 @@ async fn owned_config_map_lifecycle() -> anyhow::Result<()> {
     let applier = Arc::new(Applier::new(t.client.clone(), caches.clone(), None));
     let shared = Shared::new(caches.clone(), applier.clone(), 2);
     let shutdown = CancellationToken::new();
-    let mut controllers = controller::start_all(shared.clone(), &[owner_plugin()], shutdown.clone()).await?;
+    let mut controllers =
+        controller::start_all(shared.clone(), &[owner_plugin()], shutdown.clone()).await?;
 
     let cms: Api<ConfigMap> = t.api();
-    let created = cms.create(&PostParams::default(), &primary("p1", "v1")).await?;
+    let created = cms
+        .create(&PostParams::default(), &primary("p1", "v1"))
+        .await?;
     let uid = created.uid().unwrap();
 
     // The owned object appears with a controller owner reference; the primary gets the finalizer.
     let owned = eventually("p1-owned exists", Timing::default(), || async {
-        cms.get_opt("p1-owned").await?.ok_or_else(|| anyhow::anyhow!("not yet"))
+        cms.get_opt("p1-owned")
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("not yet"))
     })
     .await?;
     let refs = owned.owner_references();
     assert_eq!(refs.len(), 1);
-    assert_eq!((refs[0].uid.as_str(), refs[0].kind.as_str(), refs[0].controller), (uid.as_str(), "ConfigMap", Some(true)));
+    assert_eq!(
+        (
+            refs[0].uid.as_str(),
+            refs[0].kind.as_str(),
+            refs[0].controller
+        ),
+        (uid.as_str(), "ConfigMap", Some(true))
+    );
     assert_eq!(owned.data.as_ref().unwrap()["value"], "v1");
-    eventually("the primary carries the finalizer", Timing::default(), || async {
-        let p = cms.get("p1").await?;
-        anyhow::ensure!(p.finalizers().iter().any(|f| f == FINALIZER), "finalizers: {:?}", p.finalizers());
-        Ok(())
-    })
+    eventually(
+        "the primary carries the finalizer",
+        Timing::default(),
+        || async {
+            let p = cms.get("p1").await?;
+            anyhow::ensure!(
+                p.finalizers().iter().any(|f| f == FINALIZER),
+                "finalizers: {:?}",
+                p.finalizers()
+            );
+            Ok(())
+        },
+    )
     .await?;
 
     // A hand edit of the owned object is reverted.
     let edit = json!({"data": {"value": "hacked"}});
-    cms.patch("p1-owned", &PatchParams { field_manager: Some("kubectl-edit".into()), ..Default::default() }, &Patch::Merge(&edit))
-        .await?;
+    cms.patch(
+        "p1-owned",
+        &PatchParams {
+            field_manager: Some("kubectl-edit".into()),
+            ..Default::default()
+        },
+        &Patch::Merge(&edit),
+    )
+    .await?;
     eventually("the hand edit is reverted", Timing::default(), || async {
         let o = cms.get("p1-owned").await?;
-        anyhow::ensure!(o.data.as_ref().unwrap()["value"] == "v1", "value is {:?}", o.data);
+        anyhow::ensure!(
+            o.data.as_ref().unwrap()["value"] == "v1",
+            "value is {:?}",
+            o.data
+        );
         Ok(())
     })
     .await?;
 
     // Let the controller settle, then a reconcile of an unchanged object writes nothing.
-    consistently("the controller is idle", Timing::within(Duration::from_millis(500)), || async { Ok(()) }).await?;
+    consistently(
+        "the controller is idle",
+        Timing::within(Duration::from_millis(500)),
+        || async { Ok(()) },
+    )
+    .await?;
     let writes_before = applier.write_count();
     let reconciles_before = shared.reconcile_count();
     let owned_rv = cms.get("p1-owned").await?.resource_version();
     let touch = json!({"metadata": {"annotations": {"touched": "yes"}}});
-    cms.patch("p1", &PatchParams::default(), &Patch::Merge(&touch)).await?;
-    eventually("the touched primary is reconciled", Timing::default(), || async {
-        anyhow::ensure!(shared.reconcile_count() > reconciles_before, "no reconcile yet");
-        Ok(())
-    })
+    cms.patch("p1", &PatchParams::default(), &Patch::Merge(&touch))
+        .await?;
+    eventually(
+        "the touched primary is reconciled",
+        Timing::default(),
+        || async {
+            anyhow::ensure!(
+                shared.reconcile_count() > reconciles_before,
+                "no reconcile yet"
+            );
+            Ok(())
+        },
+    )
     .await?;
-    consistently("a no-op reconcile makes no writes", Timing::within(Duration::from_secs(1)), || async {
-        anyhow::ensure!(applier.write_count() == writes_before, "{} writes", applier.write_count() - writes_before);
-        Ok(())
-    })
+    consistently(
+        "a no-op reconcile makes no writes",
+        Timing::within(Duration::from_secs(1)),
+        || async {
+            anyhow::ensure!(
+                applier.write_count() == writes_before,
+                "{} writes",
+                applier.write_count() - writes_before
+            );
+            Ok(())
+        },
+    )
     .await?;
     assert_eq!(cms.get("p1-owned").await?.resource_version(), owned_rv);
 
     // A real change flows through.
-    cms.patch("p1", &PatchParams::default(), &Patch::Merge(&json!({"data": {"value": "v2"}}))).await?;
-    eventually("the owned object follows the primary", Timing::default(), || async {
-        let o = cms.get("p1-owned").await?;
-        anyhow::ensure!(o.data.as_ref().unwrap()["value"] == "v2");
-        Ok(())
-    })
+    cms.patch(
+        "p1",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"data": {"value": "v2"}})),
+    )
+    .await?;
+    eventually(
+        "the owned object follows the primary",
+        Timing::default(),
+        || async {
+            let o = cms.get("p1-owned").await?;
+            anyhow::ensure!(o.data.as_ref().unwrap()["value"] == "v2");
+            Ok(())
+        },
+    )
     .await?;
 
     // Deleting the primary runs the plugin's cleanup and removes the finalizer: both objects go.
     cms.delete("p1", &DeleteParams::default()).await?;
-    eventually("the owned object is deleted by the finalizer", Timing::default(), || async {
-        anyhow::ensure!(cms.get_opt("p1-owned").await?.is_none(), "still there");
-        Ok(())
-    })
+    eventually(
+        "the owned object is deleted by the finalizer",
+        Timing::default(),
+        || async {
+            anyhow::ensure!(cms.get_opt("p1-owned").await?.is_none(), "still there");
+            Ok(())
+        },
+    )
     .await?;
-    eventually("the primary is gone once its finalizer is removed", Timing::default(), || async {
-        anyhow::ensure!(cms.get_opt("p1").await?.is_none(), "still there");
-        Ok(())
-    })
+    eventually(
+        "the primary is gone once its finalizer is removed",
+        Timing::default(),
+        || async {
+            anyhow::ensure!(cms.get_opt("p1").await?.is_none(), "still there");
+            Ok(())
+        },
+    )
     .await?;
 
     // Objects without the label are not the controller's business.
-    cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "plain"}}))?).await?;
-    consistently("unlabelled ConfigMaps are ignored", Timing::within(Duration::from_secs(1)), || async {
-        anyhow::ensure!(cms.get_opt("plain-owned").await?.is_none(), "reconciled an unlabelled ConfigMap");
-        Ok(())
-    })
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "plain"}}))?,
+    )
+    .await?;
+    consistently(
+        "unlabelled ConfigMaps are ignored",
+        Timing::within(Duration::from_secs(1)),
+        || async {
+            anyhow::ensure!(
+                cms.get_opt("plain-owned").await?.is_none(),
+                "reconciled an unlabelled ConfigMap"
+            );
+            Ok(())
+        },
+    )
     .await?;
 
     shutdown.cancel();

@@ -2,7 +2,9 @@
 //! `odh-test/primary=true` gets a `<name>-owned` ConfigMap (controller owner reference) mirroring
 //! its `data.value`, and a finalizer that deletes the owned ConfigMap before the primary goes.
 
-use odh_plugin_sdk::{Controller, Error, Manifest, Object, Outcome, Ownership, Plugin, ReconcileRequest};
+use odh_plugin_sdk::{
+    Controller, Error, Manifest, Object, Outcome, Ownership, Plugin, ReconcileRequest,
+};
 use odh_plugin_sdk::{core_gvk, json, object_key};
 
 pub const FINALIZER: &str = "odh-test.opendatahub.io/cleanup";
@@ -42,16 +44,29 @@ fn owned_name(primary: &Object) -> String {
 /// What the world around one primary should look like.
 pub fn decide(primary: &Object) -> Outcome {
     if primary.is_deleting() {
-        let key = object_key(&core_gvk("ConfigMap"), primary.namespace(), &owned_name(primary));
+        let key = object_key(
+            &core_gvk("ConfigMap"),
+            primary.namespace(),
+            &owned_name(primary),
+        );
         return Outcome::default()
             .delete(key)
             .remove_finalizer()
             .event_normal("Finalized", "deleted the owned ConfigMap");
     }
-    let value = primary.str_at(&["data", "value"]).unwrap_or_default().to_string();
-    let owned = Object::new(&core_gvk("ConfigMap"), primary.namespace(), &owned_name(primary))
-        .with("data", json!({ "source": primary.name(), "value": value }));
-    Outcome::default().apply(owned, Ownership::Controller).add_finalizer()
+    let value = primary
+        .str_at(&["data", "value"])
+        .unwrap_or_default()
+        .to_string();
+    let owned = Object::new(
+        &core_gvk("ConfigMap"),
+        primary.namespace(),
+        &owned_name(primary),
+    )
+    .with("data", json!({ "source": primary.name(), "value": value }));
+    Outcome::default()
+        .apply(owned, Ownership::Controller)
+        .add_finalizer()
 }
 
 #[cfg(test)]
@@ -60,9 +75,13 @@ mod tests {
     use odh_plugin_sdk::FinalizerAction;
 
     fn primary(deleting: bool) -> Object {
-        let mut o = Object::new(&core_gvk("ConfigMap"), Some("ns"), "p").with("data", json!({"value": "v1"}));
+        let mut o = Object::new(&core_gvk("ConfigMap"), Some("ns"), "p")
+            .with("data", json!({"value": "v1"}));
         if deleting {
-            o.set(&["metadata", "deletionTimestamp"], json!("2026-01-01T00:00:00Z"));
+            o.set(
+                &["metadata", "deletionTimestamp"],
+                json!("2026-01-01T00:00:00Z"),
+            );
         }
         o
     }
@@ -72,7 +91,8 @@ mod tests {
         let out = decide(&primary(false));
         assert_eq!(out.apply.len(), 1);
         assert_eq!(out.finalizer, FinalizerAction::Add);
-        let owned: serde_json::Value = serde_json::from_str(&out.apply[0].object).unwrap();
+        let owned: odh_plugin_sdk::Value =
+            odh_plugin_sdk::serde_json::from_str(&out.apply[0].object).unwrap();
         assert_eq!(owned["metadata"]["name"], "p-owned");
         assert_eq!(owned["data"]["value"], "v1");
     }

@@ -1,0 +1,25 @@
+//! The admission webhook HTTPS server.
+//!
+//! Every webhook a plugin's manifest declares becomes a `POST` route at exactly its path
+//! ([`WebhookTable`], [`webhook_router`]); the server ([`serve`]) speaks TLS 1.2/1.3 with the
+//! certificate in `tls.crt`/`tls.key` of the cert dir, reloaded when the files change, and
+//! HTTP/1.1 only unless HTTP/2 is enabled, as upstream's controller-runtime server does.
+
+mod review;
+mod router;
+mod server;
+mod serving_cert;
+mod side_effects;
+mod table;
+mod verdict;
+
+pub use review::{ADMISSION_API_VERSION, ReviewError, parse_review, review_response};
+pub use router::{webhook_router, with_body_limit};
+pub use server::{
+    DEFAULT_BODY_LIMIT, DEFAULT_CERT_DIR, DEFAULT_PORT, WebhookServerConfig, crypto_provider,
+    serve, serve_on, tls_server_config,
+};
+pub use serving_cert::{CERT_FILE, KEY_FILE, ReloadingCert};
+pub use side_effects::{NoSideEffects, SideEffectFuture, SideEffectSink};
+pub use table::{WebhookRoute, WebhookTable, WebhookTableError};
+pub use verdict::Verdict;

@@ -1,0 +1,203 @@
+//! The HTTPS server: TLS 1.2/1.3 with a reloading serving certificate, HTTP/1.1 only unless
+//! HTTP/2 is enabled, graceful shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tracing::{debug, info, warn};
+
+use super::router::with_body_limit;
+use super::serving_cert::ReloadingCert;
+
+pub const DEFAULT_PORT: u16 = 9443;
+pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// How long a client may take to complete the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send a request's headers. hyper's timer also runs while a
+/// keep-alive connection waits for its next request, so this is the idle timeout as well.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long open connections may take to finish once shutdown begins.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Where and how the webhook server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookServerConfig {
+    pub bind: SocketAddr,
+    /// Holds `tls.crt` and `tls.key`; changes are picked up without a restart.
+    pub cert_dir: PathBuf,
+    /// Offer `h2` besides `http/1.1` (ALPN) and serve HTTP/2.
+    pub enable_http2: bool,
+    /// Largest request body, in bytes; a larger one is answered with 413.
+    pub body_limit: usize,
+}
+
+impl Default for WebhookServerConfig {
+    /// Upstream's defaults: port 9443 on all (IPv4) interfaces, controller-runtime's cert dir,
+    /// HTTP/1.1 only, 8 MiB bodies.
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)),
+            cert_dir: PathBuf::from(DEFAULT_CERT_DIR),
+            enable_http2: false,
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+}
+
+/// The rustls configuration: ring, TLS 1.3 and 1.2, no client authentication, ALPN
+/// `http/1.1` (or `h2`, `http/1.1`), certificates from `cert`.
+pub fn tls_server_config(
+    cert: Arc<ReloadingCert>,
+    enable_http2: bool,
+) -> anyhow::Result<rustls::ServerConfig> {
+    let mut config = rustls::ServerConfig::builder_with_provider(crypto_provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .context("configuring TLS versions")?
+        .with_no_client_auth()
+        .with_cert_resolver(cert);
+    config.alpn_protocols = if enable_http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
+    Ok(config)
+}
+
+/// The ring crypto provider every TLS object of the server uses.
+pub fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Binds `config.bind` and serves `router` until `shutdown` completes.
+pub async fn serve(
+    config: WebhookServerConfig,
+    router: Router,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .with_context(|| format!("binding the webhook server to {}", config.bind))?;
+    serve_on(listener, config, router, shutdown).await
+}
+
+/// [`serve`] on a listener bound already (`config.bind` is ignored), e.g. to port 0.
+pub async fn serve_on(
+    listener: TcpListener,
+    config: WebhookServerConfig,
+    router: Router,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let cert = Arc::new(ReloadingCert::new(&config.cert_dir, crypto_provider())?);
+    let tls = tls_server_config(cert, config.enable_http2)?;
+    let acceptor = TlsAcceptor::from(Arc::new(tls));
+    let router = with_body_limit(router, config.body_limit);
+
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    if !config.enable_http2 {
+        builder = builder.http1_only();
+    }
+    let builder = Arc::new(builder);
+
+    let local = listener.local_addr().ok();
+    info!(address = ?local, cert_dir = %config.cert_dir.display(), http2 = config.enable_http2, "serving admission webhooks");
+
+    let (stop, stopped) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, peer)) => {
+                    connections.spawn(serve_connection(
+                        tcp,
+                        peer,
+                        acceptor.clone(),
+                        builder.clone(),
+                        router.clone(),
+                        stopped.clone(),
+                    ));
+                }
+                Err(e) => {
+                    // Usually out of file descriptors: back off instead of spinning.
+                    warn!("accepting a webhook connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    info!(
+        open_connections = connections.len(),
+        "webhook server shutting down"
+    );
+    let _ = stop.send(true);
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        warn!(
+            open_connections = connections.len(),
+            "webhook connections still open after {SHUTDOWN_GRACE:?}; closing them"
+        );
+        connections.shutdown().await;
+    }
+    Ok(())
+}
+
+async fn serve_connection(
+    tcp: tokio::net::TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    router: Router,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let _ = tcp.set_nodelay(true);
+    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => {
+            debug!(%peer, "webhook TLS handshake failed: {e}");
+            return;
+        }
+        Err(_) => {
+            debug!(%peer, "webhook TLS handshake timed out");
+            return;
+        }
+    };
+    let conn = builder.serve_connection(TokioIo::new(tls), TowerToHyperService::new(router));
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        result = conn.as_mut() => {
+            if let Err(e) = result {
+                debug!(%peer, "webhook connection ended with an error: {e}");
+            }
+            return;
+        }
+        _ = stopped.wait_for(|s| *s) => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    if let Err(e) = conn.await {
+        debug!(%peer, "webhook connection ended with an error: {e}");
+    }
+}

@@ -1,0 +1,141 @@
+//! Which plugin answers which webhook path: built from the plugins' manifests.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::gvk::Gvk;
+use crate::plugin::Plugin;
+use crate::plugin::wire::{Operation, WebhookType};
+
+/// One webhook endpoint: the path, the plugin behind it and what the manifest declares.
+#[derive(Clone)]
+pub struct WebhookRoute {
+    pub path: String,
+    pub plugin: Plugin,
+    pub kind: WebhookType,
+    /// The kind under review, as declared (informational: requests are not filtered by it).
+    pub gvk: Gvk,
+    /// Requests with another operation are allowed without calling the plugin.
+    pub operations: Vec<Operation>,
+}
+
+impl WebhookRoute {
+    pub fn handles(&self, operation: Operation) -> bool {
+        self.operations.contains(&operation)
+    }
+}
+
+impl std::fmt::Debug for WebhookRoute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookRoute")
+            .field("path", &self.path)
+            .field("plugin", &self.plugin.name())
+            .field("kind", &self.kind)
+            .field("gvk", &self.gvk)
+            .field("operations", &self.operations)
+            .finish()
+    }
+}
+
+/// Why a table could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WebhookTableError {
+    #[error("webhook path {path:?} is declared by both plugin {first:?} and plugin {second:?}")]
+    DuplicatePath {
+        path: String,
+        first: String,
+        second: String,
+    },
+    #[error(
+        "plugin {plugin:?} declares webhook path {path:?}, which is not a '/' followed by \
+         characters of [A-Za-z0-9._~/-]"
+    )]
+    UnroutablePath { path: String, plugin: String },
+}
+
+/// Every webhook path of a set of plugins. Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct WebhookTable {
+    routes: BTreeMap<String, Arc<WebhookRoute>>,
+}
+
+impl WebhookTable {
+    /// Collects the webhooks of every plugin; two plugins declaring the same path is an error.
+    pub fn new<'a>(
+        plugins: impl IntoIterator<Item = &'a Plugin>,
+    ) -> Result<Self, WebhookTableError> {
+        let mut routes: BTreeMap<String, Arc<WebhookRoute>> = BTreeMap::new();
+        for plugin in plugins {
+            for w in &plugin.manifest().webhooks {
+                if !routable(&w.path) {
+                    return Err(WebhookTableError::UnroutablePath {
+                        path: w.path.clone(),
+                        plugin: plugin.name().to_string(),
+                    });
+                }
+                if let Some(existing) = routes.get(&w.path) {
+                    return Err(WebhookTableError::DuplicatePath {
+                        path: w.path.clone(),
+                        first: existing.plugin.name().to_string(),
+                        second: plugin.name().to_string(),
+                    });
+                }
+                routes.insert(
+                    w.path.clone(),
+                    Arc::new(WebhookRoute {
+                        path: w.path.clone(),
+                        plugin: plugin.clone(),
+                        kind: w.type_,
+                        gvk: w.gvk.clone(),
+                        operations: w.operations.clone(),
+                    }),
+                );
+            }
+        }
+        Ok(Self { routes })
+    }
+
+    pub fn get(&self, path: &str) -> Option<&Arc<WebhookRoute>> {
+        self.routes.get(path)
+    }
+
+    /// Every route, ordered by path.
+    pub fn routes(&self) -> impl Iterator<Item = &Arc<WebhookRoute>> {
+        self.routes.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+}
+
+/// Paths the router can register verbatim: no axum captures (`{x}`, `*x`, `:x`), no query.
+fn routable(path: &str) -> bool {
+    path.starts_with('/')
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~/".contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::routable;
+
+    #[test]
+    fn upstream_paths_are_routable_and_captures_are_not() {
+        for p in [
+            "/mutate--v1-pod",
+            "/validate-serving-kserve-io-v1beta1-inferenceservice",
+            "/mutate-hello-configmap",
+        ] {
+            assert!(routable(p), "{p}");
+        }
+        for p in ["", "mutate", "/{id}", "/a/*rest", "/a?b=c", "/a b"] {
+            assert!(!routable(p), "{p}");
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! The health-probe, metrics and model-serving-api servers over real TCP on 127.0.0.1:0.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use odh_model_controller::metrics::{Metrics, ReconcileResult};
+use odh_model_controller::servers::{
+    self, ApiHandler, ModelServingApi, Server, bind_health, bind_metrics, bind_model_serving_api,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// A response as the tiny client below reads it.
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request on a fresh connection (`Connection: close`, so the body runs to EOF).
+async fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<Reply> {
+    let mut stream = TcpStream::connect(addr).await?;
+    let req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(req.as_bytes()).await?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw)).await??;
+    let raw = String::from_utf8(raw)?;
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow::anyhow!("no end of headers in {raw:?}"))?;
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("bad status line {status_line:?}"))?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    anyhow::ensure!(
+        !headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked")),
+        "chunked responses are not expected here"
+    );
+    Ok(Reply {
+        status,
+        headers,
+        body: body.to_string(),
+    })
+}
+
+async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<Reply> {
+    request(addr, "GET", path).await
+}
+
+/// Serves `server` until the returned sender fires (or is dropped).
+fn spawn(server: Server) -> (oneshot::Sender<()>, JoinHandle<anyhow::Result<()>>) {
+    let (stop, stopped) = oneshot::channel::<()>();
+    let handle = tokio::spawn(server.serve(async move {
+        let _ = stopped.await;
+    }));
+    (stop, handle)
+}
+
+fn loopback() -> SocketAddr {
+    servers::parse_bind_address("127.0.0.1:0")
+        .unwrap()
+        .expect("not disabled")
+}
+
+#[tokio::test]
+async fn healthz_is_ok_on_both_paths() -> anyhow::Result<()> {
+    let (_ready_tx, ready) = watch::channel(false);
+    let server = bind_health(loopback(), ready).await?;
+    let addr = server.local_addr();
+    assert_ne!(addr.port(), 0, "port 0 resolved to a real port");
+    let (stop, handle) = spawn(server);
+
+    for path in ["/healthz", "/healthz/", "/healthz/healthz"] {
+        let r = get(addr, path).await?;
+        assert_eq!((r.status, r.body.as_str()), (200, "ok"), "{path}");
+    }
+    let verbose = get(addr, "/healthz?verbose").await?;
+    assert_eq!(verbose.status, 200);
+    assert!(verbose.body.contains("[+]healthz ok"), "{}", verbose.body);
+    assert_eq!(get(addr, "/healthz/other").await?.status, 404);
+    assert_eq!(get(addr, "/nothing").await?.status, 404);
+
+    stop.send(()).ok();
+    handle.await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn readyz_flips_from_500_to_200_with_the_flag() -> anyhow::Result<()> {
+    let (ready_tx, ready) = watch::channel(false);
+    let server = bind_health(loopback(), ready).await?;
+    let addr = server.local_addr();
+    let (stop, handle) = spawn(server);
+
+    let r = get(addr, "/readyz").await?;
+    assert_eq!(r.status, 500);
+    assert!(r.body.contains("[-]readyz failed"), "{}", r.body);
+    let r = get(addr, "/readyz/readyz").await?;
+    assert_eq!(r.status, 500);
+    assert!(r.body.contains("not ready"), "{}", r.body);
+    // Liveness does not depend on readiness.
+    assert_eq!(get(addr, "/healthz").await?.status, 200);
+
+    ready_tx.send_replace(true);
+    for path in ["/readyz", "/readyz/", "/readyz/readyz"] {
+        let r = get(addr, path).await?;
+        assert_eq!((r.status, r.body.as_str()), (200, "ok"), "{path}");
+    }
+
+    ready_tx.send_replace(false);
+    assert_eq!(get(addr, "/readyz").await?.status, 500, "and back");
+
+    stop.send(()).ok();
+    handle.await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn metrics_serve_recorded_reconciles_in_prometheus_text() -> anyhow::Result<()> {
+    let metrics = Metrics::new();
+    let server = bind_metrics(loopback(), metrics.clone()).await?;
+    let addr = server.local_addr();
+    let (stop, handle) = spawn(server);
+
+    let before = get(addr, "/metrics").await?;
+    assert_eq!(before.status, 200);
+    assert!(
+        !before.body.contains("controller_runtime_reconcile_total{"),
+        "no series before any reconcile"
+    );
+
+    metrics.reconcile_done(
+        "inferenceservice",
+        ReconcileResult::Success,
+        Duration::from_millis(12),
+    );
+    let r = get(addr, "/metrics").await?;
+    assert_eq!(r.status, 200);
+    let content_type = r.header("content-type").unwrap_or_default();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    assert!(
+        r.body.contains(
+            "controller_runtime_reconcile_total{controller=\"inferenceservice\",result=\"success\"} 1\n"
+        ),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body
+            .contains("# TYPE controller_runtime_reconcile_total counter")
+    );
+    assert_eq!(get(addr, "/other").await?.status, 404);
+
+    stop.send(()).ok();
+    handle.await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn model_serving_api_without_the_plugin_answers_501() -> anyhow::Result<()> {
+    let (_ready_tx, ready) = watch::channel(true);
+    let metrics = Metrics::new();
+    metrics.set_leader(true);
+    let api = ModelServingApi {
+        ready,
+        metrics,
+        gateways: None,
+    };
+    let server = bind_model_serving_api(loopback(), api).await?;
+    let addr = server.local_addr();
+    let (stop, handle) = spawn(server);
+
+    let r = get(addr, "/api/v1/gateways").await?;
+    assert_eq!(r.status, 501);
+    assert!(
+        r.header("content-type")
+            .is_some_and(|c| c.starts_with("application/json"))
+    );
+    let body: serde_json::Value = serde_json::from_str(&r.body)?;
+    assert_eq!(
+        body,
+        serde_json::json!({"error": "the llm-gateway plugin is not loaded"})
+    );
+    assert_eq!(request(addr, "POST", "/api/v1/gateways").await?.status, 501);
+
+    assert_eq!(get(addr, "/healthz").await?.status, 200);
+    assert_eq!(get(addr, "/readyz").await?.status, 200);
+    let m = get(addr, "/metrics").await?;
+    assert_eq!(m.status, 200);
+    assert!(m.body.contains("odh_leader 1\n"), "{}", m.body);
+
+    stop.send(()).ok();
+    handle.await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn model_serving_api_routes_gateways_to_a_plugged_handler() -> anyhow::Result<()> {
+    let (_ready_tx, ready) = watch::channel(true);
+    let handler: ApiHandler = Arc::new(|req| {
+        Box::pin(async move {
+            let seen = format!("{} {}", req.method(), req.uri());
+            (
+                StatusCode::OK,
+                axum::Json(serde_json::json!({"seen": seen})),
+            )
+                .into_response()
+        })
+    });
+    let api = ModelServingApi {
+        ready,
+        metrics: Metrics::new(),
+        gateways: Some(handler),
+    };
+    let server = bind_model_serving_api(loopback(), api).await?;
+    let addr = server.local_addr();
+    let (stop, handle) = spawn(server);
+
+    let r = get(addr, "/api/v1/gateways?namespace=x").await?;
+    assert_eq!(r.status, 200);
+    let body: serde_json::Value = serde_json::from_str(&r.body)?;
+    assert_eq!(body["seen"], "GET /api/v1/gateways?namespace=x");
+
+    stop.send(()).ok();
+    handle.await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn shutdown_stops_the_server_and_frees_the_port() -> anyhow::Result<()> {
+    let (_ready_tx, ready) = watch::channel(true);
+    let server = bind_health(loopback(), ready).await?;
+    let addr = server.local_addr();
+    let (stop, handle) = spawn(server);
+    assert_eq!(get(addr, "/healthz").await?.status, 200);
+
+    stop.send(()).ok();
+    tokio::time::timeout(Duration::from_secs(5), handle).await???;
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "nothing listens after shutdown"
+    );
+    // The same port can be bound again.
+    let again = bind_health(addr, watch::channel(true).1).await?;
+    assert_eq!(again.local_addr(), addr);
+    Ok(())
+}
+
+#[tokio::test]
+async fn binding_a_taken_port_fails_with_the_server_name() -> anyhow::Result<()> {
+    let first = bind_metrics(loopback(), Metrics::new()).await?;
+    let err = bind_metrics(first.local_addr(), Metrics::new())
+        .await
+        .unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("metrics server") && msg.contains(&first.local_addr().to_string()),
+        "{msg}"
+    );
+    Ok(())
+}
