@@ -260,8 +260,33 @@ impl Applier {
                 tracing::debug!(plugin, %gvk, name, "not applying an owned object for a primary that is gone");
                 return Ok(());
             };
-            object["metadata"]["ownerReferences"] =
-                json!([owner_reference(primary.resource, owner, d.ownership)]);
+            let ours = owner_reference(primary.resource, owner, d.ownership);
+            let mut refs = vec![ours.clone()];
+            if d.ownership == Ownership::Owner {
+                // A shared object (e.g. KEDA's) has one plain owner per primary. Under
+                // server-side apply the references this manager stops declaring are removed,
+                // so keep declaring the ones already there.
+                let existing = match self.caches.get(&gvk) {
+                    Some(cache) => cache
+                        .get(namespace.as_deref(), &name)
+                        .map(|o| o.owner_references().to_vec()),
+                    None => api_for(&self.client, &resource, namespaced, namespace.as_deref())
+                        .get_opt(&name)
+                        .await
+                        .map_err(|source| ApplyError::Kube {
+                            what: format!("reading {gvk} {name}"),
+                            source,
+                        })?
+                        .map(|o| o.owner_references().to_vec()),
+                };
+                for r in existing.unwrap_or_default() {
+                    if Some(r.uid.as_str()) != ours["uid"].as_str() {
+                        refs.push(serde_json::to_value(r).unwrap_or(Value::Null));
+                    }
+                }
+                refs.sort_by(|a, b| a["uid"].as_str().cmp(&b["uid"].as_str()));
+            }
+            object["metadata"]["ownerReferences"] = Value::Array(refs);
         }
 
         let key: AppliedKey = (

@@ -73,7 +73,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     ));
 
     if env.webhooks_enabled {
-        let table = WebhookTable::new(&plugins).context("unable to create webhookSetup")?;
+        let mut table = WebhookTable::new(&plugins).context("unable to create webhookSetup")?;
+        if env.mode == Mode::Xks {
+            // The xKS profile: only the LLMInferenceService webhooks (ConnectionsAPI, HardwareProfile).
+            table.retain(|r| r.gvk.kind == "LLMInferenceService");
+        }
         if !table.is_empty() {
             let bind = parse_bind_address(&args.webhook_bind_address)?
                 .context("the webhook server needs an address")?;

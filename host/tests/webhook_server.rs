@@ -506,6 +506,66 @@ async fn apiserver_applies_the_hello_mutation_and_keeps_other_fields() -> anyhow
 }
 
 #[tokio::test]
+async fn apiserver_pod_creation_in_a_matching_namespace_is_mutated() -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Pod;
+    let t = TestContext::new("webhook-pod").await?;
+    let server = Server::start(&[&plugins().misbehave], Options::default()).await;
+    let mut entry = webhook_entry(&t, &server.url("/mutate-misbehave-pod"), &server.ca.pem());
+    entry["rules"] = json!([{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}]);
+    let configs = Api::<MutatingWebhookConfiguration>::all(t.client.clone());
+    let name = format!("webhook-pod-{}", t.namespace);
+    configs
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                "metadata": {"name": name}, "webhooks": [entry],
+            }))?,
+        )
+        .await?;
+    let pods: Api<Pod> = t.api();
+    let pod = |name: String| -> anyhow::Result<Pod> {
+        Ok(serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"component": "predictor"}},
+            "spec": {"containers": [{"name": "c", "image": "registry.invalid/model:1"}]},
+        }))?)
+    };
+    let created = eventually(
+        "the apiserver calls the Pod webhook",
+        Timing::default(),
+        || async {
+            let p = pods
+                .create(&PostParams::default(), &pod(numbered("pod"))?)
+                .await?;
+            anyhow::ensure!(
+                p.metadata
+                    .labels
+                    .clone()
+                    .unwrap_or_default()
+                    .contains_key("misbehave/ok"),
+                "not mutated yet"
+            );
+            Ok(p)
+        },
+    )
+    .await?;
+    let labels = created.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("misbehave/ok").map(String::as_str), Some("true"));
+    assert_eq!(
+        labels.get("component").map(String::as_str),
+        Some("predictor")
+    );
+    assert_eq!(
+        created.spec.unwrap().containers[0].image.as_deref(),
+        Some("registry.invalid/model:1")
+    );
+    configs.delete(&name, &DeleteParams::default()).await?;
+    server.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
 async fn apiserver_reports_the_validating_denial_message_to_the_client() -> anyhow::Result<()> {
     let t = TestContext::new("webhook-deny").await?;
     let server = Server::start(&[&plugins().hello], Options::default()).await;
@@ -947,6 +1007,7 @@ fn duplicate_webhook_paths_are_rejected_naming_both_plugins() {
         [
             "/mutate-hello-configmap",
             "/mutate-misbehave",
+            "/mutate-misbehave-pod",
             "/validate-hello-configmap",
             "/validate-misbehave"
         ]

@@ -99,6 +99,11 @@ impl WebhookTable {
         self.routes.get(path)
     }
 
+    /// Keeps only the routes `keep` accepts (xKS mode serves the LLMInferenceService ones).
+    pub fn retain(&mut self, keep: impl Fn(&WebhookRoute) -> bool) {
+        self.routes.retain(|_, r| keep(r));
+    }
+
     /// Every route, ordered by path.
     pub fn routes(&self) -> impl Iterator<Item = &Arc<WebhookRoute>> {
         self.routes.values()

@@ -218,3 +218,59 @@ async fn owned_config_map_lifecycle() -> anyhow::Result<()> {
     while controllers.join_next().await.is_some() {}
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_object_keeps_one_owner_reference_per_primary() -> anyhow::Result<()> {
+    let t = TestContext::new("shared-owner").await?;
+    let caches = Caches::new(t.client.clone());
+    let applier = Arc::new(Applier::new(t.client.clone(), caches.clone(), None));
+    let shared = Shared::new(caches.clone(), applier, 2);
+    let shutdown = CancellationToken::new();
+    let mut controllers =
+        controller::start_all(shared, &[owner_plugin()], shutdown.clone()).await?;
+    let cms: Api<ConfigMap> = t.api();
+    let mut uids = Vec::new();
+    for name in ["s1", "s2", "s3"] {
+        let mut cm = primary(name, name);
+        cm.data
+            .as_mut()
+            .unwrap()
+            .insert("shared".into(), "common".into());
+        uids.push(
+            cms.create(&PostParams::default(), &cm)
+                .await?
+                .uid()
+                .unwrap(),
+        );
+    }
+    uids.sort();
+    eventually(
+        "the shared ConfigMap is owned by all three primaries",
+        Timing::default(),
+        || async {
+            let common = cms
+                .get_opt("common")
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("not created yet"))?;
+            let mut owners: Vec<String> = common
+                .owner_references()
+                .iter()
+                .map(|r| r.uid.clone())
+                .collect();
+            owners.sort();
+            anyhow::ensure!(owners == uids, "owners {owners:?}");
+            anyhow::ensure!(
+                common
+                    .owner_references()
+                    .iter()
+                    .all(|r| r.controller.is_none()),
+                "plain owners only"
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    shutdown.cancel();
+    while controllers.join_next().await.is_some() {}
+    Ok(())
+}

@@ -18,6 +18,7 @@
 //! A result (the JSON after the colons above) becomes the primary's status in reconcile, the
 //! annotation `misbehave/result` of the mutated object, and the message of an allowing
 //! validate. ConfigMaps named `*-ok` (the ones it creates) are left alone by reconcile.
+//! Pods (webhook `/mutate-misbehave-pod`) always behave `ok`: they get the `misbehave/ok` label.
 
 use odh_plugin_sdk::Operation::{Create, Update};
 use odh_plugin_sdk::cluster::{Cluster, Host};
@@ -42,6 +43,12 @@ impl Plugin for Misbehave {
                 "/validate-misbehave",
                 cm.clone(),
                 [Create, Update],
+            ))
+            // Pods have no `data`, so they always take the `ok` path: labelled on admission.
+            .webhook(Webhook::mutating(
+                "/mutate-misbehave-pod",
+                core_gvk("Pod"),
+                [Create],
             ))
             .reads([cm.clone()])
             .writes([cm])

@@ -1,6 +1,8 @@
 //! A test plugin for the host's reconcile machinery: every ConfigMap labelled
 //! `odh-test/primary=true` gets a `<name>-owned` ConfigMap (controller owner reference) mirroring
 //! its `data.value`, and a finalizer that deletes the owned ConfigMap before the primary goes.
+//! A primary with `data.shared: <name>` also co-owns ConfigMap `<name>` (a plain owner
+//! reference, as objects shared by several primaries need).
 
 use odh_plugin_sdk::{
     Controller, Error, Manifest, Object, Outcome, Ownership, Plugin, ReconcileRequest,
@@ -64,9 +66,15 @@ pub fn decide(primary: &Object) -> Outcome {
         &owned_name(primary),
     )
     .with("data", json!({ "source": primary.name(), "value": value }));
-    Outcome::default()
+    let mut outcome = Outcome::default()
         .apply(owned, Ownership::Controller)
-        .add_finalizer()
+        .add_finalizer();
+    if let Some(shared) = primary.str_at(&["data", "shared"]) {
+        let shared = Object::new(&core_gvk("ConfigMap"), primary.namespace(), shared)
+            .with("data", json!({ "shared": "true" }));
+        outcome = outcome.apply(shared, Ownership::Owner);
+    }
+    outcome
 }
 
 #[cfg(test)]
