@@ -10,11 +10,8 @@ pub enum Encoder {
 
 /// Installs the global subscriber. `RUST_LOG` overrides the level when set.
 pub fn init(encoder: Encoder, level: &str) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new(format!(
-            "{level},kube=warn,tower=warn,hyper=warn,hyper_util=warn,rustls=warn,h2=warn"
-        ))
-    });
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("warn,odh_model_controller={level}")));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
