@@ -18,6 +18,9 @@ use super::call_state::CallState;
 /// The interval of the epoch ticker: deadlines are enforced to within about this much.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
+/// Bytes of each pooled memory reset in place (dirty pages only) rather than given back.
+const KEEP_RESIDENT_BYTES: usize = 2 * 1024 * 1024;
+
 /// Engine-wide settings.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -85,6 +88,14 @@ impl PluginEngine {
         pool.max_memories_per_component(4);
         pool.max_tables_per_component(8);
         pool.max_memory_size(options.max_memory_mib * 1024 * 1024);
+        // A fresh instance per call reuses a pooled slot. With PAGEMAP_SCAN (Linux 6.7+) the
+        // pages the last call dirtied are reset in place with memset, instead of madvise +
+        // page faults on every call; elsewhere `Auto` falls back to madvise.
+        pool.pagemap_scan(wasmtime::Enabled::Auto);
+        pool.linear_memory_keep_resident(KEEP_RESIDENT_BYTES);
+        pool.table_keep_resident(KEEP_RESIDENT_BYTES / 64);
+        // Bounds what warm slots keep resident: at most this many × KEEP_RESIDENT_BYTES.
+        pool.max_unused_warm_slots(32);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)
             .map_err(|e| anyhow::Error::from(e).context("creating the wasmtime engine"))?;
