@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod plugin;
 pub mod plugin_cli;
 pub mod process_env;
+pub mod registry;
 pub mod run;
 pub mod servers;
 pub mod webhook;

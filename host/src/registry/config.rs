@@ -1,0 +1,310 @@
+//! The `odh-model-controller-plugins` ConfigMap: which plugin versions serve, from where, with
+//! which settings, limits and grants. Format: docs/plugins-configmap.md.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::plugin::{Grants, Limits};
+
+/// Name of the ConfigMap (in `POD_NAMESPACE`) that configures the plugins.
+pub const CONFIGMAP_NAME: &str = "odh-model-controller-plugins";
+/// The data key holding the configuration.
+pub const CONFIG_KEY: &str = "plugins.yaml";
+
+/// Where a plugin's component comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Compiled into the host; `name` is the built-in's name.
+    Builtin(String),
+    /// `binaryData[key]` of ConfigMap `name` in the controller's namespace (gzip allowed).
+    ConfigMap {
+        name: String,
+        key: String,
+    },
+    /// A file on the controller's filesystem.
+    File(std::path::PathBuf),
+    Https(String),
+    Oci(String),
+}
+
+impl Source {
+    pub fn parse(entry_name: &str, text: &str) -> Result<Self, String> {
+        if text == "builtin" {
+            return Ok(Self::Builtin(entry_name.to_string()));
+        }
+        if let Some(name) = text.strip_prefix("builtin:") {
+            return Ok(Self::Builtin(name.to_string()));
+        }
+        if let Some(rest) = text.strip_prefix("configmap://") {
+            let (name, key) = rest
+                .split_once('/')
+                .filter(|(n, k)| !n.is_empty() && !k.is_empty() && !k.contains('/'))
+                .ok_or_else(|| format!("source {text:?}: expected configmap://<name>/<key>"))?;
+            return Ok(Self::ConfigMap {
+                name: name.to_string(),
+                key: key.to_string(),
+            });
+        }
+        if let Some(path) = text.strip_prefix("file://") {
+            if !path.starts_with('/') {
+                return Err(format!("source {text:?}: a file:// path must be absolute"));
+            }
+            return Ok(Self::File(path.into()));
+        }
+        if text.starts_with("https://") {
+            return Ok(Self::Https(text.to_string()));
+        }
+        if let Some(reference) = text.strip_prefix("oci://") {
+            return Ok(Self::Oci(reference.to_string()));
+        }
+        Err(format!(
+            "source {text:?}: expected builtin, builtin:<name>, configmap://<name>/<key>, file:///<path>, https://… or oci://…"
+        ))
+    }
+
+    pub fn is_builtin(&self) -> bool {
+        matches!(self, Self::Builtin(_))
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Builtin(n) => write!(f, "builtin:{n}"),
+            Self::ConfigMap { name, key } => write!(f, "configmap://{name}/{key}"),
+            Self::File(p) => write!(f, "file://{}", p.display()),
+            Self::Https(u) => f.write_str(u),
+            Self::Oci(r) => write!(f, "oci://{r}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Serves: its decisions are applied.
+    #[default]
+    Active,
+    /// Runs beside the active version on the same inputs; only differences are recorded.
+    Shadow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum FailurePolicy {
+    Fail,
+    Ignore,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawEntry {
+    source: String,
+    #[serde(default)]
+    sha256: Option<String>,
+    #[serde(default)]
+    settings: Option<serde_json::Value>,
+    #[serde(default)]
+    limits: Limits,
+    #[serde(default)]
+    grants: Grants,
+    #[serde(default)]
+    mode: Mode,
+    #[serde(default)]
+    failure_policy: Option<FailurePolicy>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    plugins: BTreeMap<String, RawEntry>,
+}
+
+/// One plugin's configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginEntry {
+    pub name: String,
+    pub source: Source,
+    /// Lower-case hex sha256 of the component (after gzip decompression).
+    pub sha256: Option<String>,
+    pub settings: serde_json::Value,
+    pub limits: Limits,
+    pub grants: Grants,
+    pub mode: Mode,
+    pub failure_policy: Option<FailurePolicy>,
+}
+
+/// The whole configuration: plugins by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RegistryConfig {
+    pub plugins: BTreeMap<String, PluginEntry>,
+}
+
+impl RegistryConfig {
+    /// Parses the `plugins.yaml` text. Every error names the plugin and the field.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let raw: RawConfig =
+            serde_yaml::from_str(text).map_err(|e| format!("{CONFIG_KEY}: {e}"))?;
+        let mut plugins = BTreeMap::new();
+        for (name, e) in raw.plugins {
+            let valid_name = !name.is_empty()
+                && name.len() <= 63
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            if !valid_name {
+                return Err(format!(
+                    "plugin name {name:?} must be 1-63 characters of [a-z0-9-]"
+                ));
+            }
+            let source =
+                Source::parse(&name, &e.source).map_err(|m| format!("plugin {name}: {m}"))?;
+            let sha256 = match e.sha256 {
+                Some(s) => {
+                    let s = s.to_ascii_lowercase();
+                    if s.len() != 64 || !s.chars().all(|c| c.is_ascii_hexdigit()) {
+                        return Err(format!("plugin {name}: sha256 must be 64 hex digits"));
+                    }
+                    Some(s)
+                }
+                None if source.is_builtin() => None,
+                None => {
+                    return Err(format!(
+                        "plugin {name}: sha256 is required for source {source}"
+                    ));
+                }
+            };
+            let settings = e.settings.unwrap_or_else(|| serde_json::json!({}));
+            if !settings.is_object() {
+                return Err(format!(
+                    "plugin {name}: settings must be a JSON/YAML object"
+                ));
+            }
+            plugins.insert(
+                name.clone(),
+                PluginEntry {
+                    name,
+                    source,
+                    sha256,
+                    settings,
+                    limits: e.limits,
+                    grants: e.grants,
+                    mode: e.mode,
+                    failure_policy: e.failure_policy,
+                },
+            );
+        }
+        Ok(Self { plugins })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = r#"
+plugins:
+  isvc:
+    source: builtin
+  vendor-runtime:
+    source: configmap://vendor-runtime-plugin/plugin.wasm.gz
+    sha256: 3B0C0000000000000000000000000000000000000000000000000000000000AA
+    mode: shadow
+    failurePolicy: Ignore
+    settings:
+      replicas: 2
+    limits:
+      reconcileTimeoutMs: 500
+      memoryMib: 64
+    grants:
+      reads: [{group: "", version: v1, kind: ConfigMap}]
+      httpHosts: [api.example.com]
+"#;
+
+    #[test]
+    fn parses_every_field() {
+        let c = RegistryConfig::parse(FULL).unwrap();
+        assert_eq!(c.plugins["isvc"].source, Source::Builtin("isvc".into()));
+        assert_eq!(c.plugins["isvc"].mode, Mode::Active);
+        let v = &c.plugins["vendor-runtime"];
+        assert_eq!(
+            v.source,
+            Source::ConfigMap {
+                name: "vendor-runtime-plugin".into(),
+                key: "plugin.wasm.gz".into()
+            }
+        );
+        assert_eq!(
+            v.sha256.as_deref(),
+            Some("3b0c0000000000000000000000000000000000000000000000000000000000aa")
+        );
+        assert_eq!(v.mode, Mode::Shadow);
+        assert_eq!(v.failure_policy, Some(FailurePolicy::Ignore));
+        assert_eq!(v.settings["replicas"], 2);
+        assert_eq!(v.limits.reconcile_timeout_ms, 500);
+        assert_eq!(
+            v.limits.admission_timeout_ms,
+            Limits::default().admission_timeout_ms
+        );
+        assert_eq!(v.grants.http_hosts.as_ref().map(|h| h.len()), Some(1));
+        assert!(v.grants.writes.is_none());
+    }
+
+    #[test]
+    fn sources_parse_and_print_back() {
+        for text in [
+            "builtin:hello",
+            "configmap://cm/key",
+            "file:///opt/p.wasm",
+            "https://example.com/p.wasm",
+            "oci://registry.local:5000/p:1.0",
+        ] {
+            assert_eq!(Source::parse("x", text).unwrap().to_string(), text);
+        }
+        for bad in [
+            "configmap://cm",
+            "configmap:///k",
+            "file://relative/p.wasm",
+            "http://plain.example.com/p.wasm",
+            "ftp://x",
+        ] {
+            assert!(Source::parse("x", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_configurations_name_the_plugin_and_field() {
+        let cases = [
+            (
+                "plugins: {p: {source: 'file:///p.wasm'}}",
+                "plugin p: sha256 is required",
+            ),
+            (
+                "plugins: {p: {source: 'file:///p.wasm', sha256: abc}}",
+                "plugin p: sha256 must be 64 hex digits",
+            ),
+            (
+                "plugins: {p: {source: builtin, settings: [1]}}",
+                "plugin p: settings must be",
+            ),
+            (
+                "plugins: {p: {source: builtin, mode: sideways}}",
+                "plugins.yaml",
+            ),
+            (
+                "plugins: {p: {source: builtin, grants: {everything: true}}}",
+                "plugins.yaml",
+            ),
+            ("plugins: {P: {source: builtin}}", "plugin name \"P\""),
+            (
+                "plugins: {p: {source: 'nope'}}",
+                "plugin p: source \"nope\"",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = RegistryConfig::parse(text).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+}

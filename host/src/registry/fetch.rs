@@ -1,0 +1,148 @@
+//! Getting a plugin's component bytes from its source, and checking them.
+
+use std::io::Read;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use sha2::{Digest, Sha256};
+
+use super::config::{PluginEntry, Source};
+use crate::plugin::builtin;
+
+/// The largest component accepted (after decompression): a guard against gzip bombs.
+pub const MAX_COMPONENT_BYTES: usize = 32 * 1024 * 1024;
+
+/// Fetches the entry's component and verifies its digest. `namespace` is the controller's.
+pub async fn fetch(
+    entry: &PluginEntry,
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<Vec<u8>, String> {
+    let bytes = match &entry.source {
+        Source::Builtin(name) => builtin::get(name)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| format!("there is no built-in plugin {name:?}"))?,
+        Source::ConfigMap { name, key } => {
+            let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+            let cm = api
+                .get_opt(name)
+                .await
+                .map_err(|e| format!("reading ConfigMap {namespace}/{name}: {e}"))?
+                .ok_or_else(|| format!("ConfigMap {namespace}/{name} does not exist"))?;
+            let data = cm
+                .binary_data
+                .and_then(|mut d| d.remove(key))
+                .ok_or_else(|| {
+                    format!("ConfigMap {namespace}/{name} has no binaryData key {key:?}")
+                })?;
+            decompress(data.0)?
+        }
+        Source::File(path) => {
+            let data =
+                std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+            decompress(data)?
+        }
+        Source::Https(_) | Source::Oci(_) => {
+            return Err(format!("source {} is not supported yet", entry.source));
+        }
+    };
+    verify(entry, &bytes)?;
+    Ok(bytes)
+}
+
+/// Gunzips `data` when it is gzip, within [`MAX_COMPONENT_BYTES`].
+pub fn decompress(data: Vec<u8>) -> Result<Vec<u8>, String> {
+    if !data.starts_with(&[0x1f, 0x8b]) {
+        return check_size(data);
+    }
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&data[..])
+        .take(MAX_COMPONENT_BYTES as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("not valid gzip: {e}"))?;
+    check_size(out)
+}
+
+fn check_size(data: Vec<u8>) -> Result<Vec<u8>, String> {
+    if data.len() > MAX_COMPONENT_BYTES {
+        return Err(format!(
+            "the component is larger than {} MiB",
+            MAX_COMPONENT_BYTES / (1024 * 1024)
+        ));
+    }
+    Ok(data)
+}
+
+/// Checks the component's sha256 against the configured one (built-ins may omit it).
+pub fn verify(entry: &PluginEntry, bytes: &[u8]) -> Result<(), String> {
+    let actual = hex::encode(Sha256::digest(bytes));
+    match &entry.sha256 {
+        Some(expected) if *expected != actual => Err(format!(
+            "digest mismatch: the configuration says sha256 {expected}, the component is {actual}"
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::config::RegistryConfig;
+    use std::io::Write;
+
+    fn entry(sha: Option<&str>) -> PluginEntry {
+        let mut e = RegistryConfig::parse("plugins: {p: {source: builtin}}")
+            .unwrap()
+            .plugins
+            .remove("p")
+            .unwrap();
+        e.sha256 = sha.map(str::to_string);
+        e
+    }
+
+    #[test]
+    fn gzip_is_transparent_and_plain_bytes_pass_through() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(b"\0asm component").unwrap();
+        assert_eq!(
+            decompress(gz.finish().unwrap()).unwrap(),
+            b"\0asm component"
+        );
+        assert_eq!(decompress(b"\0asm".to_vec()).unwrap(), b"\0asm");
+        assert!(
+            decompress(vec![0x1f, 0x8b, 0, 1, 2])
+                .unwrap_err()
+                .contains("not valid gzip")
+        );
+    }
+
+    #[test]
+    fn a_gzip_bomb_is_refused() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0u8; 1024 * 1024];
+        for _ in 0..(MAX_COMPONENT_BYTES / zeros.len() + 1) {
+            gz.write_all(&zeros).unwrap();
+        }
+        assert!(
+            decompress(gz.finish().unwrap())
+                .unwrap_err()
+                .contains("larger than")
+        );
+    }
+
+    #[test]
+    fn digests_are_checked() {
+        let bytes = b"component";
+        let good = hex::encode(Sha256::digest(bytes));
+        assert!(verify(&entry(Some(&good)), bytes).is_ok());
+        assert!(
+            verify(&entry(None), bytes).is_ok(),
+            "built-ins may omit the digest"
+        );
+        let err = verify(&entry(Some(&"0".repeat(64))), bytes).unwrap_err();
+        assert!(
+            err.contains("digest mismatch") && err.contains(&good),
+            "{err}"
+        );
+    }
+}
