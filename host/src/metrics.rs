@@ -22,6 +22,7 @@
 //! | `odh_plugin_call_duration_seconds` (histogram) | `plugin`, `op` |
 //! | `odh_plugin_failures_total` | `plugin`, `op`, `reason` ([`CallError::metric_label`]) |
 //! | `odh_refused_writes_total` | `plugin`, `kind` |
+//! | `odh_plugin_swaps_total` | `plugin`, `result` (`swapped`, `rejected`) |
 //! | `odh_leader` (gauge, 1 while this replica leads) | — |
 
 use std::sync::{Arc, OnceLock};
@@ -118,6 +119,12 @@ struct PluginReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginSwapLabels {
+    plugin: String,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PluginKindLabels {
     plugin: String,
     kind: String,
@@ -151,6 +158,7 @@ pub struct Metrics {
     plugin_call_duration: HistogramFamily<PluginOpLabels>,
     plugin_failures: Family<PluginReasonLabels, Counter>,
     refused_writes: Family<PluginKindLabels, Counter>,
+    swaps: Family<PluginSwapLabels, Counter>,
     leader: Gauge,
 }
 
@@ -258,6 +266,12 @@ impl Metrics {
             "Total number of writes proposed by a plugin and refused by the host",
             refused_writes.clone(),
         );
+        let swaps = Family::default();
+        registry.register(
+            "odh_plugin_swaps",
+            "Total number of plugin version changes per plugin and result (swapped or rejected)",
+            swaps.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "odh_leader",
@@ -280,6 +294,7 @@ impl Metrics {
             plugin_call_duration,
             plugin_failures,
             refused_writes,
+            swaps,
             leader,
         }
     }
@@ -432,6 +447,17 @@ impl Metrics {
             .get_or_create(&PluginKindLabels {
                 plugin: plugin.to_string(),
                 kind: kind.to_string(),
+            })
+            .inc();
+    }
+
+    /// A plugin candidate was swapped in (`true`) or rejected, the last good version serving on.
+    pub fn plugin_swap(&self, plugin: &str, swapped: bool) {
+        let result = if swapped { "swapped" } else { "rejected" };
+        self.swaps
+            .get_or_create(&PluginSwapLabels {
+                plugin: plugin.to_string(),
+                result,
             })
             .inc();
     }

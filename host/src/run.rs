@@ -16,10 +16,12 @@ use crate::controller::{self, Shared};
 use crate::discovery::{self, OPTIONAL_KINDS};
 use crate::leader::{ElectionEnd, LeaderElector, LeaseConfig, lease_namespace};
 use crate::metrics::Metrics;
+use crate::plugin::PluginSlot;
 use crate::plugin::{
     EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource, builtin,
 };
 use crate::process_env::{Mode, ProcessEnv};
+use crate::registry::Registry;
 use crate::servers::{self, parse_bind_address};
 use crate::webhook::{self, WebhookServerConfig, WebhookTable};
 
@@ -41,7 +43,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         info!(group_version = %kind.group_version(), kind = kind.kind, available, "optional kind");
     }
 
-    let plugins = load_plugins(&args)?;
+    let (engine, plugins) = load_plugins(&args)?;
+    // Webhooks and controllers call whatever version a slot holds: the registry swaps them.
+    let slots: Vec<PluginSlot> = plugins.iter().cloned().map(PluginSlot::new).collect();
     let shutdown = CancellationToken::new();
     let (ready_tx, ready) = watch::channel(false);
     let metrics = Metrics::global().clone();
@@ -73,7 +77,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     ));
 
     if env.webhooks_enabled {
-        let mut table = WebhookTable::new(&plugins).context("unable to create webhookSetup")?;
+        let mut table =
+            WebhookTable::from_slots(&slots).context("unable to create webhookSetup")?;
         if env.mode == Mode::Xks {
             // The xKS profile: only the LLMInferenceService webhooks (ConnectionsAPI, HardwareProfile).
             table.retain(|r| r.gvk.kind == "LLMInferenceService");
@@ -124,8 +129,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             info!("became the leader; starting controllers");
         }
         _controllers =
-            Some(controller::start_all(shared.clone(), &plugins, shutdown.clone()).await?);
+            Some(controller::start_slots(shared.clone(), &slots, shutdown.clone()).await?);
         caches.wait_all_synced().await;
+    }
+    match &env.pod_namespace {
+        Some(namespace) if !slots.is_empty() => {
+            let registry = Arc::new(Registry::new(
+                client.clone(),
+                namespace.clone(),
+                engine,
+                &slots,
+                controllers_wanted.then(|| shared.clone()),
+            ));
+            tokio::spawn(registry.run(REGISTRY_RETRY, shutdown.clone()));
+        }
+        Some(_) => {}
+        None => info!("POD_NAMESPACE is not set: the plugins ConfigMap is not watched"),
     }
     let _ = ready_tx.send(true);
     info!(plugins = plugins.len(), "starting manager");
@@ -161,8 +180,11 @@ async fn stop(
     Ok(())
 }
 
+/// How often a rejected plugin candidate (e.g. an unreachable source) is tried again.
+const REGISTRY_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The plugins this process serves: `--plugin` names (built-in) or `.wasm` files.
-fn load_plugins(args: &RunArgs) -> anyhow::Result<Vec<Plugin>> {
+fn load_plugins(args: &RunArgs) -> anyhow::Result<(PluginEngine, Vec<Plugin>)> {
     let engine = PluginEngine::new(EngineOptions {
         cache_dir: args.plugin_cache_dir.clone(),
         ..Default::default()
@@ -207,7 +229,7 @@ fn load_plugins(args: &RunArgs) -> anyhow::Result<Vec<Plugin>> {
     if plugins.is_empty() {
         info!("no plugins enabled (use --plugin)");
     }
-    Ok(plugins)
+    Ok((engine, plugins))
 }
 
 /// Kube config resolution as upstream: `--kubeconfig`, then KUBECONFIG, in-cluster, ~/.kube/config.

@@ -16,8 +16,13 @@ use crate::gvk::Gvk;
 use crate::label_selector::LabelSelector;
 use crate::metrics::{Metrics, ReconcileResult};
 use crate::plugin::wire::{Controller, Event, Mapping, RequestKey};
-use crate::plugin::{CallError, ClusterView, GuestError, Plugin, ReconcileInput, WatchEventInput};
+use crate::plugin::{
+    CallError, ClusterView, GuestError, Plugin, PluginSlot, ReconcileInput, WatchEventInput,
+};
 use queue::WorkQueue;
+
+/// Re-queues every primary object of one controller.
+type ResyncHook = Arc<dyn Fn() + Send + Sync>;
 
 /// What every controller shares.
 pub struct Shared {
@@ -27,6 +32,8 @@ pub struct Shared {
     pub concurrency: usize,
     /// Reconciles completed (any result), for tests and diagnostics.
     pub reconciles: std::sync::atomic::AtomicU64,
+    /// Per plugin slot: re-queue every primary of its controllers (after a swap).
+    resyncs: std::sync::Mutex<Vec<(String, ResyncHook)>>,
 }
 
 impl Shared {
@@ -36,7 +43,23 @@ impl Shared {
             applier,
             concurrency,
             reconciles: Default::default(),
+            resyncs: Default::default(),
         })
+    }
+
+    /// Re-reconciles every primary object of the controllers serving from slot `plugin`.
+    pub fn resync(&self, plugin: &str) {
+        let hooks: Vec<_> = self
+            .resyncs
+            .lock()
+            .expect("resync lock")
+            .iter()
+            .filter(|(p, _)| p == plugin)
+            .map(|(_, f)| f.clone())
+            .collect();
+        for hook in hooks {
+            hook();
+        }
     }
 
     pub fn reconcile_count(&self) -> u64 {
@@ -44,14 +67,26 @@ impl Shared {
     }
 }
 
-/// Starts every controller of every plugin; each runs until `shutdown`.
+/// Starts every controller of every plugin, each plugin in a slot of its own.
 pub async fn start_all(
     shared: Arc<Shared>,
     plugins: &[Plugin],
     shutdown: CancellationToken,
 ) -> anyhow::Result<JoinSet<()>> {
+    let slots: Vec<PluginSlot> = plugins.iter().cloned().map(PluginSlot::new).collect();
+    start_slots(shared, &slots, shutdown).await
+}
+
+/// Starts every controller of the plugins serving in `slots` (their manifests at this time);
+/// each runs until `shutdown` and calls whatever version its slot holds.
+pub async fn start_slots(
+    shared: Arc<Shared>,
+    slots: &[PluginSlot],
+    shutdown: CancellationToken,
+) -> anyhow::Result<JoinSet<()>> {
     let mut set = JoinSet::new();
-    for plugin in plugins {
+    for slot in slots {
+        let plugin = slot.current();
         // The kinds a plugin reads must be cached before its first call.
         for gvk in &plugin.capabilities().reads {
             if shared.caches.ensure(gvk).await?.is_none() {
@@ -59,7 +94,7 @@ pub async fn start_all(
             }
         }
         for spec in plugin.manifest().controllers.clone() {
-            let (shared, plugin, shutdown) = (shared.clone(), plugin.clone(), shutdown.clone());
+            let (shared, plugin, shutdown) = (shared.clone(), slot.clone(), shutdown.clone());
             set.spawn(async move {
                 let name = spec.name.clone();
                 if let Err(e) = run(shared, plugin, spec, shutdown).await {
@@ -73,7 +108,7 @@ pub async fn start_all(
 
 struct Loop {
     shared: Arc<Shared>,
-    plugin: Plugin,
+    plugin: PluginSlot,
     spec: Controller,
     primary: Arc<KindCache>,
     selector: LabelSelector,
@@ -83,7 +118,7 @@ struct Loop {
 /// Runs one controller until `shutdown`.
 pub async fn run(
     shared: Arc<Shared>,
-    plugin: Plugin,
+    plugin: PluginSlot,
     spec: Controller,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
@@ -138,6 +173,22 @@ pub async fn run(
         }
     }
     ctl.shared.caches.wait_all_synced().await;
+    {
+        let weak = Arc::downgrade(&ctl);
+        let hook: ResyncHook = Arc::new(move || {
+            if let Some(ctl) = weak.upgrade() {
+                for obj in ctl.primary.list() {
+                    ctl.enqueue_primary(&obj);
+                }
+            }
+        });
+        let name = ctl.plugin.name().to_string();
+        ctl.shared
+            .resyncs
+            .lock()
+            .expect("resync lock")
+            .push((name, hook));
+    }
     // Everything that exists now gets one reconcile (the queue drops duplicates).
     for obj in ctl.primary.list() {
         ctl.enqueue_primary(&obj);
@@ -267,7 +318,7 @@ impl Loop {
             object: serde_json::to_string(&*change.object).unwrap_or_default(),
             deleted: change.deleted,
         };
-        match self.plugin.map(input, self.cluster()).await {
+        match self.plugin.current().map(input, self.cluster()).await {
             Ok(keys) => keys,
             Err(e) => {
                 tracing::error!(
@@ -318,7 +369,9 @@ impl Loop {
             namespace: key.namespace.as_deref(),
             name: &key.name,
         };
-        let outcome = match self.plugin.reconcile(input, self.cluster()).await {
+        // One version decides and its grants check the writes, even if a swap happens meanwhile.
+        let plugin = self.plugin.current();
+        let outcome = match plugin.reconcile(input, self.cluster()).await {
             Ok(o) => o,
             Err(e) => {
                 return Some(
@@ -336,12 +389,7 @@ impl Loop {
         match self
             .shared
             .applier
-            .apply_outcome(
-                &self.plugin,
-                self.spec.finalizer.as_deref(),
-                &primary,
-                &outcome,
-            )
+            .apply_outcome(&plugin, self.spec.finalizer.as_deref(), &primary, &outcome)
             .await
         {
             Ok(()) => {

@@ -212,6 +212,11 @@ impl Plugin {
         &self.inner.name
     }
 
+    /// Whether both handles are the same loaded version (same bytes *and* configuration).
+    pub fn same_as(&self, other: &Plugin) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     pub fn manifest(&self) -> &Manifest {
         &self.inner.manifest
     }

@@ -9,6 +9,7 @@ pub mod engine;
 pub mod errors;
 pub mod limits;
 mod loaded;
+pub mod slot;
 pub mod wire;
 
 pub use capabilities::{Capabilities, Grants};
@@ -19,3 +20,4 @@ pub use limits::Limits;
 pub use loaded::{
     AdmissionInput, LoadError, LoadRequest, Plugin, PluginSource, ReconcileInput, WatchEventInput,
 };
+pub use slot::PluginSlot;

@@ -4,5 +4,7 @@
 
 pub mod config;
 pub mod fetch;
+pub mod swap;
 
 pub use config::{CONFIGMAP_NAME, FailurePolicy, Mode, PluginEntry, RegistryConfig, Source};
+pub use swap::{Registry, STATUS_CONFIGMAP_NAME, SwapResult};

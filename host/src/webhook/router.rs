@@ -102,7 +102,8 @@ async fn decide(shared: &Shared, route: &WebhookRoute, input: AdmissionInput) ->
     if !route.handles(input.operation) {
         return Verdict::allow();
     }
-    let plugin = &route.plugin;
+    // The version serving now answers the whole request, even if a swap happens meanwhile.
+    let plugin = &route.plugin.current();
     let (uid, dry_run) = (input.uid.clone(), input.dry_run);
     let result = match route.kind {
         WebhookType::Mutating => plugin.mutate(input, shared.cluster.clone()).await,

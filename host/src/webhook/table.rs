@@ -4,14 +4,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::gvk::Gvk;
-use crate::plugin::Plugin;
 use crate::plugin::wire::{Operation, WebhookType};
+use crate::plugin::{Plugin, PluginSlot};
 
 /// One webhook endpoint: the path, the plugin behind it and what the manifest declares.
 #[derive(Clone)]
 pub struct WebhookRoute {
     pub path: String,
-    pub plugin: Plugin,
+    /// The slot behind the path: the version serving is looked up per request.
+    pub plugin: PluginSlot,
     pub kind: WebhookType,
     /// The kind under review, as declared (informational: requests are not filtered by it).
     pub gvk: Gvk,
@@ -60,12 +61,20 @@ pub struct WebhookTable {
 }
 
 impl WebhookTable {
-    /// Collects the webhooks of every plugin; two plugins declaring the same path is an error.
+    /// Collects the webhooks of every plugin, each in a slot of its own; two plugins declaring
+    /// the same path is an error.
     pub fn new<'a>(
         plugins: impl IntoIterator<Item = &'a Plugin>,
     ) -> Result<Self, WebhookTableError> {
+        let slots: Vec<PluginSlot> = plugins.into_iter().cloned().map(PluginSlot::new).collect();
+        Self::from_slots(&slots)
+    }
+
+    /// Collects the webhooks of the plugins serving in `slots` (their manifests at this time).
+    pub fn from_slots(slots: &[PluginSlot]) -> Result<Self, WebhookTableError> {
         let mut routes: BTreeMap<String, Arc<WebhookRoute>> = BTreeMap::new();
-        for plugin in plugins {
+        for slot in slots {
+            let plugin = slot.current();
             for w in &plugin.manifest().webhooks {
                 if !routable(&w.path) {
                     return Err(WebhookTableError::UnroutablePath {
@@ -84,7 +93,7 @@ impl WebhookTable {
                     w.path.clone(),
                     Arc::new(WebhookRoute {
                         path: w.path.clone(),
-                        plugin: plugin.clone(),
+                        plugin: slot.clone(),
                         kind: w.type_,
                         gvk: w.gvk.clone(),
                         operations: w.operations.clone(),

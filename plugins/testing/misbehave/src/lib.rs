@@ -19,6 +19,9 @@
 //! annotation `misbehave/result` of the mutated object, and the message of an allowing
 //! validate. ConfigMaps named `*-ok` (the ones it creates) are left alone by reconcile.
 //! Pods (webhook `/mutate-misbehave-pod`) always behave `ok`: they get the `misbehave/ok` label.
+//!
+//! Settings: `{"okLabel": "<value>"}` sets the value of that label (default `"true"`), so two
+//! configurations of the same component decide differently; unknown settings are invalid.
 
 use odh_plugin_sdk::Operation::{Create, Update};
 use odh_plugin_sdk::cluster::{Cluster, Host};
@@ -27,6 +30,13 @@ use odh_plugin_sdk::{Outcome, Ownership, Plugin, ReconcileRequest, Value, Webhoo
 use odh_plugin_sdk::{core_gvk, http, json};
 
 pub struct Misbehave;
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Settings {
+    #[serde(default)]
+    ok_label: Option<String>,
+}
 
 impl Plugin for Misbehave {
     fn manifest() -> Manifest {
@@ -75,12 +85,20 @@ impl Plugin for Misbehave {
         })
     }
 
+    fn validate_settings(settings: &str) -> Result<(), Error> {
+        odh_plugin_sdk::settings::<Settings>(settings).map(|_| ())
+    }
+
     fn mutate(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
+        let settings: Settings = request.settings()?;
         let Some(mut cm) = request.object()? else {
             return Ok(AdmissionDecision::allow());
         };
         match misbehave(&cm, &Host)? {
-            None => cm.set_label("misbehave/ok", "true"),
+            None => cm.set_label(
+                "misbehave/ok",
+                settings.ok_label.as_deref().unwrap_or("true"),
+            ),
             Some(result) => cm.set_annotation("misbehave/result", &result.to_string()),
         }
         Ok(AdmissionDecision::mutated(cm))

@@ -1,0 +1,50 @@
+//! A named place a plugin version serves from. Webhook routes and controllers hold the slot,
+//! not the plugin, and look up the current version for every call: replacing it is atomic, and
+//! calls already running finish on the version they started with.
+
+use std::sync::{Arc, RwLock};
+
+use super::Plugin;
+
+#[derive(Clone)]
+pub struct PluginSlot {
+    name: Arc<str>,
+    current: Arc<RwLock<Plugin>>,
+}
+
+impl PluginSlot {
+    /// A slot named after the plugin's manifest.
+    pub fn new(plugin: Plugin) -> Self {
+        Self {
+            name: Arc::from(plugin.name()),
+            current: Arc::new(RwLock::new(plugin)),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The version serving now (cheap: plugins are reference-counted).
+    pub fn current(&self) -> Plugin {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Makes `plugin` the serving version and returns the previous one.
+    pub fn replace(&self, plugin: Plugin) -> Plugin {
+        let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
+        std::mem::replace(&mut *guard, plugin)
+    }
+}
+
+impl std::fmt::Debug for PluginSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginSlot")
+            .field("name", &self.name)
+            .field("sha256", &self.current().sha256())
+            .finish()
+    }
+}

@@ -1,0 +1,349 @@
+//! Hot swap from the plugins ConfigMap on the real apiserver: a good candidate replaces the
+//! serving version; each bad candidate leaves the last good version serving and is reported
+//! (status ConfigMap + Warning Event); a removed entry reverts to the default; an unreachable
+//! source is retried.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
+use odh_model_controller::gvk::Gvk;
+use odh_model_controller::plugin::wire::Operation;
+use odh_model_controller::plugin::{
+    AdmissionInput, EngineOptions, Grants, Limits, LoadRequest, NoCluster, Plugin, PluginEngine,
+    PluginSlot, PluginSource,
+};
+use odh_model_controller::registry::{Registry, STATUS_CONFIGMAP_NAME, SwapResult};
+use odh_test_support::TestContext;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+struct Fixture {
+    t: TestContext,
+    slot: PluginSlot,
+    registry: Registry,
+    misbehave: Vec<u8>,
+}
+
+async fn fixture(name: &str) -> anyhow::Result<Fixture> {
+    let t = TestContext::new(name).await?;
+    let engine = PluginEngine::new(EngineOptions::default())?;
+    let path = odh_test_support::plugin_wasm("misbehave")?;
+    let misbehave = std::fs::read(&path)?;
+    let plugin = Plugin::load(
+        &engine,
+        LoadRequest {
+            source: PluginSource::File(path),
+            bytes: &misbehave,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings: json!({}),
+        },
+    )?;
+    let slot = PluginSlot::new(plugin);
+    let registry = Registry::new(
+        t.client.clone(),
+        t.namespace.clone(),
+        engine,
+        std::slice::from_ref(&slot),
+        None,
+    );
+    Ok(Fixture {
+        t,
+        slot,
+        registry,
+        misbehave,
+    })
+}
+
+fn sha(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+impl Fixture {
+    fn configmaps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.t.client.clone(), &self.t.namespace)
+    }
+
+    async fn put(&self, name: &str, cm: ConfigMap) -> anyhow::Result<ConfigMap> {
+        let mut cm = cm;
+        cm.metadata.name = Some(name.into());
+        Ok(self
+            .configmaps()
+            .patch(
+                name,
+                &PatchParams::apply("test").force(),
+                &Patch::Apply(&cm),
+            )
+            .await?)
+    }
+
+    async fn put_component(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let cm = ConfigMap {
+            binary_data: Some(BTreeMap::from([(
+                "plugin.wasm.gz".to_string(),
+                ByteString(gzip(bytes)),
+            )])),
+            ..Default::default()
+        };
+        self.put(name, cm).await.map(|_| ())
+    }
+
+    /// Writes the plugins ConfigMap with `entry` for misbehave and applies it.
+    async fn configure(&self, entry: &str) -> anyhow::Result<SwapResult> {
+        let cm = ConfigMap {
+            metadata: ObjectMeta::default(),
+            data: Some(BTreeMap::from([(
+                "plugins.yaml".to_string(),
+                format!("plugins:\n  misbehave:\n{entry}"),
+            )])),
+            ..Default::default()
+        };
+        let cm = self.put("odh-model-controller-plugins", cm).await?;
+        let mut results = self
+            .registry
+            .apply_configmap(Some(&cm))
+            .await
+            .map_err(anyhow::Error::msg)?;
+        Ok(results.remove("misbehave").unwrap_or(SwapResult::Unchanged))
+    }
+
+    /// The value the serving version gives the `misbehave/ok` label.
+    fn decision(&self) -> String {
+        let input = AdmissionInput {
+            uid: "u".into(),
+            path: "/mutate-misbehave".into(),
+            gvk: Gvk::new("", "v1", "ConfigMap"),
+            resource: "configmaps".into(),
+            sub_resource: None,
+            operation: Operation::Create,
+            namespace: Some("ns".into()),
+            name: Some("x".into()),
+            object: Some(
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+                    .to_string(),
+            ),
+            old_object: None,
+            dry_run: false,
+            user_info: "{}".into(),
+        };
+        let d = self
+            .slot
+            .current()
+            .mutate_blocking(&input, Arc::new(NoCluster))
+            .expect("mutate");
+        d.mutated.unwrap()["metadata"]["labels"]["misbehave/ok"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    async fn status(&self) -> anyhow::Result<Value> {
+        let cm = self.configmaps().get(STATUS_CONFIGMAP_NAME).await?;
+        Ok(serde_json::from_str(&cm.data.unwrap()["misbehave"])?)
+    }
+
+    async fn rejection_events(&self) -> anyhow::Result<Vec<String>> {
+        let events: Api<Event> = Api::namespaced(self.t.client.clone(), &self.t.namespace);
+        Ok(events
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("PluginRejected"))
+            .filter_map(|e| e.note)
+            .collect())
+    }
+
+    fn entry(&self, source: &str, digest: &str, extra: &str) -> String {
+        format!("    source: {source}\n    sha256: {digest}\n{extra}")
+    }
+}
+
+#[tokio::test]
+async fn a_good_candidate_swaps_in_and_a_removed_entry_reverts() -> anyhow::Result<()> {
+    let f = fixture("swap-good").await?;
+    assert_eq!(f.decision(), "true");
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let digest = sha(&f.misbehave);
+    let entry = f.entry(
+        "configmap://misbehave-plugin/plugin.wasm.gz",
+        &digest,
+        "    settings:\n      okLabel: v2\n",
+    );
+    assert_eq!(
+        f.configure(&entry).await?,
+        SwapResult::Swapped(digest.clone())
+    );
+    assert_eq!(f.decision(), "v2");
+    let status = f.status().await?;
+    assert_eq!(status["activeDigest"], digest);
+    assert_eq!(status["lastError"], Value::Null);
+    assert_eq!(
+        f.configure(&entry).await?,
+        SwapResult::Unchanged,
+        "an unchanged entry is not fetched again"
+    );
+
+    // Without an entry the plugin goes back to the version it started with.
+    let cm = f
+        .put(
+            "odh-model-controller-plugins",
+            ConfigMap {
+                data: Some(BTreeMap::from([(
+                    "plugins.yaml".to_string(),
+                    "plugins: {}\n".to_string(),
+                )])),
+                ..Default::default()
+            },
+        )
+        .await?;
+    f.registry
+        .apply_configmap(Some(&cm))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    assert_eq!(f.decision(), "true");
+    Ok(())
+}
+
+#[tokio::test]
+async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported()
+-> anyhow::Result<()> {
+    let f = fixture("swap-bad").await?;
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let digest = sha(&f.misbehave);
+    let good = f.entry(
+        "configmap://misbehave-plugin/plugin.wasm.gz",
+        &digest,
+        "    settings:\n      okLabel: good\n",
+    );
+    assert!(matches!(f.configure(&good).await?, SwapResult::Swapped(_)));
+
+    let corrupt = b"\0asm\x0d\0\x01\0 but not really a component".to_vec();
+    f.put_component("corrupt-plugin", &corrupt).await?;
+    let hello = odh_model_controller::plugin::builtin::get("hello").unwrap();
+    f.put_component("hello-plugin", hello).await?;
+    let cases = [
+        (
+            "corrupt bytes",
+            f.entry(
+                "configmap://corrupt-plugin/plugin.wasm.gz",
+                &sha(&corrupt),
+                "",
+            ),
+            "not a valid WebAssembly component",
+        ),
+        (
+            "wrong digest",
+            f.entry(
+                "configmap://misbehave-plugin/plugin.wasm.gz",
+                &"0".repeat(64),
+                "",
+            ),
+            "digest mismatch",
+        ),
+        (
+            "another plugin",
+            f.entry("configmap://hello-plugin/plugin.wasm.gz", &sha(hello), ""),
+            "is plugin \"hello\", not \"misbehave\"",
+        ),
+        (
+            "manifest beyond its grants",
+            f.entry(
+                "configmap://misbehave-plugin/plugin.wasm.gz",
+                &digest,
+                "    grants:\n      reads: []\n",
+            ),
+            "declares reads beyond its grants: v1/ConfigMap",
+        ),
+        (
+            "invalid settings",
+            f.entry(
+                "configmap://misbehave-plugin/plugin.wasm.gz",
+                &digest,
+                "    settings:\n      bogus: 1\n",
+            ),
+            "invalid plugin settings",
+        ),
+        (
+            "unsupported source",
+            f.entry("https://plugins.example.com/misbehave.wasm", &digest, ""),
+            "not supported yet",
+        ),
+    ];
+    for (i, (case, entry, want)) in cases.iter().enumerate() {
+        match f.configure(entry).await? {
+            SwapResult::Rejected(message) => assert!(message.contains(want), "{case}: {message}"),
+            other => panic!("{case}: expected a rejection, got {other:?}"),
+        }
+        assert_eq!(
+            f.decision(),
+            "good",
+            "{case}: the last good version keeps serving"
+        );
+        let status = f.status().await?;
+        assert!(
+            status["lastError"].as_str().unwrap_or("").contains(want),
+            "{case}: status {status}"
+        );
+        assert_eq!(status["activeDigest"], digest, "{case}");
+        let events = f.rejection_events().await?;
+        assert!(
+            events.iter().any(|n| n.contains(want)),
+            "{case}: events {events:?}"
+        );
+        assert!(events.len() > i, "{case}: one Event per rejection");
+    }
+
+    // A configuration that does not even parse changes nothing.
+    let cm = f
+        .put(
+            "odh-model-controller-plugins",
+            ConfigMap {
+                data: Some(BTreeMap::from([(
+                    "plugins.yaml".to_string(),
+                    "plugins: [not, a, map]\n".to_string(),
+                )])),
+                ..Default::default()
+            },
+        )
+        .await?;
+    assert!(f.registry.apply_configmap(Some(&cm)).await.is_err());
+    assert_eq!(f.decision(), "good");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_unreachable_source_is_retried_until_it_comes_back() -> anyhow::Result<()> {
+    let f = fixture("swap-retry").await?;
+    let digest = sha(&f.misbehave);
+    let entry = f.entry(
+        "configmap://later-plugin/plugin.wasm.gz",
+        &digest,
+        "    settings:\n      okLabel: later\n",
+    );
+    match f.configure(&entry).await? {
+        SwapResult::Rejected(m) => assert!(m.contains("does not exist"), "{m}"),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    assert_eq!(
+        f.decision(),
+        "true",
+        "the version it started with serves meanwhile"
+    );
+    f.put_component("later-plugin", &f.misbehave).await?;
+    let results = f.registry.retry_rejected().await;
+    assert_eq!(results.get("misbehave"), Some(&SwapResult::Swapped(digest)));
+    assert_eq!(f.decision(), "later");
+    Ok(())
+}
