@@ -1,0 +1,83 @@
+//! Helpers shared by integration tests of this crate: a serving certificate and an HTTPS
+//! client speaking HTTP/1.1 to the webhook server.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// A self-signed serving certificate for 127.0.0.1 written as `tls.crt`/`tls.key` into a fresh
+/// directory; returns the directory and the certificate (the client's trust root).
+pub fn serving_cert(prefix: &str) -> (PathBuf, CertificateDer<'static>) {
+    let dir =
+        std::env::temp_dir().join(format!("{prefix}-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+    std::fs::write(dir.join("tls.crt"), cert.cert.pem()).unwrap();
+    std::fs::write(dir.join("tls.key"), cert.signing_key.serialize_pem()).unwrap();
+    (dir, cert.cert.der().clone())
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// An HTTP/1.1 keep-alive connection over TLS to `addr`.
+pub struct Client {
+    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    addr: SocketAddr,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr, ca: &CertificateDer<'static>) -> anyhow::Result<Self> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca.clone())?;
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let tcp = TcpStream::connect(addr).await?;
+        let tls = TlsConnector::from(Arc::new(config))
+            .connect(ServerName::try_from("127.0.0.1")?, tcp)
+            .await?;
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await?;
+        tokio::spawn(conn);
+        Ok(Self { sender, addr })
+    }
+
+    /// POSTs JSON to `path`; returns the status and the body.
+    pub async fn post(
+        &mut self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> anyhow::Result<(u16, serde_json::Value)> {
+        let request = http::Request::post(path)
+            .header(http::header::HOST, self.addr.to_string())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))?;
+        let response = self.sender.send_request(request).await?;
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await?.to_bytes();
+        Ok((
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+        ))
+    }
+}
+
+pub fn remove_dir(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+}

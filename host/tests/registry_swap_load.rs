@@ -1,0 +1,246 @@
+//! Swap under load: while admission requests flow at a steady rate through the real HTTPS
+//! webhook server, the plugins ConfigMap flips the plugin between two versions 20 times. No
+//! request fails, every answer comes from one of the versions, and each new version answers
+//! within 1 s of the ConfigMap update.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+use odh_model_controller::plugin::{
+    EngineOptions, Grants, Limits, LoadRequest, NoCluster, Plugin, PluginEngine, PluginSlot,
+    PluginSource,
+};
+use odh_model_controller::registry::Registry;
+use odh_model_controller::webhook::{self, NoSideEffects, WebhookServerConfig, WebhookTable};
+use odh_test_support::TestContext;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+fn review(uid: u64) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": format!("u-{uid}"),
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "operation": "CREATE", "namespace": "ns", "name": "x",
+            "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}},
+            "userInfo": {"username": "load"}, "dryRun": false
+        }
+    })
+}
+
+/// The `misbehave/ok` label value an answer sets, from its JSON patch.
+fn label_of(answer: &Value) -> Option<String> {
+    let patch = base64::engine::general_purpose::STANDARD
+        .decode(answer["response"]["patch"].as_str()?)
+        .ok()?;
+    let ops: Vec<Value> = serde_json::from_slice(&patch).ok()?;
+    ops.iter().find_map(|op| {
+        let value = &op["value"];
+        value
+            .get("misbehave/ok")
+            .or(Some(value))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
+    let t = TestContext::new("swap-load").await?;
+    let engine = PluginEngine::new(EngineOptions::default())?;
+    let path = odh_test_support::plugin_wasm("misbehave")?;
+    let wasm = std::fs::read(&path)?;
+    let plugin = Plugin::load(
+        &engine,
+        LoadRequest {
+            source: PluginSource::File(path),
+            bytes: &wasm,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings: json!({}),
+        },
+    )?;
+    let slot = PluginSlot::new(plugin);
+
+    let cms: Api<ConfigMap> = Api::namespaced(t.client.clone(), &t.namespace);
+    let apply = PatchParams::apply("test").force();
+    let component = ConfigMap {
+        binary_data: Some(BTreeMap::from([(
+            "plugin.wasm".to_string(),
+            ByteString(wasm.clone()),
+        )])),
+        ..Default::default()
+    };
+    cms.patch(
+        "misbehave-plugin",
+        &apply,
+        &Patch::Apply(&with_name(component, "misbehave-plugin")),
+    )
+    .await?;
+    let digest = hex::encode(Sha256::digest(&wasm));
+    let configure = |label: &str| {
+        let text = format!(
+            "plugins:\n  misbehave:\n    source: configmap://misbehave-plugin/plugin.wasm\n    sha256: {digest}\n    settings:\n      okLabel: {label}\n"
+        );
+        with_name(
+            ConfigMap {
+                data: Some(BTreeMap::from([("plugins.yaml".to_string(), text)])),
+                ..Default::default()
+            },
+            "odh-model-controller-plugins",
+        )
+    };
+
+    let shutdown = CancellationToken::new();
+    let registry = Arc::new(Registry::new(
+        t.client.clone(),
+        t.namespace.clone(),
+        engine,
+        std::slice::from_ref(&slot),
+        None,
+    ));
+    tokio::spawn(registry.run(Duration::from_secs(30), shutdown.clone()));
+
+    let (cert_dir, ca) = common::serving_cert("swap-load");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let router = webhook::webhook_router(
+        &WebhookTable::from_slots(std::slice::from_ref(&slot))?,
+        Arc::new(NoCluster),
+        Arc::new(NoSideEffects),
+    );
+    let config = WebhookServerConfig {
+        bind: addr,
+        cert_dir: cert_dir.clone(),
+        ..Default::default()
+    };
+    let server = tokio::spawn(webhook::serve_on(
+        listener,
+        config,
+        router,
+        shutdown.clone().cancelled_owned(),
+    ));
+
+    // Load: 4 keep-alive connections, one request every 2 ms each.
+    let last: Arc<Mutex<Option<(Instant, String)>>> = Arc::default();
+    let answers: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
+    let failures: Arc<Mutex<Vec<String>>> = Arc::default();
+    let stop_load = CancellationToken::new();
+    let mut load = tokio::task::JoinSet::new();
+    for worker in 0..4u64 {
+        let (last, answers, failures, stop, ca) = (
+            last.clone(),
+            answers.clone(),
+            failures.clone(),
+            stop_load.clone(),
+            ca.clone(),
+        );
+        load.spawn(async move {
+            let mut client = common::Client::connect(addr, &ca).await.expect("connect");
+            let mut n = 0u64;
+            while !stop.is_cancelled() {
+                n += 1;
+                match client
+                    .post("/mutate-misbehave", &review(worker * 1_000_000 + n))
+                    .await
+                {
+                    Ok((200, answer)) if answer["response"]["allowed"] == true => {
+                        match label_of(&answer) {
+                            Some(label) => {
+                                *answers.lock().unwrap().entry(label.clone()).or_default() += 1;
+                                *last.lock().unwrap() = Some((Instant::now(), label));
+                            }
+                            None => failures
+                                .lock()
+                                .unwrap()
+                                .push(format!("no label in {answer}")),
+                        }
+                    }
+                    Ok((status, answer)) => {
+                        failures.lock().unwrap().push(format!("{status}: {answer}"))
+                    }
+                    Err(e) => failures.lock().unwrap().push(e.to_string()),
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        });
+    }
+
+    let mut latencies = Vec::new();
+    for i in 0..20 {
+        let label = if i % 2 == 0 { "a" } else { "b" };
+        let updated = Instant::now();
+        cms.patch(
+            "odh-model-controller-plugins",
+            &apply,
+            &Patch::Apply(&configure(label)),
+        )
+        .await?;
+        loop {
+            if let Some((at, seen)) = last.lock().unwrap().clone()
+                && seen == label
+                && at > updated
+            {
+                latencies.push(at - updated);
+                break;
+            }
+            anyhow::ensure!(
+                updated.elapsed() < Duration::from_secs(5),
+                "version {label} never answered"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop_load.cancel();
+    while load.join_next().await.is_some() {}
+    shutdown.cancel();
+    let _ = server.await;
+    common::remove_dir(&cert_dir);
+
+    let failures = failures.lock().unwrap().clone();
+    assert!(
+        failures.is_empty(),
+        "{} failed requests, e.g. {:?}",
+        failures.len(),
+        failures.first()
+    );
+    let answers = answers.lock().unwrap().clone();
+    assert!(
+        answers
+            .keys()
+            .all(|l| ["true", "a", "b"].contains(&l.as_str())),
+        "answers {answers:?}"
+    );
+    latencies.sort();
+    let (p50, p99) = (
+        latencies[latencies.len() / 2],
+        latencies[(latencies.len() * 99) / 100],
+    );
+    println!(
+        "{} answers {answers:?}; swap latency p50 {p50:?} p99 {p99:?} max {:?}",
+        answers.values().sum::<u64>(),
+        latencies.last().unwrap()
+    );
+    assert!(
+        *latencies.last().unwrap() <= Duration::from_secs(1),
+        "slowest swap {:?}",
+        latencies.last()
+    );
+    Ok(())
+}
+
+fn with_name(mut cm: ConfigMap, name: &str) -> ConfigMap {
+    cm.metadata.name = Some(name.into());
+    cm
+}
