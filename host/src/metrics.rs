@@ -23,6 +23,7 @@
 //! | `odh_plugin_failures_total` | `plugin`, `op`, `reason` ([`CallError::metric_label`]) |
 //! | `odh_refused_writes_total` | `plugin`, `kind` |
 //! | `odh_plugin_swaps_total` | `plugin`, `result` (`swapped`, `rejected`) |
+//! | `odh_plugin_shadow_differences_total` | `plugin`, `op` |
 //! | `odh_leader` (gauge, 1 while this replica leads) | — |
 
 use std::sync::{Arc, OnceLock};
@@ -159,6 +160,7 @@ pub struct Metrics {
     plugin_failures: Family<PluginReasonLabels, Counter>,
     refused_writes: Family<PluginKindLabels, Counter>,
     swaps: Family<PluginSwapLabels, Counter>,
+    shadow_differences: Family<PluginOpLabels, Counter>,
     leader: Gauge,
 }
 
@@ -272,6 +274,12 @@ impl Metrics {
             "Total number of plugin version changes per plugin and result (swapped or rejected)",
             swaps.clone(),
         );
+        let shadow_differences = Family::default();
+        registry.register(
+            "odh_plugin_shadow_differences",
+            "Total number of inputs on which a shadow candidate decided differently from the active version",
+            shadow_differences.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "odh_leader",
@@ -295,6 +303,7 @@ impl Metrics {
             plugin_failures,
             refused_writes,
             swaps,
+            shadow_differences,
             leader,
         }
     }
@@ -458,6 +467,16 @@ impl Metrics {
             .get_or_create(&PluginSwapLabels {
                 plugin: plugin.to_string(),
                 result,
+            })
+            .inc();
+    }
+
+    /// A shadow candidate decided differently from the active version.
+    pub fn shadow_difference(&self, plugin: &str, op: &str) {
+        self.shadow_differences
+            .get_or_create(&PluginOpLabels {
+                plugin: plugin.to_string(),
+                op: op.to_string(),
             })
             .inc();
     }

@@ -244,3 +244,147 @@ fn with_name(mut cm: ConfigMap, name: &str) -> ConfigMap {
     cm.metadata.name = Some(name.into());
     cm
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_candidate_records_exactly_its_differences_and_changes_nothing()
+-> anyhow::Result<()> {
+    let t = TestContext::new("shadow").await?;
+    let engine = PluginEngine::new(EngineOptions::default())?;
+    let path = odh_test_support::plugin_wasm("misbehave")?;
+    let wasm = std::fs::read(&path)?;
+    let plugin = Plugin::load(
+        &engine,
+        LoadRequest {
+            source: PluginSource::File(path),
+            bytes: &wasm,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings: json!({}),
+        },
+    )?;
+    let slot = PluginSlot::new(plugin);
+    let cms: Api<ConfigMap> = Api::namespaced(t.client.clone(), &t.namespace);
+    let apply = PatchParams::apply("test").force();
+    let component = ConfigMap {
+        binary_data: Some(BTreeMap::from([(
+            "plugin.wasm".to_string(),
+            ByteString(wasm.clone()),
+        )])),
+        ..Default::default()
+    };
+    cms.patch(
+        "misbehave-plugin",
+        &apply,
+        &Patch::Apply(&with_name(component, "misbehave-plugin")),
+    )
+    .await?;
+    let text = format!(
+        "plugins:\n  misbehave:\n    source: configmap://misbehave-plugin/plugin.wasm\n    sha256: {}\n    mode: shadow\n    settings:\n      okLabel: shadow\n",
+        hex::encode(Sha256::digest(&wasm))
+    );
+    let config = with_name(
+        ConfigMap {
+            data: Some(BTreeMap::from([("plugins.yaml".to_string(), text)])),
+            ..Default::default()
+        },
+        "odh-model-controller-plugins",
+    );
+    let config = cms
+        .patch(
+            "odh-model-controller-plugins",
+            &apply,
+            &Patch::Apply(&config),
+        )
+        .await?;
+    let registry = Registry::new(
+        t.client.clone(),
+        t.namespace.clone(),
+        engine,
+        std::slice::from_ref(&slot),
+        None,
+    );
+    let results = registry
+        .apply_configmap(Some(&config))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    assert!(
+        matches!(
+            results["misbehave"],
+            odh_model_controller::registry::SwapResult::Shadowed(_)
+        ),
+        "{results:?}"
+    );
+
+    let (cert_dir, ca) = common::serving_cert("shadow");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let router = webhook::webhook_router(
+        &WebhookTable::from_slots(std::slice::from_ref(&slot))?,
+        Arc::new(NoCluster),
+        Arc::new(NoSideEffects),
+    );
+    let shutdown = CancellationToken::new();
+    let config = WebhookServerConfig {
+        bind: addr,
+        cert_dir: cert_dir.clone(),
+        ..Default::default()
+    };
+    let server = tokio::spawn(webhook::serve_on(
+        listener,
+        config,
+        router,
+        shutdown.clone().cancelled_owned(),
+    ));
+    let mut client = common::Client::connect(addr, &ca).await?;
+
+    // One input on which the versions differ (the mutation's label), three on which they agree.
+    let (status, answer) = client.post("/mutate-misbehave", &review(1)).await?;
+    assert_eq!(status, 200);
+    assert_eq!(
+        label_of(&answer).as_deref(),
+        Some("true"),
+        "the active version answers"
+    );
+    for uid in 2..5 {
+        let (status, answer) = client.post("/validate-misbehave", &review(uid)).await?;
+        assert_eq!(
+            (status, &answer["response"]["allowed"]),
+            (200, &json!(true))
+        );
+    }
+    let metrics = odh_model_controller::metrics::Metrics::global();
+    odh_test_support::eventually(
+        "the difference is recorded",
+        odh_test_support::Timing::default(),
+        || async {
+            let text = metrics.render();
+            anyhow::ensure!(
+                text.contains(
+                    r#"odh_plugin_shadow_differences_total{plugin="misbehave",op="mutate"} 1"#
+                ),
+                "not yet"
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let text = metrics.render();
+    assert!(
+        text.contains(r#"odh_plugin_shadow_differences_total{plugin="misbehave",op="mutate"} 1"#)
+    );
+    assert!(
+        !text.contains(r#"odh_plugin_shadow_differences_total{plugin="misbehave",op="validate"}"#),
+        "validate agreed"
+    );
+    assert_eq!(
+        slot.current().sha256(),
+        slot.shadow().unwrap().sha256(),
+        "same bytes, other settings"
+    );
+
+    shutdown.cancel();
+    let _ = server.await;
+    common::remove_dir(&cert_dir);
+    Ok(())
+}

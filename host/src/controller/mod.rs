@@ -330,6 +330,45 @@ impl Loop {
         }
     }
 
+    /// Runs the shadow candidate on the same request in the background and records whether its
+    /// outcome differs. Nothing it decides is applied.
+    fn compare_in_shadow(
+        &self,
+        shadow: Plugin,
+        input: ReconcileInput,
+        active: &Result<crate::plugin::wire::Outcome, CallError>,
+    ) {
+        let active = active
+            .as_ref()
+            .map(|o| serde_json::to_value(o).unwrap_or_default())
+            .map_err(|e| e.metric_label());
+        let cluster = self.cluster();
+        let controller = self.spec.name.clone();
+        tokio::spawn(async move {
+            let key = format!(
+                "{}/{}",
+                input.key.namespace.as_deref().unwrap_or(""),
+                input.key.name
+            );
+            let candidate = shadow
+                .reconcile(input, cluster)
+                .await
+                .map(|o| serde_json::to_value(o).unwrap_or_default());
+            let candidate = candidate.as_ref().map_err(|e| e.metric_label()).cloned();
+            if candidate != active {
+                Metrics::global().shadow_difference(shadow.name(), "reconcile");
+                tracing::warn!(
+                    plugin = shadow.name(),
+                    controller,
+                    object = key,
+                    ?active,
+                    ?candidate,
+                    "shadow candidate decided differently"
+                );
+            }
+        });
+    }
+
     fn cluster(&self) -> Arc<dyn ClusterView> {
         self.shared.caches.clone()
     }
@@ -371,7 +410,12 @@ impl Loop {
         };
         // One version decides and its grants check the writes, even if a swap happens meanwhile.
         let plugin = self.plugin.current();
-        let outcome = match plugin.reconcile(input, self.cluster()).await {
+        let shadow_input = self.plugin.shadow().map(|s| (s, input.clone()));
+        let result = plugin.reconcile(input, self.cluster()).await;
+        if let Some((shadow, input)) = shadow_input {
+            self.compare_in_shadow(shadow, input, &result);
+        }
+        let outcome = match result {
             Ok(o) => o,
             Err(e) => {
                 return Some(

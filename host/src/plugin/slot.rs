@@ -10,6 +10,8 @@ use super::Plugin;
 pub struct PluginSlot {
     name: Arc<str>,
     current: Arc<RwLock<Plugin>>,
+    /// A candidate in shadow mode: called on the same inputs, never applied.
+    shadow: Arc<RwLock<Option<Plugin>>>,
 }
 
 impl PluginSlot {
@@ -18,6 +20,7 @@ impl PluginSlot {
         Self {
             name: Arc::from(plugin.name()),
             current: Arc::new(RwLock::new(plugin)),
+            shadow: Arc::new(RwLock::new(None)),
         }
     }
 
@@ -31,6 +34,19 @@ impl PluginSlot {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The shadow candidate, if one is set.
+    pub fn shadow(&self) -> Option<Plugin> {
+        self.shadow
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Sets (or clears) the shadow candidate.
+    pub fn set_shadow(&self, plugin: Option<Plugin>) {
+        *self.shadow.write().unwrap_or_else(|e| e.into_inner()) = plugin;
     }
 
     /// Makes `plugin` the serving version and returns the previous one.

@@ -25,6 +25,8 @@ const FIELD_MANAGER: &str = "odh-model-controller/registry";
 pub enum SwapResult {
     /// The candidate serves now (its sha256).
     Swapped(String),
+    /// The candidate runs in shadow beside the active version (its sha256).
+    Shadowed(String),
     /// Nothing changed since the last attempt.
     Unchanged,
     /// The candidate was refused; the previous version keeps serving.
@@ -89,7 +91,7 @@ impl Registry {
                         .insert(name.clone());
                     self.report_rejection(name, entry, message).await;
                 }
-                SwapResult::Swapped(_) => {
+                SwapResult::Swapped(_) | SwapResult::Shadowed(_) => {
                     self.rejected.lock().expect("rejected lock").remove(name);
                 }
                 SwapResult::Unchanged => {}
@@ -138,12 +140,22 @@ impl Registry {
                 entry.name
             ));
         };
-        if entry.mode == Mode::Shadow {
-            return SwapResult::Rejected("mode shadow is not supported yet".into());
-        }
         match self.candidate(slot, entry).await {
+            Ok(plugin) if entry.mode == Mode::Shadow => {
+                let sha = plugin.sha256().to_string();
+                tracing::info!(
+                    plugin = slot.name(),
+                    candidate = sha,
+                    "shadow candidate running beside the active version"
+                );
+                slot.set_shadow(Some(plugin));
+                let active = slot.current().sha256().to_string();
+                self.write_status(slot.name(), &active, &sha, None).await;
+                SwapResult::Shadowed(sha)
+            }
             Ok(plugin) => {
                 let sha = plugin.sha256().to_string();
+                slot.set_shadow(None);
                 self.swap_in(slot, plugin).await;
                 SwapResult::Swapped(sha)
             }

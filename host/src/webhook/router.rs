@@ -105,10 +105,21 @@ async fn decide(shared: &Shared, route: &WebhookRoute, input: AdmissionInput) ->
     // The version serving now answers the whole request, even if a swap happens meanwhile.
     let plugin = &route.plugin.current();
     let (uid, dry_run) = (input.uid.clone(), input.dry_run);
+    let shadow_input = route.plugin.shadow().map(|s| (s, input.clone()));
     let result = match route.kind {
         WebhookType::Mutating => plugin.mutate(input, shared.cluster.clone()).await,
         WebhookType::Validating => plugin.validate(input, shared.cluster.clone()).await,
     };
+    if let Some((shadow, input)) = shadow_input {
+        compare_in_shadow(
+            shared.cluster.clone(),
+            route.kind,
+            &route.path,
+            shadow,
+            input,
+            &result,
+        );
+    }
     let mut decision = match result {
         Ok(d) => d,
         Err(e) => {
@@ -132,4 +143,65 @@ async fn decide(shared: &Shared, route: &WebhookRoute, input: AdmissionInput) ->
             Verdict::deny(500, message)
         }
     }
+}
+
+/// Runs the shadow candidate on the same request in the background and records whether it
+/// decided differently. Its decision is never used.
+fn compare_in_shadow(
+    cluster: Arc<dyn ClusterView>,
+    kind: WebhookType,
+    path: &str,
+    shadow: crate::plugin::Plugin,
+    input: AdmissionInput,
+    active: &Result<crate::plugin::wire::AdmissionDecision, crate::plugin::CallError>,
+) {
+    let active = active
+        .as_ref()
+        .map(verdict_key)
+        .map_err(|e| e.metric_label().to_string());
+    let path = path.to_string();
+    tokio::spawn(async move {
+        let op = match kind {
+            WebhookType::Mutating => "mutate",
+            WebhookType::Validating => "validate",
+        };
+        let key = format!(
+            "{}/{}",
+            input.namespace.as_deref().unwrap_or(""),
+            input.name.as_deref().unwrap_or("")
+        );
+        let uid = input.uid.clone();
+        let result = match kind {
+            WebhookType::Mutating => shadow.mutate(input, cluster).await,
+            WebhookType::Validating => shadow.validate(input, cluster).await,
+        };
+        let candidate = result
+            .as_ref()
+            .map(verdict_key)
+            .map_err(|e| e.metric_label().to_string());
+        if candidate != active {
+            crate::metrics::Metrics::global().shadow_difference(shadow.name(), op);
+            warn!(
+                plugin = shadow.name(),
+                path,
+                uid,
+                object = key,
+                ?active,
+                ?candidate,
+                "shadow candidate decided differently"
+            );
+        }
+    });
+}
+
+/// What two admission decisions are compared on.
+fn verdict_key(
+    d: &crate::plugin::wire::AdmissionDecision,
+) -> (bool, Option<String>, Option<u16>, String) {
+    (
+        d.allowed,
+        d.message.clone(),
+        d.code,
+        d.patch.as_ref().map(|p| p.to_string()).unwrap_or_default(),
+    )
 }
