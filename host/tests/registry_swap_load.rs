@@ -388,3 +388,114 @@ async fn a_shadow_candidate_records_exactly_its_differences_and_changes_nothing(
     common::remove_dir(&cert_dir);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failure_policy_ignore_admits_when_the_plugin_fails() -> anyhow::Result<()> {
+    let t = TestContext::new("fail-open").await?;
+    let engine = PluginEngine::new(EngineOptions::default())?;
+    let path = odh_test_support::plugin_wasm("misbehave")?;
+    let wasm = std::fs::read(&path)?;
+    let plugin = Plugin::load(
+        &engine,
+        LoadRequest {
+            source: PluginSource::File(path),
+            bytes: &wasm,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings: json!({}),
+        },
+    )?;
+    let slot = PluginSlot::new(plugin);
+    let (cert_dir, ca) = common::serving_cert("fail-open");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let router = webhook::webhook_router(
+        &WebhookTable::from_slots(std::slice::from_ref(&slot))?,
+        Arc::new(NoCluster),
+        Arc::new(NoSideEffects),
+    );
+    let shutdown = CancellationToken::new();
+    let config = WebhookServerConfig {
+        bind: addr,
+        cert_dir: cert_dir.clone(),
+        ..Default::default()
+    };
+    let server = tokio::spawn(webhook::serve_on(
+        listener,
+        config,
+        router,
+        shutdown.clone().cancelled_owned(),
+    ));
+    let mut client = common::Client::connect(addr, &ca).await?;
+    let mut panicking = review(1);
+    panicking["request"]["object"]["data"] = json!({"behaviour": "panic"});
+
+    let (_, answer) = client.post("/validate-misbehave", &panicking).await?;
+    assert_eq!(
+        answer["response"]["allowed"], false,
+        "Fail (the default) denies"
+    );
+    assert!(
+        answer["response"]["status"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("misbehave"),
+        "{answer}"
+    );
+
+    // The plugins ConfigMap sets failurePolicy Ignore for it.
+    let cms: Api<ConfigMap> = Api::namespaced(t.client.clone(), &t.namespace);
+    let apply = PatchParams::apply("test").force();
+    let component = ConfigMap {
+        binary_data: Some(BTreeMap::from([(
+            "plugin.wasm".to_string(),
+            ByteString(wasm.clone()),
+        )])),
+        ..Default::default()
+    };
+    cms.patch(
+        "misbehave-plugin",
+        &apply,
+        &Patch::Apply(&with_name(component, "misbehave-plugin")),
+    )
+    .await?;
+    let text = format!(
+        "plugins:\n  misbehave:\n    source: configmap://misbehave-plugin/plugin.wasm\n    sha256: {}\n    failurePolicy: Ignore\n",
+        hex::encode(Sha256::digest(&wasm))
+    );
+    let config = with_name(
+        ConfigMap {
+            data: Some(BTreeMap::from([("plugins.yaml".to_string(), text)])),
+            ..Default::default()
+        },
+        "odh-model-controller-plugins",
+    );
+    let config = cms
+        .patch(
+            "odh-model-controller-plugins",
+            &apply,
+            &Patch::Apply(&config),
+        )
+        .await?;
+    let registry = Registry::new(
+        t.client.clone(),
+        t.namespace.clone(),
+        engine,
+        std::slice::from_ref(&slot),
+        None,
+    );
+    registry
+        .apply_configmap(Some(&config))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let (_, answer) = client.post("/validate-misbehave", &panicking).await?;
+    assert_eq!(
+        answer["response"]["allowed"], true,
+        "Ignore admits: {answer}"
+    );
+
+    shutdown.cancel();
+    let _ = server.await;
+    common::remove_dir(&cert_dir);
+    Ok(())
+}

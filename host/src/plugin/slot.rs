@@ -12,6 +12,9 @@ pub struct PluginSlot {
     current: Arc<RwLock<Plugin>>,
     /// A candidate in shadow mode: called on the same inputs, never applied.
     shadow: Arc<RwLock<Option<Plugin>>>,
+    /// When true, a failed plugin call admits the request (failurePolicy Ignore) instead of
+    /// denying it (Fail, the default: upstream's webhooks all fail closed).
+    fail_open: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl PluginSlot {
@@ -21,7 +24,18 @@ impl PluginSlot {
             name: Arc::from(plugin.name()),
             current: Arc::new(RwLock::new(plugin)),
             shadow: Arc::new(RwLock::new(None)),
+            fail_open: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
+    }
+
+    /// Whether a failed call admits the request (failurePolicy Ignore).
+    pub fn fail_open(&self) -> bool {
+        self.fail_open.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn set_fail_open(&self, open: bool) {
+        self.fail_open
+            .store(open, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn name(&self) -> &str {

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-use super::config::{CONFIGMAP_NAME, Mode, PluginEntry, RegistryConfig};
+use super::config::{CONFIGMAP_NAME, FailurePolicy, Mode, PluginEntry, RegistryConfig};
 use super::fetch;
 use crate::controller::Shared;
 use crate::metrics::Metrics;
@@ -156,6 +156,7 @@ impl Registry {
             Ok(plugin) => {
                 let sha = plugin.sha256().to_string();
                 slot.set_shadow(None);
+                slot.set_fail_open(entry.failure_policy == Some(FailurePolicy::Ignore));
                 self.swap_in(slot, plugin).await;
                 SwapResult::Swapped(sha)
             }

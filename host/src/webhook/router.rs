@@ -124,6 +124,10 @@ async fn decide(shared: &Shared, route: &WebhookRoute, input: AdmissionInput) ->
         Ok(d) => d,
         Err(e) => {
             warn!(plugin = plugin.name(), path = %route.path, uid, kind = e.metric_label(), "admission call failed: {e}");
+            if route.plugin.fail_open() {
+                // failurePolicy Ignore: the failure is logged and counted, the request admitted.
+                return Verdict::allow();
+            }
             return Verdict::from_call_error(&e);
         }
     };
