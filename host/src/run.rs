@@ -134,13 +134,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     match &env.pod_namespace {
         Some(namespace) if !slots.is_empty() => {
-            let registry = Arc::new(Registry::new(
+            let registry = Registry::new(
                 client.clone(),
                 namespace.clone(),
                 engine,
                 &slots,
                 controllers_wanted.then(|| shared.clone()),
-            ));
+            )
+            .with_extra_roots(plugin_source_roots()?);
+            let registry = Arc::new(registry);
             tokio::spawn(registry.run(REGISTRY_RETRY, shutdown.clone()));
         }
         Some(_) => {}
@@ -178,6 +180,23 @@ async fn stop(
         }
     }
     Ok(())
+}
+
+/// Extra certificate authorities for `https://` plugin sources: the PEM file named by
+/// `ODH_PLUGIN_SOURCE_CA_FILE` (a private mirror), if set.
+fn plugin_source_roots() -> anyhow::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
+    use rustls::pki_types::pem::PemObject;
+    let Some(path) = std::env::var_os("ODH_PLUGIN_SOURCE_CA_FILE") else {
+        return Ok(Vec::new());
+    };
+    rustls::pki_types::CertificateDer::pem_file_iter(&path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .with_context(|| {
+            format!(
+                "reading ODH_PLUGIN_SOURCE_CA_FILE {}",
+                std::path::Path::new(&path).display()
+            )
+        })
 }
 
 /// How often a rejected plugin candidate (e.g. an unreachable source) is tried again.

@@ -277,7 +277,7 @@ async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported
         ),
         (
             "unsupported source",
-            f.entry("https://plugins.example.com/misbehave.wasm", &digest, ""),
+            f.entry("oci://registry.invalid/misbehave:1", &digest, ""),
             "not supported yet",
         ),
     ];

@@ -18,6 +18,16 @@ pub async fn fetch(
     client: &kube::Client,
     namespace: &str,
 ) -> Result<Vec<u8>, String> {
+    fetch_with_roots(entry, client, namespace, &[]).await
+}
+
+/// [`fetch`], trusting `extra_roots` besides the public web PKI for `https://` sources.
+pub async fn fetch_with_roots(
+    entry: &PluginEntry,
+    client: &kube::Client,
+    namespace: &str,
+    extra_roots: &[rustls::pki_types::CertificateDer<'static>],
+) -> Result<Vec<u8>, String> {
     let bytes = match &entry.source {
         Source::Builtin(name) => builtin::get(name)
             .map(<[u8]>::to_vec)
@@ -42,12 +52,88 @@ pub async fn fetch(
                 std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
             decompress(data)?
         }
-        Source::Https(_) | Source::Oci(_) => {
+        Source::Https(url) => decompress(https_get(url, extra_roots).await?)?,
+        Source::Oci(_) => {
             return Err(format!("source {} is not supported yet", entry.source));
         }
     };
     verify(entry, &bytes)?;
     Ok(bytes)
+}
+
+/// How long one HTTPS download may take.
+const HTTPS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Downloads `url` over HTTPS (public web PKI plus `extra_roots`), at most
+/// [`MAX_COMPONENT_BYTES`].
+pub async fn https_get(
+    url: &str,
+    extra_roots: &[rustls::pki_types::CertificateDer<'static>],
+) -> Result<Vec<u8>, String> {
+    tokio::time::timeout(HTTPS_TIMEOUT, https_get_inner(url, extra_roots))
+        .await
+        .map_err(|_| format!("GET {url}: no answer within {HTTPS_TIMEOUT:?}"))?
+}
+
+async fn https_get_inner(
+    url: &str,
+    extra_roots: &[rustls::pki_types::CertificateDer<'static>],
+) -> Result<Vec<u8>, String> {
+    use http_body_util::{BodyExt, Empty, Limited};
+    let fail = |e: &dyn std::fmt::Display| format!("GET {url}: {e}");
+    let uri: http::Uri = url.parse().map_err(|e| fail(&e))?;
+    let host = uri.host().ok_or_else(|| fail(&"no host"))?.to_string();
+    let port = uri.port_u16().unwrap_or(443);
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    for cert in extra_roots {
+        roots.add(cert.clone()).map_err(|e| fail(&e))?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| fail(&e))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let server_name = rustls::pki_types::ServerName::try_from(
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+    )
+    .map_err(|e| fail(&e))?;
+    let tcp =
+        tokio::net::TcpStream::connect((host.trim_start_matches('[').trim_end_matches(']'), port))
+            .await
+            .map_err(|e| fail(&e))?;
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(server_name, tcp)
+        .await
+        .map_err(|e| fail(&e))?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .map_err(|e| fail(&e))?;
+    tokio::spawn(conn);
+    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let request = http::Request::get(path)
+        .header(
+            http::header::HOST,
+            uri.authority().map(|a| a.as_str()).unwrap_or(&host),
+        )
+        .body(Empty::<hyper::body::Bytes>::new())
+        .map_err(|e| fail(&e))?;
+    let response = sender.send_request(request).await.map_err(|e| fail(&e))?;
+    if !response.status().is_success() {
+        return Err(fail(&response.status()));
+    }
+    let body = Limited::new(response.into_body(), MAX_COMPONENT_BYTES + 1)
+        .collect()
+        .await
+        .map_err(|e| fail(&e))?
+        .to_bytes();
+    Ok(body.to_vec())
 }
 
 /// Gunzips `data` when it is gzip, within [`MAX_COMPONENT_BYTES`].

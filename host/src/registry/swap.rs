@@ -45,6 +45,8 @@ pub struct Registry {
     /// Plugins whose last candidate was rejected (retried by [`Registry::retry_rejected`]).
     rejected: Mutex<std::collections::BTreeSet<String>>,
     last_config: Mutex<Option<RegistryConfig>>,
+    /// Trusted for `https://` sources besides the public web PKI.
+    extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
     shared: Option<Arc<Shared>>,
 }
 
@@ -73,8 +75,18 @@ impl Registry {
             attempted: Mutex::new(BTreeMap::new()),
             rejected: Mutex::new(Default::default()),
             last_config: Mutex::new(None),
+            extra_roots: Vec::new(),
             shared,
         }
+    }
+
+    /// Also trusts these certificate authorities for `https://` sources (a private mirror).
+    pub fn with_extra_roots(
+        mut self,
+        roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+    ) -> Self {
+        self.extra_roots = roots;
+        self
     }
 
     /// Applies a whole configuration; plugins without an entry go back to their built-in version.
@@ -166,7 +178,9 @@ impl Registry {
 
     /// Fetches, verifies and loads a candidate, and checks it can take the slot's place.
     async fn candidate(&self, slot: &PluginSlot, entry: &PluginEntry) -> Result<Plugin, String> {
-        let bytes = fetch::fetch(entry, &self.client, &self.namespace).await?;
+        let bytes =
+            fetch::fetch_with_roots(entry, &self.client, &self.namespace, &self.extra_roots)
+                .await?;
         let engine = self.engine.clone();
         let req_entry = entry.clone();
         // Compiling takes a while: off the async executor.
