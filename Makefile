@@ -18,7 +18,7 @@ WASM_PLUGINS := $(notdir $(patsubst %/Cargo.toml,%,$(wildcard plugins/*/*/Cargo.
 WASM_PLUGINS := $(filter-out sdk,$(WASM_PLUGINS))
 WASM_TARGET_DIR := target/wasm
 
-.PHONY: all build test run cluster plugins bench lint fmt crds apiserver stop-test-apiserver clean
+.PHONY: all build test test-deps run cluster plugins bench lint fmt crds apiserver stop-test-apiserver clean
 
 all: build
 
@@ -40,8 +40,14 @@ plugins:
 		cp $(WASM_TARGET_DIR)/wasm32-wasip2/release/$$(echo $$p | tr - _).wasm target/plugins/$$p.wasm || exit 1; \
 	done
 
+## test-deps: Debian's OCI distribution registry, for the oci:// plugin-source tests
+test-deps:
+	@command -v docker-registry >/dev/null || { echo "installing docker-registry (Debian package)"; \
+		apt-get install -y -q docker-registry >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && apt-get install -y -q docker-registry >/dev/null; }; }
+
 ## test: every test, unit and integration, against a real kube-apiserver
-test: $(APISERVER) plugins
+test: test-deps $(APISERVER) plugins
 	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
 		$(MAKE) --no-print-directory stop-test-apiserver; exit $$status
 

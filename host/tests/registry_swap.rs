@@ -276,9 +276,9 @@ async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported
             "invalid plugin settings",
         ),
         (
-            "unsupported source",
-            f.entry("oci://registry.invalid/misbehave:1", &digest, ""),
-            "not supported yet",
+            "unreadable source",
+            f.entry("file:///nonexistent/misbehave.wasm", &digest, ""),
+            "reading /nonexistent/misbehave.wasm",
         ),
     ];
     for (i, (case, entry, want)) in cases.iter().enumerate() {
