@@ -233,6 +233,12 @@ async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported
     f.put_component("corrupt-plugin", &corrupt).await?;
     let hello = odh_model_controller::plugin::builtin::get("hello").unwrap();
     f.put_component("hello-plugin", hello).await?;
+    // A valid component that does not export odh:controller@0.1.0 (another WIT version or world).
+    let foreign = b"\0asm\x0d\0\x01\0".to_vec();
+    f.put_component("foreign-plugin", &foreign).await?;
+    // Decompresses past the size cap (a ConfigMap itself cannot exceed 1 MiB; a gzip bomb can).
+    let bomb = vec![0u8; odh_model_controller::registry::fetch::MAX_COMPONENT_BYTES + 1];
+    f.put_component("bomb-plugin", &bomb).await?;
     let cases = [
         (
             "corrupt bytes",
@@ -256,6 +262,20 @@ async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported
             "another plugin",
             f.entry("configmap://hello-plugin/plugin.wasm.gz", &sha(hello), ""),
             "is plugin \"hello\", not \"misbehave\"",
+        ),
+        (
+            "another WIT version",
+            f.entry(
+                "configmap://foreign-plugin/plugin.wasm.gz",
+                &sha(&foreign),
+                "",
+            ),
+            "does not export the odh:controller@0.1.0 plugin interface",
+        ),
+        (
+            "oversized component",
+            f.entry("configmap://bomb-plugin/plugin.wasm.gz", &sha(&bomb), ""),
+            "larger than 32 MiB",
         ),
         (
             "manifest beyond its grants",
