@@ -17,7 +17,7 @@ use odh_model_controller::plugin::{
     EngineOptions, Grants, Limits, LoadRequest, NoCluster, Plugin, PluginEngine, PluginSlot,
     PluginSource,
 };
-use odh_model_controller::registry::Registry;
+use odh_model_controller::registry::{Registry, SwapResult};
 use odh_model_controller::webhook::{self, NoSideEffects, WebhookServerConfig, WebhookTable};
 use odh_test_support::TestContext;
 use serde_json::{Value, json};
@@ -54,9 +54,8 @@ fn label_of(answer: &Value) -> Option<String> {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
-    let t = TestContext::new("swap-load").await?;
+/// The misbehave test plugin in a slot, its component bytes and the engine that loaded it.
+fn misbehave_slot() -> anyhow::Result<(PluginEngine, PluginSlot, Vec<u8>)> {
     let engine = PluginEngine::new(EngineOptions::default())?;
     let path = odh_test_support::plugin_wasm("misbehave")?;
     let wasm = std::fs::read(&path)?;
@@ -70,66 +69,103 @@ async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
             settings: json!({}),
         },
     )?;
-    let slot = PluginSlot::new(plugin);
+    Ok((engine, PluginSlot::new(plugin), wasm))
+}
 
+/// Server-side applies a ConfigMap named `name` in the test's namespace.
+async fn put(t: &TestContext, name: &str, mut cm: ConfigMap) -> anyhow::Result<ConfigMap> {
+    cm.metadata.name = Some(name.into());
     let cms: Api<ConfigMap> = Api::namespaced(t.client.clone(), &t.namespace);
-    let apply = PatchParams::apply("test").force();
-    let component = ConfigMap {
+    Ok(cms
+        .patch(
+            name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&cm),
+        )
+        .await?)
+}
+
+/// Publishes the component as `binaryData` of ConfigMap `misbehave-plugin`.
+async fn publish(t: &TestContext, wasm: &[u8]) -> anyhow::Result<()> {
+    let cm = ConfigMap {
         binary_data: Some(BTreeMap::from([(
             "plugin.wasm".to_string(),
-            ByteString(wasm.clone()),
+            ByteString(wasm.to_vec()),
         )])),
         ..Default::default()
     };
-    cms.patch(
-        "misbehave-plugin",
-        &apply,
-        &Patch::Apply(&with_name(component, "misbehave-plugin")),
-    )
-    .await?;
-    let digest = hex::encode(Sha256::digest(&wasm));
-    let configure = |label: &str| {
-        let text = format!(
-            "plugins:\n  misbehave:\n    source: configmap://misbehave-plugin/plugin.wasm\n    sha256: {digest}\n    settings:\n      okLabel: {label}\n"
-        );
-        with_name(
-            ConfigMap {
-                data: Some(BTreeMap::from([("plugins.yaml".to_string(), text)])),
-                ..Default::default()
-            },
-            "odh-model-controller-plugins",
-        )
-    };
+    put(t, "misbehave-plugin", cm).await.map(|_| ())
+}
 
+/// Writes the plugins ConfigMap with one misbehave entry (`extra` lines appended to it).
+async fn configure(t: &TestContext, wasm: &[u8], extra: &str) -> anyhow::Result<ConfigMap> {
+    let text = format!(
+        "plugins:\n  misbehave:\n    source: configmap://misbehave-plugin/plugin.wasm\n    sha256: {}\n{extra}",
+        hex::encode(Sha256::digest(wasm))
+    );
+    let cm = ConfigMap {
+        data: Some(BTreeMap::from([("plugins.yaml".to_string(), text)])),
+        ..Default::default()
+    };
+    put(t, "odh-model-controller-plugins", cm).await
+}
+
+/// The webhook HTTPS server for `slot` on a free loopback port, until `shutdown`.
+struct Server {
+    addr: std::net::SocketAddr,
+    ca: rustls::pki_types::CertificateDer<'static>,
+    cert_dir: std::path::PathBuf,
+    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Server {
+    async fn start(slot: &PluginSlot, shutdown: &CancellationToken) -> anyhow::Result<Self> {
+        let (cert_dir, ca) = common::serving_cert("registry-swap");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let table = WebhookTable::from_slots(std::slice::from_ref(slot))?;
+        let router = webhook::webhook_router(&table, Arc::new(NoCluster), Arc::new(NoSideEffects));
+        let config = WebhookServerConfig {
+            bind: addr,
+            cert_dir: cert_dir.clone(),
+            ..Default::default()
+        };
+        let handle = tokio::spawn(webhook::serve_on(
+            listener,
+            config,
+            router,
+            shutdown.clone().cancelled_owned(),
+        ));
+        Ok(Self {
+            addr,
+            ca,
+            cert_dir,
+            handle,
+        })
+    }
+
+    async fn stop(self, shutdown: &CancellationToken) {
+        shutdown.cancel();
+        let _ = self.handle.await;
+        common::remove_dir(&self.cert_dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
+    let t = TestContext::new("swap-load").await?;
+    let (engine, slot, wasm) = misbehave_slot()?;
+    publish(&t, &wasm).await?;
     let shutdown = CancellationToken::new();
-    let registry = Arc::new(Registry::new(
+    let registry = Registry::new(
         t.client.clone(),
         t.namespace.clone(),
         engine,
         std::slice::from_ref(&slot),
         None,
-    ));
-    tokio::spawn(registry.run(Duration::from_secs(30), shutdown.clone()));
-
-    let (cert_dir, ca) = common::serving_cert("swap-load");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let router = webhook::webhook_router(
-        &WebhookTable::from_slots(std::slice::from_ref(&slot))?,
-        Arc::new(NoCluster),
-        Arc::new(NoSideEffects),
     );
-    let config = WebhookServerConfig {
-        bind: addr,
-        cert_dir: cert_dir.clone(),
-        ..Default::default()
-    };
-    let server = tokio::spawn(webhook::serve_on(
-        listener,
-        config,
-        router,
-        shutdown.clone().cancelled_owned(),
-    ));
+    tokio::spawn(Arc::new(registry).run(Duration::from_secs(30), shutdown.clone()));
+    let server = Server::start(&slot, &shutdown).await?;
 
     // Load: 4 keep-alive connections, one request every 2 ms each.
     let last: Arc<Mutex<Option<(Instant, String)>>> = Arc::default();
@@ -138,13 +174,8 @@ async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
     let stop_load = CancellationToken::new();
     let mut load = tokio::task::JoinSet::new();
     for worker in 0..4u64 {
-        let (last, answers, failures, stop, ca) = (
-            last.clone(),
-            answers.clone(),
-            failures.clone(),
-            stop_load.clone(),
-            ca.clone(),
-        );
+        let (last, answers, failures) = (last.clone(), answers.clone(), failures.clone());
+        let (stop, ca, addr) = (stop_load.clone(), server.ca.clone(), server.addr);
         load.spawn(async move {
             let mut client = common::Client::connect(addr, &ca).await.expect("connect");
             let mut n = 0u64;
@@ -180,10 +211,10 @@ async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
     for i in 0..20 {
         let label = if i % 2 == 0 { "a" } else { "b" };
         let updated = Instant::now();
-        cms.patch(
-            "odh-model-controller-plugins",
-            &apply,
-            &Patch::Apply(&configure(label)),
+        configure(
+            &t,
+            &wasm,
+            &format!("    settings:\n      okLabel: {label}\n"),
         )
         .await?;
         loop {
@@ -204,9 +235,7 @@ async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
     }
     stop_load.cancel();
     while load.join_next().await.is_some() {}
-    shutdown.cancel();
-    let _ = server.await;
-    common::remove_dir(&cert_dir);
+    server.stop(&shutdown).await;
 
     let failures = failures.lock().unwrap().clone();
     assert!(
@@ -227,75 +256,30 @@ async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
         latencies[latencies.len() / 2],
         latencies[(latencies.len() * 99) / 100],
     );
+    let slowest = *latencies.last().unwrap();
     println!(
-        "{} answers {answers:?}; swap latency p50 {p50:?} p99 {p99:?} max {:?}",
-        answers.values().sum::<u64>(),
-        latencies.last().unwrap()
+        "{} answers {answers:?}; swap latency p50 {p50:?} p99 {p99:?} max {slowest:?}",
+        answers.values().sum::<u64>()
     );
     assert!(
-        *latencies.last().unwrap() <= Duration::from_secs(1),
-        "slowest swap {:?}",
-        latencies.last()
+        slowest <= Duration::from_secs(1),
+        "slowest swap {slowest:?}"
     );
     Ok(())
-}
-
-fn with_name(mut cm: ConfigMap, name: &str) -> ConfigMap {
-    cm.metadata.name = Some(name.into());
-    cm
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shadow_candidate_records_exactly_its_differences_and_changes_nothing()
 -> anyhow::Result<()> {
     let t = TestContext::new("shadow").await?;
-    let engine = PluginEngine::new(EngineOptions::default())?;
-    let path = odh_test_support::plugin_wasm("misbehave")?;
-    let wasm = std::fs::read(&path)?;
-    let plugin = Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::File(path),
-            bytes: &wasm,
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )?;
-    let slot = PluginSlot::new(plugin);
-    let cms: Api<ConfigMap> = Api::namespaced(t.client.clone(), &t.namespace);
-    let apply = PatchParams::apply("test").force();
-    let component = ConfigMap {
-        binary_data: Some(BTreeMap::from([(
-            "plugin.wasm".to_string(),
-            ByteString(wasm.clone()),
-        )])),
-        ..Default::default()
-    };
-    cms.patch(
-        "misbehave-plugin",
-        &apply,
-        &Patch::Apply(&with_name(component, "misbehave-plugin")),
+    let (engine, slot, wasm) = misbehave_slot()?;
+    publish(&t, &wasm).await?;
+    let config = configure(
+        &t,
+        &wasm,
+        "    mode: shadow\n    settings:\n      okLabel: shadow\n",
     )
     .await?;
-    let text = format!(
-        "plugins:\n  misbehave:\n    source: configmap://misbehave-plugin/plugin.wasm\n    sha256: {}\n    mode: shadow\n    settings:\n      okLabel: shadow\n",
-        hex::encode(Sha256::digest(&wasm))
-    );
-    let config = with_name(
-        ConfigMap {
-            data: Some(BTreeMap::from([("plugins.yaml".to_string(), text)])),
-            ..Default::default()
-        },
-        "odh-model-controller-plugins",
-    );
-    let config = cms
-        .patch(
-            "odh-model-controller-plugins",
-            &apply,
-            &Patch::Apply(&config),
-        )
-        .await?;
     let registry = Registry::new(
         t.client.clone(),
         t.namespace.clone(),
@@ -308,34 +292,12 @@ async fn a_shadow_candidate_records_exactly_its_differences_and_changes_nothing(
         .await
         .map_err(anyhow::Error::msg)?;
     assert!(
-        matches!(
-            results["misbehave"],
-            odh_model_controller::registry::SwapResult::Shadowed(_)
-        ),
+        matches!(results["misbehave"], SwapResult::Shadowed(_)),
         "{results:?}"
     );
-
-    let (cert_dir, ca) = common::serving_cert("shadow");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let router = webhook::webhook_router(
-        &WebhookTable::from_slots(std::slice::from_ref(&slot))?,
-        Arc::new(NoCluster),
-        Arc::new(NoSideEffects),
-    );
     let shutdown = CancellationToken::new();
-    let config = WebhookServerConfig {
-        bind: addr,
-        cert_dir: cert_dir.clone(),
-        ..Default::default()
-    };
-    let server = tokio::spawn(webhook::serve_on(
-        listener,
-        config,
-        router,
-        shutdown.clone().cancelled_owned(),
-    ));
-    let mut client = common::Client::connect(addr, &ca).await?;
+    let server = Server::start(&slot, &shutdown).await?;
+    let mut client = common::Client::connect(server.addr, &server.ca).await?;
 
     // One input on which the versions differ (the mutation's label), three on which they agree.
     let (status, answer) = client.post("/mutate-misbehave", &review(1)).await?;
@@ -353,26 +315,19 @@ async fn a_shadow_candidate_records_exactly_its_differences_and_changes_nothing(
         );
     }
     let metrics = odh_model_controller::metrics::Metrics::global();
+    let mutate_line = r#"odh_plugin_shadow_differences_total{plugin="misbehave",op="mutate"} 1"#;
     odh_test_support::eventually(
         "the difference is recorded",
         odh_test_support::Timing::default(),
         || async {
-            let text = metrics.render();
-            anyhow::ensure!(
-                text.contains(
-                    r#"odh_plugin_shadow_differences_total{plugin="misbehave",op="mutate"} 1"#
-                ),
-                "not yet"
-            );
+            anyhow::ensure!(metrics.render().contains(mutate_line), "not yet");
             Ok(())
         },
     )
     .await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let text = metrics.render();
-    assert!(
-        text.contains(r#"odh_plugin_shadow_differences_total{plugin="misbehave",op="mutate"} 1"#)
-    );
+    assert!(text.contains(mutate_line));
     assert!(
         !text.contains(r#"odh_plugin_shadow_differences_total{plugin="misbehave",op="validate"}"#),
         "validate agreed"
@@ -382,51 +337,17 @@ async fn a_shadow_candidate_records_exactly_its_differences_and_changes_nothing(
         slot.shadow().unwrap().sha256(),
         "same bytes, other settings"
     );
-
-    shutdown.cancel();
-    let _ = server.await;
-    common::remove_dir(&cert_dir);
+    server.stop(&shutdown).await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failure_policy_ignore_admits_when_the_plugin_fails() -> anyhow::Result<()> {
     let t = TestContext::new("fail-open").await?;
-    let engine = PluginEngine::new(EngineOptions::default())?;
-    let path = odh_test_support::plugin_wasm("misbehave")?;
-    let wasm = std::fs::read(&path)?;
-    let plugin = Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::File(path),
-            bytes: &wasm,
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )?;
-    let slot = PluginSlot::new(plugin);
-    let (cert_dir, ca) = common::serving_cert("fail-open");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let router = webhook::webhook_router(
-        &WebhookTable::from_slots(std::slice::from_ref(&slot))?,
-        Arc::new(NoCluster),
-        Arc::new(NoSideEffects),
-    );
+    let (engine, slot, wasm) = misbehave_slot()?;
     let shutdown = CancellationToken::new();
-    let config = WebhookServerConfig {
-        bind: addr,
-        cert_dir: cert_dir.clone(),
-        ..Default::default()
-    };
-    let server = tokio::spawn(webhook::serve_on(
-        listener,
-        config,
-        router,
-        shutdown.clone().cancelled_owned(),
-    ));
-    let mut client = common::Client::connect(addr, &ca).await?;
+    let server = Server::start(&slot, &shutdown).await?;
+    let mut client = common::Client::connect(server.addr, &server.ca).await?;
     let mut panicking = review(1);
     panicking["request"]["object"]["data"] = json!({"behaviour": "panic"});
 
@@ -443,40 +364,8 @@ async fn failure_policy_ignore_admits_when_the_plugin_fails() -> anyhow::Result<
         "{answer}"
     );
 
-    // The plugins ConfigMap sets failurePolicy Ignore for it.
-    let cms: Api<ConfigMap> = Api::namespaced(t.client.clone(), &t.namespace);
-    let apply = PatchParams::apply("test").force();
-    let component = ConfigMap {
-        binary_data: Some(BTreeMap::from([(
-            "plugin.wasm".to_string(),
-            ByteString(wasm.clone()),
-        )])),
-        ..Default::default()
-    };
-    cms.patch(
-        "misbehave-plugin",
-        &apply,
-        &Patch::Apply(&with_name(component, "misbehave-plugin")),
-    )
-    .await?;
-    let text = format!(
-        "plugins:\n  misbehave:\n    source: configmap://misbehave-plugin/plugin.wasm\n    sha256: {}\n    failurePolicy: Ignore\n",
-        hex::encode(Sha256::digest(&wasm))
-    );
-    let config = with_name(
-        ConfigMap {
-            data: Some(BTreeMap::from([("plugins.yaml".to_string(), text)])),
-            ..Default::default()
-        },
-        "odh-model-controller-plugins",
-    );
-    let config = cms
-        .patch(
-            "odh-model-controller-plugins",
-            &apply,
-            &Patch::Apply(&config),
-        )
-        .await?;
+    publish(&t, &wasm).await?;
+    let config = configure(&t, &wasm, "    failurePolicy: Ignore\n").await?;
     let registry = Registry::new(
         t.client.clone(),
         t.namespace.clone(),
@@ -493,9 +382,6 @@ async fn failure_policy_ignore_admits_when_the_plugin_fails() -> anyhow::Result<
         answer["response"]["allowed"], true,
         "Ignore admits: {answer}"
     );
-
-    shutdown.cancel();
-    let _ = server.await;
-    common::remove_dir(&cert_dir);
+    server.stop(&shutdown).await;
     Ok(())
 }

@@ -68,6 +68,7 @@ impl Client {
             .header(http::header::HOST, self.addr.to_string())
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(body.to_string())))?;
+        self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
         let status = response.status().as_u16();
         let bytes = response.into_body().collect().await?.to_bytes();
