@@ -3,6 +3,8 @@
 //! (status ConfigMap + Warning Event); a removed entry reverts to the default; an unreachable
 //! source is retried.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
@@ -13,10 +15,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
 use odh_model_controller::gvk::Gvk;
 use odh_model_controller::plugin::wire::Operation;
-use odh_model_controller::plugin::{
-    AdmissionInput, EngineOptions, Grants, Limits, LoadRequest, NoCluster, Plugin, PluginEngine,
-    PluginSlot, PluginSource,
-};
+use odh_model_controller::plugin::{AdmissionInput, NoCluster, PluginSlot};
 use odh_model_controller::registry::{Registry, STATUS_CONFIGMAP_NAME, SwapResult};
 use odh_test_support::TestContext;
 use serde_json::{Value, json};
@@ -31,20 +30,7 @@ struct Fixture {
 
 async fn fixture(name: &str) -> anyhow::Result<Fixture> {
     let t = TestContext::new(name).await?;
-    let engine = PluginEngine::new(EngineOptions::default())?;
-    let path = odh_test_support::plugin_wasm("misbehave")?;
-    let misbehave = std::fs::read(&path)?;
-    let plugin = Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::File(path),
-            bytes: &misbehave,
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )?;
-    let slot = PluginSlot::new(plugin);
+    let (engine, slot, misbehave) = common::misbehave_slot()?;
     let registry = Registry::new(
         t.client.clone(),
         t.namespace.clone(),

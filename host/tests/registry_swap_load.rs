@@ -13,10 +13,7 @@ use base64::Engine as _;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
-use odh_model_controller::plugin::{
-    EngineOptions, Grants, Limits, LoadRequest, NoCluster, Plugin, PluginEngine, PluginSlot,
-    PluginSource,
-};
+use odh_model_controller::plugin::{NoCluster, PluginSlot};
 use odh_model_controller::registry::{Registry, SwapResult};
 use odh_model_controller::webhook::{self, NoSideEffects, WebhookServerConfig, WebhookTable};
 use odh_test_support::TestContext;
@@ -52,24 +49,6 @@ fn label_of(answer: &Value) -> Option<String> {
             .and_then(Value::as_str)
             .map(str::to_string)
     })
-}
-
-/// The misbehave test plugin in a slot, its component bytes and the engine that loaded it.
-fn misbehave_slot() -> anyhow::Result<(PluginEngine, PluginSlot, Vec<u8>)> {
-    let engine = PluginEngine::new(EngineOptions::default())?;
-    let path = odh_test_support::plugin_wasm("misbehave")?;
-    let wasm = std::fs::read(&path)?;
-    let plugin = Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::File(path),
-            bytes: &wasm,
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )?;
-    Ok((engine, PluginSlot::new(plugin), wasm))
 }
 
 /// Server-side applies a ConfigMap named `name` in the test's namespace.
@@ -154,7 +133,7 @@ impl Server {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
     let t = TestContext::new("swap-load").await?;
-    let (engine, slot, wasm) = misbehave_slot()?;
+    let (engine, slot, wasm) = common::misbehave_slot()?;
     publish(&t, &wasm).await?;
     let shutdown = CancellationToken::new();
     let registry = Registry::new(
@@ -272,7 +251,7 @@ async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
 async fn a_shadow_candidate_records_exactly_its_differences_and_changes_nothing()
 -> anyhow::Result<()> {
     let t = TestContext::new("shadow").await?;
-    let (engine, slot, wasm) = misbehave_slot()?;
+    let (engine, slot, wasm) = common::misbehave_slot()?;
     publish(&t, &wasm).await?;
     let config = configure(
         &t,
@@ -344,7 +323,7 @@ async fn a_shadow_candidate_records_exactly_its_differences_and_changes_nothing(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failure_policy_ignore_admits_when_the_plugin_fails() -> anyhow::Result<()> {
     let t = TestContext::new("fail-open").await?;
-    let (engine, slot, wasm) = misbehave_slot()?;
+    let (engine, slot, wasm) = common::misbehave_slot()?;
     let shutdown = CancellationToken::new();
     let server = Server::start(&slot, &shutdown).await?;
     let mut client = common::Client::connect(server.addr, &server.ca).await?;

@@ -9,7 +9,11 @@ use std::sync::Arc;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
+use odh_model_controller::plugin::{
+    Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSlot, PluginSource,
+};
 use rustls::pki_types::{CertificateDer, ServerName};
+use serde_json::json;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
@@ -81,4 +85,24 @@ impl Client {
 
 pub fn remove_dir(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The misbehave test plugin in a slot, its component bytes and the engine that loaded it.
+pub fn misbehave_slot() -> anyhow::Result<(PluginEngine, PluginSlot, Vec<u8>)> {
+    let engine = odh_model_controller::plugin::PluginEngine::new(
+        odh_model_controller::plugin::EngineOptions::default(),
+    )?;
+    let path = odh_test_support::plugin_wasm("misbehave")?;
+    let wasm = std::fs::read(&path)?;
+    let plugin = Plugin::load(
+        &engine,
+        LoadRequest {
+            source: PluginSource::File(path),
+            bytes: &wasm,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings: json!({}),
+        },
+    )?;
+    Ok((engine, PluginSlot::new(plugin), wasm))
 }
