@@ -255,42 +255,24 @@ impl Applier {
         } else {
             None
         };
+        let mut manager = fm.to_string();
         if d.ownership != Ownership::None {
             let Some(owner) = primary.object else {
                 tracing::debug!(plugin, %gvk, name, "not applying an owned object for a primary that is gone");
                 return Ok(());
             };
             let ours = owner_reference(primary.resource, owner, d.ownership);
-            let mut refs = vec![ours.clone()];
             if d.ownership == Ownership::Owner {
-                // A shared object (e.g. KEDA's) has one plain owner per primary. Under
-                // server-side apply the references this manager stops declaring are removed,
-                // so keep declaring the ones already there.
-                let existing = match self.caches.get(&gvk) {
-                    Some(cache) => cache
-                        .get(namespace.as_deref(), &name)
-                        .map(|o| o.owner_references().to_vec()),
-                    None => api_for(&self.client, &resource, namespaced, namespace.as_deref())
-                        .get_opt(&name)
-                        .await
-                        .map_err(|source| ApplyError::Kube {
-                            what: format!("reading {gvk} {name}"),
-                            source,
-                        })?
-                        .map(|o| o.owner_references().to_vec()),
-                };
-                for r in existing.unwrap_or_default() {
-                    if Some(r.uid.as_str()) != ours["uid"].as_str() {
-                        refs.push(serde_json::to_value(r).unwrap_or(Value::Null));
-                    }
-                }
-                refs.sort_by(|a, b| a["uid"].as_str().cmp(&b["uid"].as_str()));
+                // A shared object (e.g. KEDA's) has one plain owner per primary. Each primary
+                // applies under a field manager of its own, so server-side apply merges the
+                // owner references instead of one primary's apply dropping another's.
+                manager = format!("{fm}/{}", ours["uid"].as_str().unwrap_or_default());
             }
-            object["metadata"]["ownerReferences"] = Value::Array(refs);
+            object["metadata"]["ownerReferences"] = Value::Array(vec![ours]);
         }
 
         let key: AppliedKey = (
-            plugin.to_string(),
+            manager.clone(),
             gvk.clone(),
             namespace.clone(),
             name.clone(),
@@ -302,7 +284,7 @@ impl Applier {
                 .caches
                 .get(&gvk)
                 .and_then(|c| c.get(namespace.as_deref(), &name))
-            && contains(
+            && holds(
                 &serde_json::to_value(&*cached).unwrap_or(Value::Null),
                 &object,
             )
@@ -313,7 +295,7 @@ impl Applier {
         self.wrote();
         api.patch(
             &name,
-            &PatchParams::apply(fm).force(),
+            &PatchParams::apply(&manager).force(),
             &Patch::Apply(&object),
         )
         .await
@@ -361,10 +343,11 @@ impl Applier {
             .object
             .and_then(|p| p.uid())
             .is_some_and(|uid| existing.owner_references().iter().any(|r| r.uid == uid));
-        let ours = existing
-            .managed_fields()
-            .iter()
-            .any(|m| m.manager.as_deref() == Some(fm));
+        let ours = existing.managed_fields().iter().any(|m| {
+            m.manager
+                .as_deref()
+                .is_some_and(|m| m == fm || m.starts_with(&format!("{fm}/")))
+        });
         if !owned && !ours {
             tracing::info!(kind = %key.gvk, name = key.name, "not deleting an object this controller does not manage");
             return Ok(());
@@ -507,6 +490,26 @@ fn hash_value(v: &Value) -> u64 {
     h.finish()
 }
 
+/// Whether a cached object already holds a desired one: every field, with the desired owner
+/// references among the object's (others may own it too).
+fn holds(actual: &Value, desired: &Value) -> bool {
+    let mut rest = desired.clone();
+    let wanted = rest
+        .get_mut("metadata")
+        .and_then(|m| m.as_object_mut())
+        .and_then(|m| m.remove("ownerReferences"));
+    let present = actual
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let refs_held = wanted
+        .as_ref()
+        .and_then(Value::as_array)
+        .is_none_or(|w| w.iter().all(|r| present.iter().any(|p| contains(p, r))));
+    refs_held && contains(actual, &rest)
+}
+
 /// Whether `actual` already holds every field of `desired` (lists compared element-wise).
 pub fn contains(actual: &Value, desired: &Value) -> bool {
     match (actual, desired) {
@@ -558,6 +561,20 @@ mod tests {
             &json!({"l": [{"a": 1}]})
         ));
         assert!(!contains(&json!({"l": [1, 2]}), &json!({"l": [1]})));
+    }
+
+    #[test]
+    fn holds_accepts_other_owners_beside_ours() {
+        let ours = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "1"});
+        let theirs = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "b", "uid": "2"});
+        let actual = json!({"metadata": {"name": "s", "ownerReferences": [theirs, ours.clone()]}, "data": {"k": "v"}});
+        let desired =
+            json!({"metadata": {"name": "s", "ownerReferences": [ours]}, "data": {"k": "v"}});
+        assert!(holds(&actual, &desired));
+        let missing = json!({"metadata": {"name": "s", "ownerReferences": [{"uid": "3"}]}, "data": {"k": "v"}});
+        assert!(!holds(&actual, &missing));
+        let changed = json!({"metadata": {"name": "s"}, "data": {"k": "other"}});
+        assert!(!holds(&actual, &changed));
     }
 
     #[test]
