@@ -165,13 +165,14 @@ async fn a_good_candidate_swaps_in_and_a_removed_entry_reverts() -> anyhow::Resu
     let entry = f.entry(
         "configmap://misbehave-plugin/plugin.wasm.gz",
         &digest,
-        "    settings:\n      okLabel: v2\n",
+        "    settings:\n      okLabel: v2\n    failurePolicy: Ignore\n",
     );
     assert_eq!(
         f.configure(&entry).await?,
         SwapResult::Swapped(digest.clone())
     );
     assert_eq!(f.decision(), "v2");
+    assert!(f.slot.fail_open());
     let status = f.status().await?;
     assert_eq!(status["activeDigest"], digest);
     assert_eq!(status["lastError"], Value::Null);
@@ -199,6 +200,10 @@ async fn a_good_candidate_swaps_in_and_a_removed_entry_reverts() -> anyhow::Resu
         .await
         .map_err(anyhow::Error::msg)?;
     assert_eq!(f.decision(), "true");
+    assert!(
+        !f.slot.fail_open(),
+        "the starting version fails closed again"
+    );
     Ok(())
 }
 

@@ -121,7 +121,13 @@ impl Registry {
                 .expect("attempted lock")
                 .remove(name)
                 .is_some();
-            if was_configured && !slot.current().same_as(default) {
+            if !was_configured {
+                continue;
+            }
+            // Back to how the host started: no shadow candidate, failing closed, its own version.
+            slot.set_shadow(None);
+            slot.set_fail_open(false);
+            if !slot.current().same_as(default) {
                 self.swap_in(slot, default.clone()).await;
                 results.insert(
                     name.clone(),
