@@ -31,13 +31,7 @@ struct Fixture {
 async fn fixture(name: &str) -> anyhow::Result<Fixture> {
     let t = TestContext::new(name).await?;
     let (engine, slot, misbehave) = common::misbehave_slot()?;
-    let registry = Registry::new(
-        t.client.clone(),
-        t.namespace.clone(),
-        engine,
-        std::slice::from_ref(&slot),
-        None,
-    );
+    let registry = common::registry(&t, engine, &slot);
     Ok(Fixture {
         t,
         slot,

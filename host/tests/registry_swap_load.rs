@@ -14,7 +14,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use odh_model_controller::plugin::{NoCluster, PluginSlot};
-use odh_model_controller::registry::{Registry, SwapResult};
+use odh_model_controller::registry::SwapResult;
 use odh_model_controller::webhook::{self, NoSideEffects, WebhookServerConfig, WebhookTable};
 use odh_test_support::TestContext;
 use serde_json::{Value, json};
@@ -136,13 +136,7 @@ async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
     let (engine, slot, wasm) = common::misbehave_slot()?;
     publish(&t, &wasm).await?;
     let shutdown = CancellationToken::new();
-    let registry = Registry::new(
-        t.client.clone(),
-        t.namespace.clone(),
-        engine,
-        std::slice::from_ref(&slot),
-        None,
-    );
+    let registry = common::registry(&t, engine, &slot);
     tokio::spawn(Arc::new(registry).run(Duration::from_secs(30), shutdown.clone()));
     let server = Server::start(&slot, &shutdown).await?;
 
@@ -259,13 +253,7 @@ async fn a_shadow_candidate_records_exactly_its_differences_and_changes_nothing(
         "    mode: shadow\n    settings:\n      okLabel: shadow\n",
     )
     .await?;
-    let registry = Registry::new(
-        t.client.clone(),
-        t.namespace.clone(),
-        engine,
-        std::slice::from_ref(&slot),
-        None,
-    );
+    let registry = common::registry(&t, engine, &slot);
     let results = registry
         .apply_configmap(Some(&config))
         .await
@@ -345,13 +333,7 @@ async fn failure_policy_ignore_admits_when_the_plugin_fails() -> anyhow::Result<
 
     publish(&t, &wasm).await?;
     let config = configure(&t, &wasm, "    failurePolicy: Ignore\n").await?;
-    let registry = Registry::new(
-        t.client.clone(),
-        t.namespace.clone(),
-        engine,
-        std::slice::from_ref(&slot),
-        None,
-    );
+    let registry = common::registry(&t, engine, &slot);
     registry
         .apply_configmap(Some(&config))
         .await

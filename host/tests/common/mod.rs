@@ -106,3 +106,18 @@ pub fn misbehave_slot() -> anyhow::Result<(PluginEngine, PluginSlot, Vec<u8>)> {
     )?;
     Ok((engine, PluginSlot::new(plugin), wasm))
 }
+
+/// A registry for the test's namespace serving just `slot` (no controllers to re-sync).
+pub fn registry(
+    t: &odh_test_support::TestContext,
+    engine: PluginEngine,
+    slot: &PluginSlot,
+) -> odh_model_controller::registry::Registry {
+    odh_model_controller::registry::Registry::new(
+        t.client.clone(),
+        t.namespace.clone(),
+        engine,
+        std::slice::from_ref(slot),
+        None,
+    )
+}
