@@ -15,7 +15,7 @@ TEST_APISERVER_DIR := target/test-apiserver
 # Every plugin crate (the SDK is a library, not a plugin). Built into target/wasm, the same
 # directory host/build.rs uses for the built-in ones, then copied to target/plugins.
 WASM_PLUGINS := $(notdir $(patsubst %/Cargo.toml,%,$(wildcard plugins/*/*/Cargo.toml plugins/*/Cargo.toml)))
-WASM_PLUGINS := $(filter-out sdk,$(WASM_PLUGINS))
+WASM_PLUGINS := $(filter-out sdk serving-admission,$(WASM_PLUGINS))
 WASM_TARGET_DIR := target/wasm
 
 .PHONY: all build test test-deps run cluster plugins bench lint fmt crds apiserver stop-test-apiserver clean

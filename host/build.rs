@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Plugins compiled into the host (package names under plugins/).
-const BUILTINS: &[&str] = &["hello"];
+const BUILTINS: &[&str] = &["hello", "isvc"];
 
 fn main() -> anyhow::Result<()> {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);

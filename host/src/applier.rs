@@ -118,9 +118,21 @@ impl Applier {
     ) -> Result<(), ApplyError> {
         Self::check_grants(plugin, outcome)?;
         let fm = field_manager(plugin.name());
-        if let (FinalizerAction::Add, Some(f), Some(obj)) =
-            (outcome.finalizer, finalizer, primary.object)
-            && obj.metadata.deletion_timestamp.is_none()
+        // A metadata patch that sets the whole finalizer list carries the finalizer action
+        // too: two patches of one resourceVersion would conflict.
+        let metadata = outcome
+            .primary_metadata
+            .as_ref()
+            .map(|m| fold_finalizer(m, outcome.finalizer, finalizer));
+        let finalizer_in_metadata = metadata
+            .as_ref()
+            .is_some_and(|m| m.get("finalizers").is_some());
+        if let (FinalizerAction::Add, Some(f), Some(obj), false) = (
+            outcome.finalizer,
+            finalizer,
+            primary.object,
+            finalizer_in_metadata,
+        ) && obj.metadata.deletion_timestamp.is_none()
             && !obj.finalizers().iter().any(|x| x == f)
         {
             let mut list = obj.finalizers().to_vec();
@@ -133,6 +145,9 @@ impl Applier {
         for key in &outcome.delete {
             self.delete_managed(&fm, primary, key).await?;
         }
+        if let (Some(patch), Some(obj)) = (&metadata, primary.object) {
+            self.patch_primary_metadata(primary, obj, patch).await?;
+        }
         if let (Some(status), Some(obj)) = (&outcome.status, primary.object) {
             self.apply_status(plugin.name(), &fm, primary, obj, status)
                 .await?;
@@ -140,9 +155,12 @@ impl Applier {
         for e in &outcome.events {
             self.event(primary, e).await;
         }
-        if let (FinalizerAction::Remove, Some(f), Some(obj)) =
-            (outcome.finalizer, finalizer, primary.object)
-            && obj.finalizers().iter().any(|x| x == f)
+        if let (FinalizerAction::Remove, Some(f), Some(obj), false) = (
+            outcome.finalizer,
+            finalizer,
+            primary.object,
+            finalizer_in_metadata,
+        ) && obj.finalizers().iter().any(|x| x == f)
         {
             let list = obj
                 .finalizers()
@@ -169,6 +187,8 @@ impl Applier {
             finalizer: FinalizerAction::Keep,
             events: vec![],
             requeue_after_ms: None,
+            primary_metadata: None,
+            error: None,
         };
         Self::check_grants(plugin, &outcome)?;
         let nothing = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
@@ -214,6 +234,50 @@ impl Applier {
                 what: format!("updating the finalizers of {}", primary.name),
                 source,
             })
+    }
+
+    async fn patch_primary_metadata(
+        &self,
+        primary: &Primary<'_>,
+        obj: &DynamicObject,
+        patch: &Value,
+    ) -> Result<(), ApplyError> {
+        let Some(fields) = patch.as_object() else {
+            return Err(ApplyError::Invalid(
+                "primaryMetadata must be a JSON object".into(),
+            ));
+        };
+        if let Some(other) = fields
+            .keys()
+            .find(|k| !matches!(k.as_str(), "labels" | "annotations" | "finalizers"))
+        {
+            return Err(ApplyError::Invalid(format!(
+                "primaryMetadata may only change labels, annotations and finalizers, not {other:?}"
+            )));
+        }
+        if metadata_holds(obj, fields) {
+            return Ok(());
+        }
+        let mut metadata = patch.clone();
+        metadata["resourceVersion"] = json!(obj.resource_version());
+        let api = api_for(
+            &self.client,
+            primary.resource,
+            primary.namespaced,
+            primary.namespace,
+        );
+        self.wrote();
+        api.patch(
+            primary.name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "metadata": metadata })),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|source| ApplyError::Kube {
+            what: format!("updating the metadata of {}", primary.name),
+            source,
+        })
     }
 
     async fn apply_desired(
@@ -339,10 +403,17 @@ impl Applier {
                 });
             }
         };
-        let owned = primary
-            .object
-            .and_then(|p| p.uid())
+        let primary_uid = primary.object.and_then(|p| p.uid());
+        let owned = primary_uid
+            .as_deref()
             .is_some_and(|uid| existing.owner_references().iter().any(|r| r.uid == uid));
+        if let Some(uid) = primary_uid.as_deref()
+            && owned
+            && existing.owner_references().iter().any(|r| r.uid != uid)
+        {
+            // A shared object other owners still hold: the primary lets go of it instead.
+            return self.release(&api, &existing, uid, key).await;
+        }
         let ours = existing.managed_fields().iter().any(|m| {
             m.manager
                 .as_deref()
@@ -365,6 +436,38 @@ impl Applier {
             Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
             Err(source) => Err(ApplyError::Kube {
                 what: format!("deleting {} {}", key.gvk, key.name),
+                source,
+            }),
+        }
+    }
+
+    /// Drops one owner's reference from a shared object (compare-and-swap on the
+    /// resourceVersion, so a concurrent change fails and is retried).
+    async fn release(
+        &self,
+        api: &Api<DynamicObject>,
+        existing: &DynamicObject,
+        uid: &str,
+        key: &ObjectKey,
+    ) -> Result<(), ApplyError> {
+        let remaining: Vec<_> = existing
+            .owner_references()
+            .iter()
+            .filter(|r| r.uid != uid)
+            .collect();
+        let patch = json!({"metadata": {
+            "ownerReferences": remaining,
+            "resourceVersion": existing.resource_version(),
+        }});
+        self.wrote();
+        match api
+            .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+            Err(source) => Err(ApplyError::Kube {
+                what: format!("releasing {} {}", key.gvk, key.name),
                 source,
             }),
         }
@@ -488,6 +591,43 @@ fn hash_value(v: &Value) -> u64 {
     let mut h = std::hash::DefaultHasher::new();
     v.to_string().hash(&mut h);
     h.finish()
+}
+
+/// `patch` with the manifest finalizer added to or removed from its `finalizers` list, if it
+/// has one.
+fn fold_finalizer(patch: &Value, action: FinalizerAction, finalizer: Option<&str>) -> Value {
+    let mut patch = patch.clone();
+    if let (Some(list), Some(f)) = (
+        patch.get_mut("finalizers").and_then(Value::as_array_mut),
+        finalizer,
+    ) {
+        match action {
+            FinalizerAction::Add if !list.iter().any(|x| x == f) => list.push(json!(f)),
+            FinalizerAction::Remove => list.retain(|x| x != f),
+            _ => {}
+        }
+    }
+    patch
+}
+
+/// Whether the primary already carries every label, annotation (`null` = absent) and exactly
+/// the finalizer list a metadata patch asks for.
+fn metadata_holds(obj: &DynamicObject, fields: &serde_json::Map<String, Value>) -> bool {
+    let map_holds = |actual: &std::collections::BTreeMap<String, String>, want: &Value| {
+        want.as_object().is_some_and(|want| {
+            want.iter().all(|(k, v)| match v {
+                Value::Null => !actual.contains_key(k),
+                Value::String(s) => actual.get(k) == Some(s),
+                _ => false,
+            })
+        })
+    };
+    fields.iter().all(|(k, want)| match k.as_str() {
+        "labels" => map_holds(obj.labels(), want),
+        "annotations" => map_holds(obj.annotations(), want),
+        "finalizers" => serde_json::to_value(obj.finalizers()).ok().as_ref() == Some(want),
+        _ => false,
+    })
 }
 
 /// Whether a cached object already holds a desired one: every field, with the desired owner

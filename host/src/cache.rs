@@ -213,6 +213,58 @@ fn to_json(obj: &DynamicObject) -> anyhow::Result<String> {
     Ok(serde_json::to_string(obj)?)
 }
 
+impl Caches {
+    /// Reads the API server directly, from a plugin call on the blocking pool. Used where the
+    /// cache cannot answer: a kind not served when its cache was started (a CRD installed
+    /// later), or an object a label-filtered cache (Secrets) does not hold.
+    fn live<T>(
+        &self,
+        gvk: &Gvk,
+        read: impl AsyncFnOnce(Client, ApiResource, bool) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| anyhow::anyhow!("{gvk} is not cached by the host"))?;
+        let client = self.client.clone();
+        let gvk = gvk.clone();
+        handle.block_on(async move {
+            let Some((resource, namespaced)) = resolve(&client, &gvk).await? else {
+                anyhow::bail!(
+                    "no matches for kind \"{}\" in version \"{}\"",
+                    gvk.kind,
+                    gvk.api_version()
+                );
+            };
+            read(client, resource, namespaced).await
+        })
+    }
+
+    fn live_get(
+        &self,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let (namespace, name) = (namespace.map(str::to_string), name.to_string());
+        self.live(gvk, async move |client, resource, namespaced| {
+            let api: Api<DynamicObject> = match namespace.as_deref() {
+                Some(ns) if namespaced => Api::namespaced_with(client, ns, &resource),
+                _ => Api::all_with(client, &resource),
+            };
+            match api.get_opt(&name).await? {
+                Some(mut o) => {
+                    o.managed_fields_mut().clear();
+                    o.types = Some(TypeMeta {
+                        api_version: resource.api_version.clone(),
+                        kind: resource.kind.clone(),
+                    });
+                    Ok(Some(to_json(&o)?))
+                }
+                None => Ok(None),
+            }
+        })
+    }
+}
+
 impl ClusterView for Caches {
     fn get(
         &self,
@@ -220,10 +272,14 @@ impl ClusterView for Caches {
         namespace: Option<&str>,
         name: &str,
     ) -> anyhow::Result<Option<String>> {
-        let cache = self
-            .get(gvk)
-            .ok_or_else(|| anyhow::anyhow!("{gvk} is not cached by the host"))?;
-        cache.get(namespace, name).map(|o| to_json(&o)).transpose()
+        match self.get(gvk) {
+            Some(cache) => match cache.get(namespace, name) {
+                Some(o) => to_json(&o).map(Some),
+                None if cache_label_selector(gvk).is_some() => self.live_get(gvk, namespace, name),
+                None => Ok(None),
+            },
+            None => self.live_get(gvk, namespace, name),
+        }
     }
 
     fn list(
@@ -232,9 +288,29 @@ impl ClusterView for Caches {
         namespace: Option<&str>,
         selector: &LabelSelector,
     ) -> anyhow::Result<Vec<String>> {
-        let cache = self
-            .get(gvk)
-            .ok_or_else(|| anyhow::anyhow!("{gvk} is not cached by the host"))?;
+        let Some(cache) = self.get(gvk) else {
+            let namespace = namespace.map(str::to_string);
+            let selector = selector.clone();
+            return self.live(gvk, async move |client, resource, _| {
+                let api: Api<DynamicObject> = Api::all_with(client, &resource);
+                let mut items = api.list(&Default::default()).await?.items;
+                items.retain(|o| {
+                    (namespace.is_none() || o.metadata.namespace == namespace)
+                        && selector.matches(o.labels())
+                });
+                items
+                    .iter_mut()
+                    .map(|o| {
+                        o.managed_fields_mut().clear();
+                        o.types = Some(TypeMeta {
+                            api_version: resource.api_version.clone(),
+                            kind: resource.kind.clone(),
+                        });
+                        to_json(o)
+                    })
+                    .collect()
+            });
+        };
         cache
             .list()
             .iter()

@@ -27,7 +27,7 @@ use crate::webhook::{self, WebhookServerConfig, WebhookTable};
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let env = ProcessEnv::from_env();
-    let client = connect(&args).await?;
+    let (client, bearer_token) = connect(&args).await?;
     let version = client
         .apiserver_version()
         .await
@@ -43,7 +43,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         info!(group_version = %kind.group_version(), kind = kind.kind, available, "optional kind");
     }
 
-    let (engine, plugins) = load_plugins(&args)?;
+    let (engine, plugins) = load_plugins(&args, &env, bearer_token.as_deref())?;
     // Webhooks and controllers call whatever version a slot holds: the registry swaps them.
     let slots: Vec<PluginSlot> = plugins.iter().cloned().map(PluginSlot::new).collect();
     let shutdown = CancellationToken::new();
@@ -202,14 +202,24 @@ fn plugin_source_roots() -> anyhow::Result<Vec<rustls::pki_types::CertificateDer
 /// How often a rejected plugin candidate (e.g. an unreachable source) is tried again.
 const REGISTRY_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The plugins this process serves: `--plugin` names (built-in) or `.wasm` files.
-fn load_plugins(args: &RunArgs) -> anyhow::Result<(PluginEngine, Vec<Plugin>)> {
+/// The plugins this process serves: `--plugin` names (built-in) or `.wasm` files; without
+/// `--plugin`, every production built-in (what upstream runs).
+fn load_plugins(
+    args: &RunArgs,
+    env: &ProcessEnv,
+    bearer_token: Option<&str>,
+) -> anyhow::Result<(PluginEngine, Vec<Plugin>)> {
     let engine = PluginEngine::new(EngineOptions {
         cache_dir: args.plugin_cache_dir.clone(),
         ..Default::default()
     })?;
+    let wanted: Vec<String> = if args.plugins.is_empty() {
+        builtin::DEFAULTS.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.plugins.clone()
+    };
     let mut sources = Vec::new();
-    for spec in &args.plugins {
+    for spec in &wanted {
         let path = std::path::Path::new(spec);
         if path.exists() {
             sources.push((PluginSource::File(path.to_path_buf()), std::fs::read(path)?));
@@ -233,7 +243,7 @@ fn load_plugins(args: &RunArgs) -> anyhow::Result<(PluginEngine, Vec<Plugin>)> {
                 bytes,
                 grants: Grants::default(),
                 limits: Limits::default(),
-                settings: serde_json::json!({}),
+                settings: builtin::settings_from_env(source_name(source), env, bearer_token),
             },
         )
         .map_err(|e| anyhow::anyhow!("loading plugin {source}: {e}"))?;
@@ -251,8 +261,32 @@ fn load_plugins(args: &RunArgs) -> anyhow::Result<(PluginEngine, Vec<Plugin>)> {
     Ok((engine, plugins))
 }
 
+fn source_name(source: &PluginSource) -> &str {
+    match source {
+        PluginSource::Builtin(name) => name,
+        _ => "",
+    }
+}
+
+/// The bearer token of the process's own identity, captured once as upstream does: a
+/// kubeconfig's static token, else the in-cluster ServiceAccount token file.
+fn bearer_token(config: &Config) -> Option<String> {
+    use secrecy::ExposeSecret;
+    config
+        .auth_info
+        .token
+        .as_ref()
+        .map(|t| t.expose_secret().to_string())
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/token")
+                .ok()
+                .map(|t| t.trim().to_string())
+        })
+        .filter(|t| !t.is_empty())
+}
+
 /// Kube config resolution as upstream: `--kubeconfig`, then KUBECONFIG, in-cluster, ~/.kube/config.
-async fn connect(args: &RunArgs) -> anyhow::Result<Client> {
+async fn connect(args: &RunArgs) -> anyhow::Result<(Client, Option<String>)> {
     let config = match &args.kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -263,7 +297,8 @@ async fn connect(args: &RunArgs) -> anyhow::Result<Client> {
             .await
             .context("unable to load kube config")?,
     };
-    Ok(Client::try_from(config)?)
+    let token = bearer_token(&config);
+    Ok((Client::try_from(config)?, token))
 }
 
 async fn shutdown_signal() {

@@ -436,6 +436,20 @@ impl Loop {
             .apply_outcome(&plugin, self.spec.finalizer.as_deref(), &primary, &outcome)
             .await
         {
+            Ok(()) if outcome.error.is_some() => {
+                let error = outcome.error.as_ref().expect("checked");
+                let message = format!(
+                    "plugin {:?} reconcile failed ({}): {}",
+                    plugin.name(),
+                    error.kind(),
+                    error.message()
+                );
+                let retry = !matches!(error, GuestError::Invalid(_));
+                Some(
+                    self.failed(key, &primary, "ReconcileFailed", &message, retry)
+                        .await,
+                )
+            }
             Ok(()) => {
                 self.queue.forget(key);
                 match outcome.requeue_after_ms {

@@ -12,3 +12,24 @@ pub fn get(name: &str) -> Option<&'static [u8]> {
 pub fn names() -> impl Iterator<Item = &'static str> {
     BUILTINS.iter().map(|(n, _)| *n)
 }
+
+/// The built-in plugins `run` serves when no `--plugin` is given: the production ones.
+pub const DEFAULTS: &[&str] = &["isvc"];
+
+/// The settings a built-in plugin starts with, from upstream's environment variables.
+pub fn settings_from_env(
+    name: &str,
+    env: &crate::process_env::ProcessEnv,
+    bearer_token: Option<&str>,
+) -> serde_json::Value {
+    match name {
+        "isvc" => serde_json::json!({
+            "podNamespace": env.pod_namespace,
+            "modelRegistry": {
+                "enabled": env.model_registry_managed,
+                "bearerToken": bearer_token.filter(|_| env.model_registry_managed),
+            },
+        }),
+        _ => serde_json::json!({}),
+    }
+}

@@ -72,13 +72,21 @@ impl Capabilities {
     }
 
     /// Whether an outgoing request to `authority` (`host` or `host:port`) is allowed. A granted
-    /// `host` allows any port on it; a granted `host:port` allows that port only.
+    /// `host` allows any port on it; a granted `host:port` allows that port only; `*.suffix`
+    /// allows every host under `suffix` and `*` any host (for services whose address is only
+    /// known at run time, such as a Model Registry found in the cluster).
     pub fn may_connect(&self, authority: &str) -> bool {
         let authority = authority.to_ascii_lowercase();
         let host = host_of(&authority);
         self.http_hosts.iter().any(|granted| {
             let granted = granted.to_ascii_lowercase();
-            if has_port(&granted) {
+            if granted == "*" {
+                true
+            } else if let Some(suffix) = granted.strip_prefix("*.") {
+                host.len() > suffix.len() + 1
+                    && host.ends_with(suffix)
+                    && host.as_bytes()[host.len() - suffix.len() - 1] == b'.'
+            } else if has_port(&granted) {
                 granted == authority
             } else {
                 granted == host
@@ -155,5 +163,27 @@ mod tests {
         assert!(caps.may_connect("[::1]:9000"));
         assert!(!caps.may_connect("evil.example.com"));
         assert!(!caps.may_connect("api.ngc.nvidia.com.evil.example.com"));
+    }
+
+    #[test]
+    fn wildcard_grants_match_hosts_by_suffix_or_any() {
+        let caps = Capabilities::new(
+            &manifest(&[], &["*.svc.cluster.local", "exact.example"]),
+            &Grants::default(),
+        );
+        assert!(caps.may_connect("mr.ns.svc.cluster.local:8080"));
+        assert!(!caps.may_connect("svc.cluster.local"));
+        assert!(!caps.may_connect("evilsvc.cluster.local"));
+        assert!(caps.may_connect("exact.example"));
+        let any = Capabilities::new(&manifest(&[], &["*"]), &Grants::default());
+        assert!(any.may_connect("anything.example:443"));
+        let narrowed = Capabilities::new(
+            &manifest(&[], &["*"]),
+            &Grants {
+                http_hosts: Some(["mr.example".to_string()].into()),
+                ..Grants::default()
+            },
+        );
+        assert!(!narrowed.may_connect("mr.example"));
     }
 }

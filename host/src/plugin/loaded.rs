@@ -208,6 +208,11 @@ impl Plugin {
         Ok(plugin)
     }
 
+    /// The settings every call receives.
+    pub fn settings(&self) -> serde_json::Value {
+        serde_json::from_str(&self.inner.settings).unwrap_or_default()
+    }
+
     pub fn name(&self) -> &str {
         &self.inner.name
     }
@@ -542,7 +547,7 @@ fn panic_summary(stderr: &str) -> String {
         .join(" ")
 }
 
-fn guest_error(e: types::Error) -> GuestError {
+pub(crate) fn guest_error(e: types::Error) -> GuestError {
     match e {
         types::Error::Invalid(m) => GuestError::Invalid(m),
         types::Error::Denied(m) => GuestError::Denied(m),

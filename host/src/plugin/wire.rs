@@ -98,6 +98,10 @@ pub struct Outcome {
     pub finalizer: FinalizerAction,
     pub events: Vec<Event>,
     pub requeue_after_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<super::errors::GuestError>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -323,6 +327,12 @@ impl TryFrom<rt::Outcome> for Outcome {
                 })
                 .collect(),
             requeue_after_ms: o.requeue_after_ms,
+            primary_metadata: o
+                .primary_metadata
+                .as_deref()
+                .map(|s| parse_json("primaryMetadata", s))
+                .transpose()?,
+            error: o.error.map(super::loaded::guest_error),
         })
     }
 }
@@ -385,6 +395,13 @@ impl OutputSize for rt::Outcome {
                     e.reason.len() + e.message.len() + e.regarding.as_ref().map_or(0, key_size)
                 })
                 .sum::<usize>()
+            + self.primary_metadata.as_ref().map_or(0, String::len)
+            + self.error.as_ref().map_or(0, |e| match e {
+                types::Error::Invalid(m)
+                | types::Error::Denied(m)
+                | types::Error::Transient(m)
+                | types::Error::Internal(m) => m.len(),
+            })
     }
 }
 
@@ -459,6 +476,8 @@ mod tests {
             finalizer: rt::FinalizerAction::Keep,
             events: vec![],
             requeue_after_ms: None,
+            primary_metadata: None,
+            error: None,
         };
         let err = Outcome::try_from(o).unwrap_err();
         assert!(
@@ -484,6 +503,8 @@ mod tests {
                 regarding: None,
             }],
             requeue_after_ms: Some(5),
+            primary_metadata: None,
+            error: None,
         };
         assert_eq!(
             serde_json::to_value(&o).unwrap(),

@@ -188,7 +188,17 @@ impl Registry {
             fetch::fetch_with_roots(entry, &self.client, &self.namespace, &self.extra_roots)
                 .await?;
         let engine = self.engine.clone();
-        let req_entry = entry.clone();
+        let mut req_entry = entry.clone();
+        // The admin's settings refine the ones the host started with (derived from the
+        // environment for built-in plugins) key by key.
+        if let (Some(serde_json::Value::Object(start)), serde_json::Value::Object(given)) = (
+            self.defaults.get(&entry.name).map(Plugin::settings),
+            &req_entry.settings,
+        ) {
+            let mut merged = start;
+            merged.extend(given.clone());
+            req_entry.settings = serde_json::Value::Object(merged);
+        }
         // Compiling takes a while: off the async executor.
         let plugin = tokio::task::spawn_blocking(move || {
             Plugin::load(

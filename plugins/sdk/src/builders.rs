@@ -6,8 +6,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::{
-    AdmissionDecision, Controller, Desired, Event, EventType, FinalizerAction, Gvk, Manifest,
-    Mapping, ObjectKey, Operation, Outcome, Ownership, RequestKey, Watch, Webhook, WebhookType,
+    AdmissionDecision, Controller, Desired, Error, Event, EventType, FinalizerAction, Gvk,
+    Manifest, Mapping, ObjectKey, Operation, Outcome, Ownership, RequestKey, Watch, Webhook,
+    WebhookType,
 };
 
 /// A Kubernetes type: `gvk("apps", "v1", "Deployment")`. The core API has group `""`.
@@ -239,6 +240,8 @@ impl Default for Outcome {
             finalizer: FinalizerAction::Keep,
             events: Vec::new(),
             requeue_after_ms: None,
+            primary_metadata: None,
+            error: None,
         }
     }
 }
@@ -305,6 +308,35 @@ impl Outcome {
     pub fn requeue_after(mut self, after: Duration) -> Self {
         self.requeue_after_ms = Some(u64::try_from(after.as_millis()).unwrap_or(u64::MAX));
         self
+    }
+
+    /// Merge-patches the primary's own `metadata` (labels, annotations, the whole
+    /// `finalizers` list) with its resourceVersion as a precondition.
+    pub fn primary_metadata(mut self, patch: impl Serialize) -> Self {
+        self.primary_metadata = Some(to_json(patch));
+        self
+    }
+
+    /// Marks the reconcile as failed part-way: everything decided is still applied, then the
+    /// host reports `error` and retries with back-off. Several failures are joined.
+    pub fn fail(mut self, error: Error) -> Self {
+        self.error = Some(match self.error.take() {
+            None => error,
+            Some(first) => joined(first, error),
+        });
+        self
+    }
+}
+
+/// Two failures as one: the more urgent kind wins (`transient` keeps retrying), the messages
+/// are joined with a newline as Go's `errors.Join` does.
+fn joined(first: Error, second: Error) -> Error {
+    let message = format!("{}\n{}", first.message(), second.message());
+    match (&first, &second) {
+        (Error::Transient(_), _) | (_, Error::Transient(_)) => Error::Transient(message),
+        (Error::Internal(_), _) | (_, Error::Internal(_)) => Error::Internal(message),
+        (Error::Denied(_), _) | (_, Error::Denied(_)) => Error::Denied(message),
+        _ => Error::Invalid(message),
     }
 }
 

@@ -132,11 +132,13 @@ pub fn list(
 ///
 /// Holds objects (keyed by type, namespace and name; inserting the same key replaces) and can
 /// simulate ungranted kinds: reads of a kind passed to [`FakeCluster::deny`] fail with
-/// [`Error::Denied`], as the host does for kinds a plugin did not declare.
+/// [`Error::Denied`], as the host does for kinds a plugin did not declare. Reads of a kind passed
+/// to [`FakeCluster::fail`] fail with the given error (an API server outage, say).
 #[derive(Clone, Debug, Default)]
 pub struct FakeCluster {
     objects: Vec<Object>,
     denied: Vec<Gvk>,
+    failing: Vec<(Gvk, Error)>,
 }
 
 impl FakeCluster {
@@ -179,13 +181,22 @@ impl FakeCluster {
         self
     }
 
+    /// Makes reads of `gvk` fail with `error` (e.g. [`Error::Transient`]), builder style, so
+    /// tests can exercise how logic reports a host error.
+    pub fn fail(mut self, gvk: Gvk, error: Error) -> Self {
+        self.failing.push((gvk, error));
+        self
+    }
+
     /// Every object held.
     pub fn objects(&self) -> &[Object] {
         &self.objects
     }
 
     fn check(&self, gvk: &Gvk) -> Result<(), Error> {
-        if self.denied.contains(gvk) {
+        if let Some((_, error)) = self.failing.iter().find(|(g, _)| g == gvk) {
+            Err(error.clone())
+        } else if self.denied.contains(gvk) {
             Err(Error::Denied(format!(
                 "reading {gvk} is not granted to this plugin"
             )))
@@ -378,6 +389,17 @@ mod tests {
             c.get(&core_gvk("Secret"), Some("a"), "s"),
             Err(Error::Denied(_))
         ));
+    }
+
+    #[test]
+    fn failing_kind() {
+        let c = fake().fail(core_gvk("ConfigMap"), Error::transient("etcd is down"));
+        let err = Error::Transient("etcd is down".into());
+        assert_eq!(
+            c.get(&core_gvk("ConfigMap"), Some("a"), "one"),
+            Err(err.clone())
+        );
+        assert_eq!(c.list(&core_gvk("ConfigMap"), None, None), Err(err));
     }
 
     #[test]

@@ -1,0 +1,86 @@
+//! The `system:auth-delegator` ClusterRoleBinding of a predictor ServiceAccount (spec §2.2).
+
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::{Error, Object, Value, json, object_key};
+
+use crate::kinds;
+use crate::plan::Plan;
+
+/// Upstream's CRB check: only the exact value `true` turns auth on.
+pub fn auth_enabled(isvc: &Object) -> bool {
+    isvc.annotation(kinds::ENABLE_AUTH) == Some("true")
+}
+
+/// The predictor's ServiceAccount, `default` when unset.
+pub fn service_account(isvc: &Object) -> &str {
+    isvc.str_at(&["spec", "predictor", "serviceAccountName"])
+        .filter(|s| !s.is_empty())
+        .unwrap_or("default")
+}
+
+pub fn name(namespace: &str, service_account: &str) -> String {
+    format!("{namespace}-{service_account}-auth-delegator")
+}
+
+/// Active (not deleting) InferenceServices of the namespace with auth on and this
+/// ServiceAccount, other than `except`.
+fn others_with_auth(
+    namespace: &str,
+    sa: &str,
+    except: &Object,
+    cluster: &dyn Cluster,
+) -> Result<bool, Error> {
+    let isvcs = cluster.list_objects(&kinds::inference_service(), Some(namespace), None)?;
+    Ok(isvcs.iter().any(|other| {
+        other.name() != except.name()
+            && !other.is_deleting()
+            && auth_enabled(other)
+            && service_account(other) == sa
+    }))
+}
+
+pub fn desired(namespace: &str, sa: &str) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name(namespace, sa)},
+        "subjects": [{"kind": "ServiceAccount", "namespace": namespace, "name": sa}],
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "system:auth-delegator",
+        },
+    })
+}
+
+/// Present while this or another active InferenceService of the namespace uses the
+/// ServiceAccount with auth on; removed (if we manage it) otherwise.
+pub fn reconcile(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
+    let namespace = isvc.namespace().unwrap_or_default();
+    let sa = service_account(isvc);
+    if auth_enabled(isvc) || others_with_auth(namespace, sa, isvc, cluster)? {
+        plan.apply_unowned(desired(namespace, sa));
+    } else {
+        remove(namespace, sa, cluster, plan)?;
+    }
+    Ok(())
+}
+
+/// The deletion path: removed unless another active InferenceService still needs it.
+pub fn delete(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
+    let namespace = isvc.namespace().unwrap_or_default();
+    let sa = service_account(isvc);
+    if !others_with_auth(namespace, sa, isvc, cluster)? {
+        remove(namespace, sa, cluster, plan)?;
+    }
+    Ok(())
+}
+
+fn remove(namespace: &str, sa: &str, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
+    let gvk = kinds::cluster_role_binding();
+    let name = name(namespace, sa);
+    if cluster.get(&gvk, None, &name)?.is_some() {
+        plan.delete(object_key(&gvk, None, &name));
+    }
+    Ok(())
+}

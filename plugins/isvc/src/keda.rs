@@ -1,0 +1,167 @@
+//! The KEDA Prometheus-auth objects an autoscaled InferenceService needs (spec §2.7): five
+//! per-namespace objects named `inference-prometheus-auth`, co-owned by every InferenceService
+//! of the namespace that scales on a Prometheus metric.
+
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::{Error, Gvk, Object, Value, json, object_key};
+
+use crate::kinds::{self, KEDA_LABEL, KEDA_LABEL_VALUE, KEDA_NAME};
+use crate::plan::Plan;
+
+/// Whether `isvc` autoscales on an external Prometheus metric.
+pub fn uses_keda(isvc: &Object) -> bool {
+    isvc.at(&["spec", "predictor", "autoScaling", "metrics"])
+        .and_then(Value::as_array)
+        .is_some_and(|metrics| {
+            metrics.iter().any(|m| {
+                m.pointer("/external/metric/backend")
+                    .and_then(Value::as_str)
+                    == Some("prometheus")
+            })
+        })
+}
+
+/// The five kinds, in upstream's order.
+pub fn kinds() -> [Gvk; 5] {
+    [
+        kinds::service_account(),
+        kinds::secret(),
+        kinds::role(),
+        kinds::role_binding(),
+        kinds::trigger_authentication(),
+    ]
+}
+
+fn metadata(namespace: &str) -> Value {
+    json!({"name": KEDA_NAME, "namespace": namespace, "labels": {KEDA_LABEL: KEDA_LABEL_VALUE}})
+}
+
+/// The objects to apply; the TriggerAuthentication only when the cluster serves KEDA.
+pub fn desired(namespace: &str, keda_served: bool) -> Vec<Value> {
+    let mut objects = vec![
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(namespace)}),
+        json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": KEDA_NAME,
+                "namespace": namespace,
+                "labels": {KEDA_LABEL: KEDA_LABEL_VALUE},
+                "annotations": {"kubernetes.io/service-account.name": KEDA_NAME},
+            },
+            "type": "kubernetes.io/service-account-token",
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": metadata(namespace),
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+                {"apiGroups": ["metrics.k8s.io"], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
+            ],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": metadata(namespace),
+            "subjects": [{"kind": "ServiceAccount", "name": KEDA_NAME, "namespace": namespace}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": KEDA_NAME},
+        }),
+    ];
+    if keda_served {
+        objects.push(json!({
+            "apiVersion": "keda.sh/v1alpha1",
+            "kind": "TriggerAuthentication",
+            "metadata": metadata(namespace),
+            "spec": {"secretTargetRef": [
+                {"parameter": "bearerToken", "name": KEDA_NAME, "key": "token"},
+                {"parameter": "ca", "name": KEDA_NAME, "key": "ca.crt"},
+            ]},
+        }));
+    }
+    objects
+}
+
+/// Whether the cluster serves TriggerAuthentications (KEDA installed).
+fn keda_served(namespace: &str, cluster: &dyn Cluster) -> bool {
+    cluster
+        .list(&kinds::trigger_authentication(), Some(namespace), None)
+        .is_ok()
+}
+
+/// The five objects as they exist now (absent or unserved kinds left out). The Secret is read
+/// only when another of them exists: it is not in the host's cache, so each read is a request.
+fn existing(namespace: &str, cluster: &dyn Cluster) -> Vec<Object> {
+    let read = |gvk: &Gvk| {
+        cluster
+            .get_object(gvk, Some(namespace), KEDA_NAME)
+            .ok()
+            .flatten()
+    };
+    let mut found: Vec<Object> = kinds()
+        .iter()
+        .filter(|g| g.kind != "Secret")
+        .filter_map(read)
+        .collect();
+    if !found.is_empty()
+        && let Some(secret) = read(&kinds::secret())
+    {
+        found.push(secret);
+    }
+    found
+}
+
+fn owned_by(object: &Object, uid: &str) -> bool {
+    object
+        .owner_references()
+        .iter()
+        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+}
+
+/// Lets go of (or deletes, when nobody else needs them) the objects.
+fn release_or_remove(
+    isvc: &Object,
+    namespace: &str,
+    cluster: &dyn Cluster,
+    plan: &mut Plan,
+) -> Result<(), Error> {
+    let uid = isvc.uid().unwrap_or_default();
+    let isvcs = cluster.list_objects(&kinds::inference_service(), Some(namespace), None)?;
+    let still_needed = isvcs
+        .iter()
+        .any(|other| other.name() != isvc.name() && uses_keda(other));
+    for object in existing(namespace, cluster) {
+        let key = object_key(&object.gvk(), Some(namespace), KEDA_NAME);
+        if !still_needed {
+            // The host deletes what it manages and only releases what others co-own.
+            plan.delete(key);
+        } else if owned_by(&object, uid) && object.owner_references().len() > 1 {
+            plan.delete(key); // released: the other owners keep it
+        }
+    }
+    Ok(())
+}
+
+pub fn reconcile(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
+    let namespace = isvc.namespace().unwrap_or_default();
+    if uses_keda(isvc) {
+        for object in desired(namespace, keda_served(namespace, cluster)) {
+            plan.apply_shared(object);
+        }
+        Ok(())
+    } else {
+        release_or_remove(isvc, namespace, cluster, plan)
+    }
+}
+
+/// The deletion path: the InferenceService stops co-owning the objects.
+pub fn delete(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
+    release_or_remove(isvc, isvc.namespace().unwrap_or_default(), cluster, plan)
+}
+
+/// Namespace cleanup (no active InferenceService left): the objects go.
+pub fn cleanup(namespace: &str, cluster: &dyn Cluster, plan: &mut Plan) {
+    for object in existing(namespace, cluster) {
+        plan.delete(object_key(&object.gvk(), Some(namespace), KEDA_NAME));
+    }
+}

@@ -1,0 +1,246 @@
+//! The OpenShift Route of an exposed InferenceService (spec §2.3).
+
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::{Error, Object, Value, json, object_key};
+
+use crate::kinds;
+use crate::plan::Plan;
+
+/// Seconds each component gets when it names no timeout (`DefaultOpenshiftRouteTimeout`).
+const DEFAULT_TIMEOUT: i64 = 30;
+
+/// Go's `strconv.ParseBool`, which the Route's TLS choice uses (more lenient than the
+/// ClusterRoleBinding's exact `true`).
+pub fn parse_bool(value: &str) -> Option<bool> {
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+fn ssl_enabled(isvc: &Object) -> bool {
+    isvc.annotation(kinds::ENABLE_AUTH)
+        .and_then(parse_bool)
+        .unwrap_or(false)
+}
+
+/// The Route's `spec.port.targetPort`: a port name, or a number when no port is named.
+pub fn target_port(ssl: bool, service: &Object) -> Result<Value, Error> {
+    let ports = service
+        .at(&["spec", "ports"])
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let name_of = |p: &Value| {
+        p.get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let wanted = if ssl { "https" } else { "http" };
+    if let Some(p) = ports.iter().find(|p| name_of(p) == wanted) {
+        return Ok(json!(name_of(p)));
+    }
+    if let Some(p) = ports.iter().find(|p| !name_of(p).is_empty()) {
+        return Ok(json!(name_of(p)));
+    }
+    match ports.first() {
+        Some(p) => Ok(p.get("port").cloned().unwrap_or(json!(0))),
+        None => Err(Error::Transient(format!(
+            "service \"{}\" has no ports defined",
+            service.name()
+        ))),
+    }
+}
+
+/// The Service a Route sends traffic to: a transformer if there is one, else the predictor.
+/// `None` when KServe has not created the InferenceService's Services (yet).
+pub fn target_service(isvc: &Object, cluster: &dyn Cluster) -> Result<Option<Object>, Error> {
+    let selector = format!("{}={}", kinds::ISVC_NAME_LABEL, isvc.name());
+    let mut services =
+        cluster.list_objects(&kinds::service(), isvc.namespace(), Some(&selector))?;
+    if services.is_empty() {
+        return Ok(None);
+    }
+    services.sort_by(|a, b| a.name().cmp(b.name()));
+    let component = |s: &Object, c: &str| s.label("component") == Some(c);
+    let predictor_name = format!("{}-predictor", isvc.name());
+    let chosen = services
+        .iter()
+        .rev()
+        .find(|s| component(s, "transformer"))
+        .or_else(|| services.iter().find(|s| s.name() == predictor_name))
+        .or_else(|| services.iter().find(|s| component(s, "predictor")));
+    match chosen {
+        Some(s) => Ok(Some(s.clone())),
+        None => Err(Error::Transient(format!(
+            "no predictor or transformer Service found for InferenceService \"{}\"",
+            isvc.name()
+        ))),
+    }
+}
+
+/// `<N>s` summed over the components, or the InferenceService's own annotation verbatim.
+pub fn timeout(isvc: &Object) -> String {
+    if let Some(t) = isvc.annotation(kinds::ROUTE_TIMEOUT) {
+        return t.to_string();
+    }
+    let component_timeout = |c: &str| {
+        isvc.at(&["spec", c, "timeout"])
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_TIMEOUT)
+    };
+    let mut total = component_timeout("predictor");
+    for optional in ["transformer", "explainer"] {
+        if isvc.at(&["spec", optional]).is_some_and(|v| !v.is_null()) {
+            total += component_timeout(optional);
+        }
+    }
+    format!("{total}s")
+}
+
+fn canaries(isvc: &Object) -> Vec<Value> {
+    isvc.at(&["spec", "canary"])
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The desired Route, or `None` when the InferenceService is not exposed or has no Services.
+pub fn desired(isvc: &Object, cluster: &dyn Cluster) -> Result<Option<Value>, Error> {
+    if isvc.label(kinds::VISIBILITY) != Some("exposed") {
+        return Ok(None);
+    }
+    let Some(service) = target_service(isvc, cluster)? else {
+        return Ok(None);
+    };
+    let ssl = ssl_enabled(isvc);
+    let mut port = target_port(ssl, &service)?;
+    let mut route = json!({
+        "apiVersion": "route.openshift.io/v1",
+        "kind": "Route",
+        "metadata": {
+            "name": isvc.name(),
+            "namespace": isvc.namespace(),
+            "labels": {"inferenceservice-name": isvc.name()},
+            "annotations": {kinds::ROUTE_TIMEOUT: timeout(isvc)},
+        },
+        "spec": {
+            "to": {"kind": "Service", "name": service.name(), "weight": 100},
+            "tls": {
+                "termination": if ssl { "reencrypt" } else { "edge" },
+                "insecureEdgeTerminationPolicy": "Redirect",
+            },
+            "wildcardPolicy": "None",
+        },
+    });
+    let canaries = canaries(isvc);
+    if !canaries.is_empty() {
+        if let Some(name) = port.as_str().map(str::to_string) {
+            port = service_target_port(&service, &name)?;
+        }
+        let sum: i64 = canaries
+            .iter()
+            .map(|c| c.get("trafficPercent").and_then(Value::as_i64).unwrap_or(0))
+            .sum();
+        let stable = 100 - sum;
+        if stable < 0 {
+            return Err(Error::Transient(format!(
+                "canary traffic percents sum to {sum} which exceeds 100; stable backend weight would be {stable}"
+            )));
+        }
+        route["spec"]["to"]["weight"] = json!(stable);
+        let mut backends = Vec::new();
+        for c in &canaries {
+            let predictor = c
+                .pointer("/predictor/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let name = format!("{}-{predictor}-predictor", isvc.name());
+            match cluster.get(&kinds::service(), isvc.namespace(), &name)? {
+                Some(_) => {}
+                None => {
+                    return Err(Error::Transient(format!(
+                        "canary service \"{name}\" not found: services \"{name}\" not found"
+                    )));
+                }
+            }
+            let weight = c.get("trafficPercent").cloned().unwrap_or(json!(0));
+            backends.push(json!({"kind": "Service", "name": name, "weight": weight}));
+        }
+        route["spec"]["alternateBackends"] = Value::Array(backends);
+    }
+    route["spec"]["port"] = json!({"targetPort": port});
+    check_target_port(&mut route, cluster)?;
+    Ok(Some(route))
+}
+
+/// The `targetPort` of the Service port named `name` (a canary Route addresses pods directly).
+fn service_target_port(service: &Object, name: &str) -> Result<Value, Error> {
+    service
+        .at(&["spec", "ports"])
+        .and_then(Value::as_array)
+        .and_then(|ports| {
+            ports
+                .iter()
+                .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
+        })
+        .map(|p| p.get("targetPort").cloned().unwrap_or(Value::Null))
+        .ok_or_else(|| {
+            Error::Transient(format!(
+                "port \"{name}\" not found on service \"{}\"; cannot resolve numeric targetPort for canary route",
+                service.name()
+            ))
+        })
+}
+
+/// Fills an empty `spec.port.targetPort` from the target Service (`checkRouteTargetPort`).
+pub fn check_target_port(route: &mut Value, cluster: &dyn Cluster) -> Result<(), Error> {
+    let set = match route.pointer("/spec/port/targetPort") {
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Number(n)) => n.as_i64() != Some(0),
+        _ => false,
+    };
+    if set {
+        return Ok(());
+    }
+    let namespace = route
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let target = route
+        .pointer("/spec/to/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let service = cluster
+        .get_object(&kinds::service(), namespace.as_deref(), &target)?
+        .ok_or_else(|| Error::Transient(format!("services \"{target}\" not found")))?;
+    let ssl = route
+        .pointer("/spec/tls/termination")
+        .and_then(Value::as_str)
+        == Some("reencrypt");
+    let port = target_port(ssl, &service)?;
+    route["spec"]["port"] = json!({"targetPort": port});
+    Ok(())
+}
+
+pub fn reconcile(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
+    match desired(isvc, cluster)? {
+        Some(route) => plan.apply_owned(route),
+        None => {
+            let gvk = kinds::route();
+            // A cluster without Routes (not OpenShift) has nothing to remove.
+            if cluster
+                .get(&gvk, isvc.namespace(), isvc.name())
+                .ok()
+                .flatten()
+                .is_some()
+            {
+                plan.delete(object_key(&gvk, isvc.namespace(), isvc.name()));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! The InferenceService admission webhooks (spec §4): validation of names, the protected
+//! namespace and canaries; defaulting of connection credentials and hardware profiles.
+
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::{
+    AdmissionDecision, AdmissionRequest, Error, Object, Operation, Ownership, Value,
+};
+use odh_serving_admission::{connections, hardware_profile};
+
+use crate::kinds;
+use crate::settings::Settings;
+
+pub const VALIDATING_PATH: &str = "/validate-serving-kserve-io-v1beta1-inferenceservice";
+pub const MUTATING_PATH: &str = "/mutate-serving-kserve-io-v1beta1-inferenceservice";
+
+/// 63 (a Service name) minus `-predictor`.
+pub const MAX_NAME_LENGTH: usize = 53;
+const MAX_CANARIES: usize = 3;
+const UNPROCESSABLE: u16 = 422;
+
+fn invalid(name: &str, field: &str, value: &str, detail: &str) -> AdmissionDecision {
+    AdmissionDecision::deny_with_code(
+        format!(
+            "InferenceService.serving.kserve.io \"{name}\" is invalid: {field}: Invalid value: \"{value}\": {detail}"
+        ),
+        UNPROCESSABLE,
+    )
+}
+
+/// The namespace of the platform itself: `POD_NAMESPACE`, overridden by any
+/// DSCInitialization's `spec.applicationsNamespace` (the last non-empty one wins).
+pub fn application_namespace(settings: &Settings, cluster: &dyn Cluster) -> Result<String, Error> {
+    let mut namespace = settings.pod_namespace.clone().unwrap_or_default();
+    let dscis = cluster
+        .list(&kinds::dsc_initialization(), None, None)
+        .map_err(|e| {
+            Error::Denied(format!(
+                "not able to read DSCInitializationList: {}",
+                e.message()
+            ))
+        })?;
+    for dsci in dscis {
+        if let Some(ns) = dsci
+            .pointer("/spec/applicationsNamespace")
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+        {
+            namespace = ns.to_string();
+        }
+    }
+    Ok(namespace)
+}
+
+fn canary_count(isvc: &Object) -> usize {
+    isvc.at(&["spec", "canary"])
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+pub fn validate(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> Result<AdmissionDecision, Error> {
+    let Some(isvc) = request.object()? else {
+        return Ok(AdmissionDecision::allow());
+    };
+    if request.operation == Operation::Create {
+        let name = isvc.name();
+        if name.len() > MAX_NAME_LENGTH {
+            return Ok(invalid(
+                name,
+                "metadata.name",
+                name,
+                &format!(
+                    "InferenceService name is too long. The name exceeds the maximum length of {MAX_NAME_LENGTH} characters (current length: {})",
+                    name.len()
+                ),
+            ));
+        }
+        let namespace = isvc
+            .namespace()
+            .or(request.namespace.as_deref())
+            .unwrap_or_default();
+        if namespace == application_namespace(settings, cluster)? {
+            return Ok(invalid(
+                name,
+                "metadata.namespace",
+                namespace,
+                "specified namespace is protected",
+            ));
+        }
+    }
+    let canaries = canary_count(&isvc);
+    if canaries > MAX_CANARIES {
+        return Ok(AdmissionDecision::deny(format!(
+            "canary count {canaries} exceeds maximum of {MAX_CANARIES} (OpenShift Route alternateBackends limit)"
+        )));
+    }
+    Ok(AdmissionDecision::allow())
+}
+
+pub fn mutate(
+    request: &AdmissionRequest,
+    cluster: &dyn Cluster,
+) -> Result<AdmissionDecision, Error> {
+    let Some(isvc) = request.object()? else {
+        return Ok(AdmissionDecision::allow());
+    };
+    if isvc.is_deleting() {
+        return Ok(AdmissionDecision::allow());
+    }
+    let old = request.old_object()?;
+    let old = old.as_ref().map(Object::as_value);
+    let namespace = request
+        .namespace
+        .clone()
+        .or_else(|| isvc.namespace().map(str::to_string))
+        .unwrap_or_default();
+    let mut object = isvc.into_value();
+    let accounts = connections::default_inference_service(
+        request.operation,
+        &mut object,
+        old,
+        &namespace,
+        request.dry_run,
+        cluster,
+    )?;
+    let warnings = hardware_profile::default_inference_service(
+        request.operation,
+        &mut object,
+        old,
+        &namespace,
+        cluster,
+    )?;
+    for w in warnings {
+        odh_plugin_sdk::log::log(odh_plugin_sdk::log::Level::Warn, &w);
+    }
+    let mut decision = AdmissionDecision::mutated(object);
+    for account in accounts {
+        decision = decision.side_effect(account, Ownership::None);
+    }
+    Ok(decision)
+}

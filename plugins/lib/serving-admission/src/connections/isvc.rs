@@ -1,0 +1,184 @@
+//! ConnectionsAPI on an InferenceService: S3 sets the predictor's ServiceAccount and model
+//! storage, URI the model's `storageUri`, OCI an image pull secret.
+//!
+//! Only `spec.predictor.{serviceAccountName, imagePullSecrets}` and
+//! `spec.predictor.model.{storage, storageUri}` are ever touched.
+
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::serde_json::Map;
+use odh_plugin_sdk::{Error, Operation, Value, json};
+
+use super::{
+    Action, Connection, ConnectionInfo, ConnectionKind, determine_action, old_connection,
+    service_account, uri_value, validate_connection,
+};
+use crate::json::{as_object, existing_object_mut, is_deleting, object_mut, str_at};
+
+const PREDICTOR: [&str; 2] = ["spec", "predictor"];
+
+/// The ConnectionsAPI step of the InferenceService mutating webhook: edits `isvc` in place and
+/// returns the ServiceAccounts to create as side effects (none on dry-run, and none for URI or
+/// OCI connections). `namespace` is the admission request's; `old` the UPDATE's old object.
+pub fn default_inference_service(
+    op: Operation,
+    isvc: &mut Value,
+    old: Option<&Value>,
+    namespace: &str,
+    dry_run: bool,
+    cluster: &dyn Cluster,
+) -> Result<Vec<Value>, Error> {
+    if is_deleting(isvc) {
+        return Ok(Vec::new());
+    }
+    let update = matches!(op, Operation::Update);
+    let new = validate_connection(cluster, isvc, namespace)?;
+    let old_info = if update {
+        old_connection(cluster, old, namespace)?
+    } else {
+        ConnectionInfo::default()
+    };
+    let new_info = new.as_ref().map(|c| c.info.clone()).unwrap_or_default();
+    let action = determine_action(op, &old_info, &new_info);
+    if matches!(action, Action::Remove | Action::Replace) {
+        cleanup_inference_service(isvc, &old_info);
+    }
+    let mut side_effects = Vec::new();
+    if let (Action::Inject | Action::Replace, Some(connection)) = (action, &new) {
+        if connection.info.kind() == Some(ConnectionKind::S3) && !dry_run {
+            side_effects.push(service_account(&connection.info.secret_name, namespace));
+        }
+        inject_inference_service(isvc, connection, old.filter(|_| update))?;
+    }
+    Ok(side_effects)
+}
+
+/// Injects `connection` by its type. `old` (UPDATE only) supplies the S3 path fallback: the
+/// previous `spec.predictor.model.storage.path`, used when neither the user nor the path
+/// annotation gives one.
+pub fn inject_inference_service(
+    isvc: &mut Value,
+    connection: &Connection,
+    old: Option<&Value>,
+) -> Result<(), Error> {
+    let info = &connection.info;
+    match info.kind() {
+        Some(ConnectionKind::Oci) => {
+            let predictor = object_mut(isvc, &PREDICTOR);
+            let secrets = predictor.entry("imagePullSecrets").or_insert(json!([]));
+            if !secrets.is_array() {
+                *secrets = json!([]);
+            }
+            let secrets = secrets.as_array_mut().expect("just made an array");
+            if !secrets
+                .iter()
+                .any(|s| pull_secret_name(s) == info.secret_name)
+            {
+                secrets.push(json!({"name": info.secret_name}));
+            }
+        }
+        Some(ConnectionKind::Uri) => {
+            let uri = uri_value(&connection.secret)?;
+            model_mut(isvc).insert("storageUri".into(), uri.into());
+        }
+        Some(ConnectionKind::S3) => {
+            let predictor = object_mut(isvc, &PREDICTOR);
+            if predictor
+                .get("serviceAccountName")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .is_empty()
+            {
+                predictor.insert(
+                    "serviceAccountName".into(),
+                    info.service_account_name().into(),
+                );
+            }
+            let old_path = old
+                .map(|o| str_at(o, &["spec", "predictor", "model", "storage", "path"]))
+                .unwrap_or_default();
+            let storage = as_object(model_mut(isvc).entry("storage").or_insert(Value::Null));
+            storage.insert("key".into(), info.secret_name.clone().into());
+            let user_path = storage
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if user_path.is_empty() {
+                if !info.path.is_empty() {
+                    storage.insert("path".into(), info.path.clone().into());
+                } else if !old_path.is_empty() {
+                    storage.insert("path".into(), old_path.into());
+                }
+            }
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// Removes what `old` injected, by the old Secret's type. An empty type (the old Secret is gone)
+/// removes every kind of injected field; an unrecognised type removes nothing. The
+/// ServiceAccount name is only cleared when it is still the injected `<secret>-sa`.
+pub fn cleanup_inference_service(isvc: &mut Value, old: &ConnectionInfo) {
+    let Some(predictor) = existing_object_mut(isvc, &PREDICTOR) else {
+        return;
+    };
+    let (oci, uri, s3) = match old.type_.as_str() {
+        "" => (true, true, true),
+        type_ => match ConnectionKind::of(type_) {
+            Some(ConnectionKind::Oci) => (true, false, false),
+            Some(ConnectionKind::Uri) => (false, true, false),
+            Some(ConnectionKind::S3) => (false, false, true),
+            None => return,
+        },
+    };
+    if oci {
+        remove_pull_secret(predictor, &old.secret_name);
+    }
+    if s3
+        && predictor.get("serviceAccountName").and_then(Value::as_str)
+            == Some(old.service_account_name().as_str())
+    {
+        predictor.remove("serviceAccountName");
+    }
+    if let Some(model) = predictor.get_mut("model").and_then(Value::as_object_mut) {
+        if uri {
+            model.remove("storageUri");
+        }
+        if s3 {
+            model.remove("storage");
+        }
+    }
+}
+
+/// Drops the entries named `secret_name` (all of them when the name is empty, which only a
+/// direct call can ask for); an emptied list is removed.
+fn remove_pull_secret(predictor: &mut Map<String, Value>, secret_name: &str) {
+    if secret_name.is_empty() {
+        predictor.remove("imagePullSecrets");
+        return;
+    }
+    let Some(secrets) = predictor
+        .get_mut("imagePullSecrets")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    secrets.retain(|s| pull_secret_name(s) != secret_name);
+    if secrets.is_empty() {
+        predictor.remove("imagePullSecrets");
+    }
+}
+
+fn pull_secret_name(entry: &Value) -> &str {
+    entry
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// `spec.predictor.model`, created empty when absent. (Go's typed round trip would also add
+/// `modelFormat: {name: ""}`, `name: ""` and `resources: {}`; only the injected fields are
+/// written here.)
+fn model_mut(isvc: &mut Value) -> &mut Map<String, Value> {
+    object_mut(isvc, &["spec", "predictor", "model"])
+}

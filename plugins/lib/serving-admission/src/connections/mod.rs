@@ -1,0 +1,162 @@
+//! ConnectionsAPI: credentials from a data-connection Secret named by the
+//! `opendatahub.io/connections` annotation (spec `isvc.md` §4.4, `llm.md` §7.3).
+//!
+//! The generic part ([`validate_connection`], [`old_connection`], [`determine_action`], the
+//! Secret data helpers) decides *what* to do; [`isvc`] applies it to an InferenceService. An
+//! LLMInferenceService webhook reuses the generic part with its own field mapping.
+
+pub mod isvc;
+mod secret;
+
+use odh_plugin_sdk::Operation;
+
+pub use isvc::{cleanup_inference_service, default_inference_service, inject_inference_service};
+pub use secret::{
+    Connection, old_connection, s3_uri, secret_data, service_account, uri_value,
+    validate_connection,
+};
+
+/// On the workload: the Secret name (same namespace as the admission request).
+pub const ANNOTATION_CONNECTIONS: &str = "opendatahub.io/connections";
+/// On the workload: the S3 sub-path.
+pub const ANNOTATION_CONNECTION_PATH: &str = "opendatahub.io/connection-path";
+/// On the Secret: `s3`, `uri` or `oci`; wins over the deprecated ref annotation.
+pub const ANNOTATION_CONNECTION_TYPE_PROTOCOL: &str = "opendatahub.io/connection-type-protocol";
+/// On the Secret, deprecated: `s3`, `uri-v1` or `oci-v1`.
+pub const ANNOTATION_CONNECTION_TYPE_REF: &str = "opendatahub.io/connection-type-ref";
+
+/// A connection as the webhook compares old and new: which Secret, its raw type value and the
+/// workload's path annotation. All empty means "no connection".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    pub secret_name: String,
+    /// The Secret's annotation value as written (`s3`, `uri-v1`, ...); empty when the old
+    /// Secret no longer exists.
+    pub type_: String,
+    pub path: String,
+}
+
+impl ConnectionInfo {
+    /// Whether a Secret is referenced.
+    pub fn is_present(&self) -> bool {
+        !self.secret_name.is_empty()
+    }
+
+    /// What the type value means; none for an empty or unrecognised value.
+    pub fn kind(&self) -> Option<ConnectionKind> {
+        ConnectionKind::of(&self.type_)
+    }
+
+    /// `<secret>-sa`, the ServiceAccount an S3 connection runs as.
+    pub fn service_account_name(&self) -> String {
+        format!("{}-sa", self.secret_name)
+    }
+}
+
+/// The three kinds of connection; both annotation vocabularies map onto them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectionKind {
+    S3,
+    Uri,
+    Oci,
+}
+
+impl ConnectionKind {
+    /// Classifies a type value from either annotation.
+    pub fn of(type_: &str) -> Option<ConnectionKind> {
+        match type_ {
+            "s3" => Some(ConnectionKind::S3),
+            "uri" | "uri-v1" => Some(ConnectionKind::Uri),
+            "oci" | "oci-v1" => Some(ConnectionKind::Oci),
+            _ => None,
+        }
+    }
+}
+
+/// What to do to the workload's spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Add the new connection's fields.
+    Inject,
+    /// Take the old connection's fields out.
+    Remove,
+    /// Remove the old connection's fields, then inject the new one.
+    Replace,
+    /// Leave the spec alone, even if the user deleted injected fields.
+    None,
+}
+
+/// The action for an admission: CREATE injects whatever is referenced; UPDATE compares the old
+/// and new connection (a path change matters for S3 only, where it is part of the storage spec).
+pub fn determine_action(op: Operation, old: &ConnectionInfo, new: &ConnectionInfo) -> Action {
+    if !matches!(op, Operation::Update) {
+        return if new.is_present() {
+            Action::Inject
+        } else {
+            Action::None
+        };
+    }
+    match (old.is_present(), new.is_present()) {
+        (true, false) => Action::Remove,
+        (false, false) => Action::None,
+        (false, true) => Action::Inject,
+        (true, true) if old.type_ != new.type_ || old.secret_name != new.secret_name => {
+            Action::Replace
+        }
+        (true, true) if new.type_ == "s3" && old.path != new.path => Action::Replace,
+        (true, true) => Action::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(secret: &str, type_: &str, path: &str) -> ConnectionInfo {
+        ConnectionInfo {
+            secret_name: secret.into(),
+            type_: type_.into(),
+            path: path.into(),
+        }
+    }
+
+    #[test]
+    fn actions() {
+        let none = ConnectionInfo::default();
+        let s3 = info("s", "s3", "a");
+        let create = Operation::Create;
+        let update = Operation::Update;
+        assert_eq!(determine_action(create, &none, &s3), Action::Inject);
+        assert_eq!(determine_action(create, &s3, &none), Action::None);
+        assert_eq!(determine_action(update, &s3, &none), Action::Remove);
+        assert_eq!(determine_action(update, &none, &none), Action::None);
+        assert_eq!(determine_action(update, &none, &s3), Action::Inject);
+        assert_eq!(determine_action(update, &s3, &s3), Action::None);
+        assert_eq!(
+            determine_action(update, &s3, &info("s", "s3", "b")),
+            Action::Replace
+        );
+        assert_eq!(
+            determine_action(update, &s3, &info("t", "s3", "a")),
+            Action::Replace
+        );
+        assert_eq!(
+            determine_action(update, &s3, &info("s", "uri", "a")),
+            Action::Replace
+        );
+        assert_eq!(
+            determine_action(update, &info("u", "uri", "a"), &info("u", "uri", "b")),
+            Action::None
+        );
+    }
+
+    #[test]
+    fn kinds() {
+        assert_eq!(ConnectionKind::of("uri-v1"), Some(ConnectionKind::Uri));
+        assert_eq!(ConnectionKind::of("oci"), Some(ConnectionKind::Oci));
+        assert_eq!(ConnectionKind::of("s3"), Some(ConnectionKind::S3));
+        assert_eq!(ConnectionKind::of("exotic"), None);
+        assert_eq!(ConnectionKind::of(""), None);
+        assert_eq!(info("x", "", "").service_account_name(), "x-sa");
+    }
+}

@@ -1,0 +1,789 @@
+//! The `isvc` plugin's controller on the real apiserver (spec isvc.md §6.1 and derived
+//! scenarios): one host controller for the whole test binary, running the built
+//! `target/plugins/isvc.wasm`, reconciling InferenceServices the tests create.
+//!
+//! The test apiserver has no garbage collector (like envtest): where upstream relies on GC,
+//! the tests assert the controller owner reference that makes GC remove the object.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::{Client, ResourceExt};
+use odh_model_controller::applier::Applier;
+use odh_model_controller::cache::Caches;
+use odh_model_controller::controller::{self, Shared};
+use odh_model_controller::plugin::{
+    EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource,
+};
+use odh_test_support::{TestContext, Timing, consistently, eventually};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const FINALIZER: &str = "odh.inferenceservice.finalizers";
+const KEDA: &str = "inference-prometheus-auth";
+
+/// Starts the controller once per test binary, on a runtime of its own (each test has its
+/// own runtime, and the controller must outlive every test).
+fn controller_running() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("controller runtime");
+            runtime.block_on(async move {
+                let config = odh_test_support::namespace::client_config()
+                    .await
+                    .expect("test cluster config");
+                let client = Client::try_from(config).expect("client");
+                let caches = Caches::new(client.clone());
+                let applier = Arc::new(Applier::new(client, caches.clone(), None));
+                let shared = Shared::new(caches, applier, 4);
+                let _controllers =
+                    controller::start_all(shared, &[isvc_plugin()], CancellationToken::new())
+                        .await
+                        .expect("controllers start");
+                ready_tx.send(()).expect("test waiting");
+                std::future::pending::<()>().await;
+            });
+        });
+        ready_rx.recv().expect("controller thread started");
+    });
+}
+
+fn isvc_plugin() -> Plugin {
+    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
+    let path = odh_test_support::plugin_wasm("isvc").unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    Plugin::load(
+        &engine,
+        LoadRequest {
+            source: PluginSource::File(path),
+            bytes: &bytes,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings: json!({}),
+        },
+    )
+    .unwrap()
+}
+
+/// A test namespace, with the controller running.
+async fn setup(prefix: &str) -> anyhow::Result<TestContext> {
+    let t = TestContext::new(prefix).await?;
+    controller_running();
+    Ok(t)
+}
+
+fn dynamic(
+    t: &TestContext,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+) -> Api<DynamicObject> {
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    Api::namespaced_with(t.client.clone(), &t.namespace, &ar)
+}
+
+fn isvcs(t: &TestContext) -> Api<DynamicObject> {
+    dynamic(
+        t,
+        "serving.kserve.io",
+        "v1beta1",
+        "InferenceService",
+        "inferenceservices",
+    )
+}
+fn runtimes(t: &TestContext) -> Api<DynamicObject> {
+    dynamic(
+        t,
+        "serving.kserve.io",
+        "v1alpha1",
+        "ServingRuntime",
+        "servingruntimes",
+    )
+}
+fn routes(t: &TestContext) -> Api<DynamicObject> {
+    dynamic(t, "route.openshift.io", "v1", "Route", "routes")
+}
+fn service_monitors(t: &TestContext) -> Api<DynamicObject> {
+    dynamic(
+        t,
+        "monitoring.coreos.com",
+        "v1",
+        "ServiceMonitor",
+        "servicemonitors",
+    )
+}
+fn trigger_auths(t: &TestContext) -> Api<DynamicObject> {
+    dynamic(
+        t,
+        "keda.sh",
+        "v1alpha1",
+        "TriggerAuthentication",
+        "triggerauthentications",
+    )
+}
+
+async fn create(api: &Api<DynamicObject>, object: Value) -> anyhow::Result<DynamicObject> {
+    Ok(api
+        .create(&PostParams::default(), &serde_json::from_value(object)?)
+        .await?)
+}
+
+/// SR-1: `kserve-ovms` with Prometheus port 8888.
+fn ovms_runtime() -> Value {
+    json!({
+        "apiVersion": "serving.kserve.io/v1alpha1", "kind": "ServingRuntime",
+        "metadata": {"name": "kserve-ovms"},
+        "spec": {
+            "multiModel": false,
+            "annotations": {"prometheus.io/port": "8888", "prometheus.io/path": "/metrics"},
+            "supportedModelFormats": [{"name": "onnx", "version": "1", "autoSelect": true}],
+            "containers": [{"name": "kserve-container", "image": "ovms"}],
+        },
+    })
+}
+
+/// ISVC-1 (`example-onnx-mnist`-like) with a chosen name.
+fn isvc(name: &str) -> Value {
+    json!({
+        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": name, "annotations": {"serving.kserve.io/deploymentMode": "RawDeployment"}},
+        "spec": {"predictor": {"model": {
+            "modelFormat": {"name": "onnx"}, "runtime": "kserve-ovms",
+            "storage": {"key": "testkey", "path": "/testpath/test"},
+        }}},
+    })
+}
+
+fn with_auth(mut v: Value, sa: Option<&str>) -> Value {
+    v["metadata"]["annotations"]["security.opendatahub.io/enable-auth"] = json!("true");
+    if let Some(sa) = sa {
+        v["spec"]["predictor"]["serviceAccountName"] = json!(sa);
+    }
+    v
+}
+
+fn exposed(mut v: Value) -> Value {
+    v["metadata"]["labels"] = json!({"networking.kserve.io/visibility": "exposed"});
+    v
+}
+
+fn keda(mut v: Value) -> Value {
+    v["spec"]["predictor"]["minReplicas"] = json!(1);
+    v["spec"]["predictor"]["maxReplicas"] = json!(5);
+    v["spec"]["predictor"]["autoScaling"] = json!({"metrics": [{
+        "type": "External",
+        "external": {
+            "metric": {"backend": "prometheus", "serverAddress": "https://thanos-querier.openshift-monitoring.svc:9092", "query": "q"},
+            "target": {"type": "AverageValue", "averageValue": "2"},
+        },
+    }]});
+    v
+}
+
+/// The predictor Service KServe would create: `http` 8888 → `http`.
+async fn predictor_service(t: &TestContext, isvc: &str) -> anyhow::Result<()> {
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": format!("{isvc}-predictor"), "labels": {
+            "component": "predictor", "serving.kserve.io/inferenceservice": isvc}},
+        "spec": {"clusterIP": "None", "ports": [{"name": "http", "port": 8888, "targetPort": "http"}]},
+    }))?;
+    t.api::<Service>()
+        .create(&PostParams::default(), &svc)
+        .await?;
+    Ok(())
+}
+
+/// The object, or an error saying it is not there (yet). The future owns its inputs, so
+/// callers may pass temporaries.
+fn exists<K>(api: &Api<K>, name: &str) -> impl Future<Output = anyhow::Result<K>> + use<K>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug + 'static,
+{
+    let (api, name) = (api.clone(), name.to_string());
+    async move {
+        api.get_opt(&name)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("{name} does not exist (yet)"))
+    }
+}
+
+fn absent<K>(api: &Api<K>, name: &str) -> impl Future<Output = anyhow::Result<()>> + use<K>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug + 'static,
+{
+    let (api, name) = (api.clone(), name.to_string());
+    async move {
+        match api.get_opt(&name).await? {
+            None => Ok(()),
+            Some(_) => anyhow::bail!("{name} still exists"),
+        }
+    }
+}
+
+/// Deletes an InferenceService and waits until the finalizer let it go.
+async fn delete_isvc(t: &TestContext, name: &str) -> anyhow::Result<()> {
+    let api = isvcs(t);
+    api.delete(name, &DeleteParams::default()).await?;
+    eventually(
+        &format!("InferenceService {name} is gone"),
+        Timing::default(),
+        || absent(&api, name),
+    )
+    .await
+}
+
+fn controlled_by(object: &impl ResourceExt, uid: &str) -> bool {
+    object
+        .owner_references()
+        .iter()
+        .any(|r| r.uid == uid && r.controller == Some(true) && r.kind == "InferenceService")
+}
+
+fn owner_uids(object: &impl ResourceExt) -> Vec<String> {
+    object
+        .owner_references()
+        .iter()
+        .map(|r| r.uid.clone())
+        .collect()
+}
+
+fn short() -> Timing {
+    Timing::within(Duration::from_secs(3))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_01_c_10_c_11_d_16_owned_objects_follow_the_inference_service() -> anyhow::Result<()> {
+    let t = setup("isvc-c01").await?;
+    create(&runtimes(&t), ovms_runtime()).await?;
+    let created = create(&isvcs(&t), isvc("example-onnx-mnist")).await?;
+    let uid = created.uid().unwrap();
+
+    // D-16: the finalizer is added.
+    eventually("the finalizer is added", Timing::default(), || async {
+        let o = isvcs(&t).get("example-onnx-mnist").await?;
+        anyhow::ensure!(
+            o.finalizers().iter().any(|f| f == FINALIZER),
+            "{:?}",
+            o.finalizers()
+        );
+        Ok(())
+    })
+    .await?;
+    // C-01: the dashboard ConfigMap (OVMS without a runtime-type annotation: unsupported),
+    // controlled by the InferenceService so that GC removes it with it.
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = t.api();
+    let cm = eventually("the dashboard ConfigMap exists", Timing::default(), || {
+        exists(&cms, "example-onnx-mnist-metrics-dashboard")
+    })
+    .await?;
+    assert_eq!(cm.data.as_ref().unwrap()["supported"], "false");
+    assert!(controlled_by(&cm, &uid));
+    // C-11: the metrics Service and ServiceMonitor are controlled too; none without suffix.
+    let svc = eventually("the metrics Service exists", Timing::default(), || {
+        exists(&t.api::<Service>(), "example-onnx-mnist-metrics")
+    })
+    .await?;
+    assert!(controlled_by(&svc, &uid));
+    let sm = exists(&service_monitors(&t), "example-onnx-mnist-metrics").await?;
+    assert!(controlled_by(&sm, &uid));
+    absent(&t.api::<Service>(), "example-onnx-mnist").await?;
+    // C-10: not exposed, so no Route.
+    absent(&routes(&t), "example-onnx-mnist").await?;
+
+    delete_isvc(&t, "example-onnx-mnist").await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_02_c_03_c_13_auth_delegator_bindings() -> anyhow::Result<()> {
+    let t = setup("isvc-c02").await?;
+    let crbs = Api::<ClusterRoleBinding>::all(t.client.clone());
+    create(&runtimes(&t), ovms_runtime()).await?;
+    create(&isvcs(&t), with_auth(isvc("default-sa"), None)).await?;
+    create(&isvcs(&t), with_auth(isvc("custom"), Some("custom-sa"))).await?;
+    create(&isvcs(&t), isvc("no-auth")).await?;
+    let ns = &t.namespace;
+    let default = eventually("C-02 default-SA binding", Timing::default(), || {
+        exists(&crbs, &format!("{ns}-default-auth-delegator"))
+    })
+    .await?;
+    assert_eq!(default.role_ref.name, "system:auth-delegator");
+    let subjects = default.subjects.unwrap();
+    assert_eq!(
+        (subjects[0].kind.as_str(), subjects[0].name.as_str()),
+        ("ServiceAccount", "default")
+    );
+    assert_eq!(subjects[0].namespace.as_deref(), Some(ns.as_str()));
+    eventually("C-03 custom-SA binding", Timing::default(), || {
+        exists(&crbs, &format!("{ns}-custom-sa-auth-delegator"))
+    })
+    .await?;
+    // C-02 (weak upstream): no Route without the exposed label.
+    absent(&routes(&t), "default-sa").await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_04_c_12_d_13_shared_bindings_live_as_long_as_an_inference_service_uses_them()
+-> anyhow::Result<()> {
+    let t = setup("isvc-c12").await?;
+    let ns = t.namespace.clone();
+    let crbs = Api::<ClusterRoleBinding>::all(t.client.clone());
+    let default_crb = format!("{ns}-default-auth-delegator");
+    let custom_crb = format!("{ns}-custom-sa-auth-delegator");
+    create(&runtimes(&t), ovms_runtime()).await?;
+    for (name, sa) in [
+        ("default-1", None),
+        ("default-2", None),
+        ("custom-1", Some("custom-sa")),
+        ("custom-2", Some("custom-sa")),
+    ] {
+        create(&isvcs(&t), with_auth(isvc(name), sa)).await?;
+    }
+    // C-04: an InferenceService without auth on the same ServiceAccount does not remove it.
+    let mut no_auth = isvc("isvc-without-auth");
+    no_auth["spec"]["predictor"]["serviceAccountName"] = json!("custom-sa");
+    create(&isvcs(&t), no_auth).await?;
+    for name in [&default_crb, &custom_crb] {
+        eventually("both bindings exist", Timing::default(), || {
+            exists(&crbs, name)
+        })
+        .await?;
+    }
+    delete_isvc(&t, "default-1").await?;
+    delete_isvc(&t, "custom-1").await?;
+    consistently(
+        "C-12: both bindings remain while others use them",
+        short(),
+        || async {
+            exists(&crbs, &default_crb).await?;
+            exists(&crbs, &custom_crb).await?;
+            Ok(())
+        },
+    )
+    .await?;
+    delete_isvc(&t, "default-2").await?;
+    delete_isvc(&t, "custom-2").await?;
+    for name in [&default_crb, &custom_crb] {
+        eventually(
+            "C-12: the bindings go with their last user",
+            Timing::default(),
+            || absent(&crbs, name),
+        )
+        .await?;
+    }
+    // D-13: turning auth off on a custom ServiceAccount removes its binding.
+    create(&isvcs(&t), with_auth(isvc("toggle"), Some("toggle-sa"))).await?;
+    let toggle_crb = format!("{ns}-toggle-sa-auth-delegator");
+    eventually("the toggle binding exists", Timing::default(), || {
+        exists(&crbs, &toggle_crb)
+    })
+    .await?;
+    isvcs(&t)
+        .patch(
+            "toggle",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"security.opendatahub.io/enable-auth": "false"}}})),
+        )
+        .await?;
+    eventually(
+        "D-13: auth off removes the binding",
+        Timing::default(),
+        || absent(&crbs, &toggle_crb),
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_05_c_06_d_07_routes_follow_exposure_and_timeouts() -> anyhow::Result<()> {
+    let t = setup("isvc-c05").await?;
+    create(&runtimes(&t), ovms_runtime()).await?;
+    predictor_service(&t, "example-onnx-mnist").await?;
+    let mut v = exposed(isvc("example-onnx-mnist"));
+    for component in ["predictor", "transformer", "explainer"] {
+        if component != "predictor" {
+            v["spec"][component] = json!({"containers": [{"name": "c", "image": "x"}]});
+        }
+        v["spec"][component]["timeout"] = json!(45);
+    }
+    let created = create(&isvcs(&t), v).await?;
+    let route = eventually("C-05: the Route exists", Timing::default(), || {
+        exists(&routes(&t), "example-onnx-mnist")
+    })
+    .await?;
+    assert!(controlled_by(&route, &created.uid().unwrap()));
+    assert_eq!(
+        route.data["spec"]["to"]["name"],
+        "example-onnx-mnist-predictor"
+    );
+    assert_eq!(route.data["spec"]["port"]["targetPort"], "http");
+    assert_eq!(route.data["spec"]["tls"]["termination"], "edge");
+    assert_eq!(
+        route.annotations()["haproxy.router.openshift.io/timeout"],
+        "135s",
+        "C-06"
+    );
+    isvcs(&t)
+        .patch(
+            "example-onnx-mnist",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"haproxy.router.openshift.io/timeout": "1m"}}}),
+            ),
+        )
+        .await?;
+    eventually(
+        "C-06: the annotation is copied",
+        Timing::default(),
+        || async {
+            let r = routes(&t).get("example-onnx-mnist").await?;
+            anyhow::ensure!(r.annotations()["haproxy.router.openshift.io/timeout"] == "1m");
+            Ok(())
+        },
+    )
+    .await?;
+    // D-07: dropping the exposed label removes the Route.
+    isvcs(&t)
+        .patch(
+            "example-onnx-mnist",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"networking.kserve.io/visibility": null}}}),
+            ),
+        )
+        .await?;
+    eventually("D-07: the Route is removed", Timing::default(), || {
+        absent(&routes(&t), "example-onnx-mnist")
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_07_d_04_default_timeouts_and_canaries_removed() -> anyhow::Result<()> {
+    let t = setup("isvc-c07").await?;
+    create(&runtimes(&t), ovms_runtime()).await?;
+    predictor_service(&t, "m").await?;
+    let canary_svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "m-v2-predictor"},
+        "spec": {"ports": [{"name": "http", "port": 80}]},
+    }))?;
+    t.api::<Service>()
+        .create(&PostParams::default(), &canary_svc)
+        .await?;
+    let mut v = exposed(isvc("m"));
+    v["spec"]["transformer"] = json!({"containers": [{"name": "c", "image": "x"}]});
+    v["spec"]["explainer"] = json!({"containers": [{"name": "c", "image": "x"}]});
+    v["spec"]["canary"] = json!([{"trafficPercent": 20, "predictor": {"name": "v2"}}]);
+    create(&isvcs(&t), v).await?;
+    let route = eventually("the canary Route exists", Timing::default(), || {
+        exists(&routes(&t), "m")
+    })
+    .await?;
+    assert_eq!(
+        route.annotations()["haproxy.router.openshift.io/timeout"],
+        "90s",
+        "C-07"
+    );
+    assert_eq!(route.data["spec"]["to"]["weight"], 80);
+    assert_eq!(
+        route.data["spec"]["alternateBackends"],
+        json!([{"kind": "Service", "name": "m-v2-predictor", "weight": 20}])
+    );
+    // D-04: canaries removed ⇒ weight 100 and no alternate backends (apply drops the field).
+    isvcs(&t)
+        .patch(
+            "m",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"canary": null}})),
+        )
+        .await?;
+    eventually(
+        "D-04: the Route loses its canaries",
+        Timing::default(),
+        || async {
+            let r = routes(&t).get("m").await?;
+            anyhow::ensure!(r.data["spec"]["to"]["weight"] == 100, "{}", r.data["spec"]);
+            anyhow::ensure!(
+                r.data["spec"].get("alternateBackends").is_none(),
+                "{}",
+                r.data["spec"]
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_08_a_user_route_named_like_an_unexposed_inference_service_survives() -> anyhow::Result<()>
+{
+    let t = setup("isvc-c08").await?;
+    create(&runtimes(&t), ovms_runtime()).await?;
+    predictor_service(&t, "example-onnx-mnist").await?;
+    create(
+        &routes(&t),
+        json!({"apiVersion": "route.openshift.io/v1", "kind": "Route",
+               "metadata": {"name": "example-onnx-mnist"},
+               "spec": {"to": {"kind": "Service", "name": "example-onnx-mnist-predictor"}}}),
+    )
+    .await?;
+    create(&isvcs(&t), isvc("example-onnx-mnist")).await?;
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = t.api();
+    eventually(
+        "the InferenceService is reconciled",
+        Timing::default(),
+        || exists(&cms, "example-onnx-mnist-metrics-dashboard"),
+    )
+    .await?;
+    // Upstream deletes it (no ownership check); we leave what we do not manage.
+    consistently("the user's Route survives", short(), || {
+        let route = exists(&routes(&t), "example-onnx-mnist");
+        async move { route.await.map(|_| ()) }
+    })
+    .await?;
+    delete_isvc(&t, "example-onnx-mnist").await?;
+    exists(&routes(&t), "example-onnx-mnist").await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_09_d_18_metrics_objects_appear_when_the_runtime_does() -> anyhow::Result<()> {
+    let t = setup("isvc-c09").await?;
+    // The runtime comes after the InferenceService: the ServingRuntime watch (D-18) brings
+    // the reconcile that creates the metrics objects.
+    create(&isvcs(&t), isvc("example-onnx-mnist")).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    create(&runtimes(&t), ovms_runtime()).await?;
+    let svc = eventually(
+        "C-09: the metrics Service exists",
+        Timing::default(),
+        || exists(&t.api::<Service>(), "example-onnx-mnist-metrics"),
+    )
+    .await?;
+    let port = &svc.spec.as_ref().unwrap().ports.as_ref().unwrap()[0];
+    assert_eq!(
+        (port.name.as_deref(), port.port),
+        (Some("kserve-ovms-metrics"), 8888)
+    );
+    let sm = eventually("C-09: the ServiceMonitor exists", Timing::default(), || {
+        exists(&service_monitors(&t), "example-onnx-mnist-metrics")
+    })
+    .await?;
+    assert_eq!(
+        sm.data["spec"]["selector"]["matchLabels"]["name"],
+        "example-onnx-mnist-metrics"
+    );
+    assert_eq!(sm.data["spec"]["endpoints"][0]["path"], "/metrics");
+    Ok(())
+}
+
+fn keda_apis(
+    t: &TestContext,
+) -> (
+    Api<ServiceAccount>,
+    Api<Role>,
+    Api<RoleBinding>,
+    Api<DynamicObject>,
+) {
+    (t.api(), t.api(), t.api(), trigger_auths(t))
+}
+
+/// The owner UIDs of the four cached KEDA objects (the Secret is checked separately).
+async fn keda_owners(t: &TestContext) -> anyhow::Result<Vec<Vec<String>>> {
+    let (sas, roles, rbs, tas) = keda_apis(t);
+    Ok(vec![
+        owner_uids(&exists(&sas, KEDA).await?),
+        owner_uids(&exists(&roles, KEDA).await?),
+        owner_uids(&exists(&rbs, KEDA).await?),
+        owner_uids(&exists(&tas, KEDA).await?),
+        owner_uids(&exists(&t.api::<k8s_openapi::api::core::v1::Secret>(), KEDA).await?),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_14_c_15_c_16_c_21_keda_objects_are_shared_released_and_cleaned_up() -> anyhow::Result<()>
+{
+    let t = setup("isvc-keda").await?;
+    create(&runtimes(&t), ovms_runtime()).await?;
+    let uid1 = create(&isvcs(&t), keda(isvc("isvc1")))
+        .await?
+        .uid()
+        .unwrap();
+    let uid2 = create(&isvcs(&t), keda(isvc("isvc2")))
+        .await?
+        .uid()
+        .unwrap();
+    eventually(
+        "C-14: all five objects carry both owners",
+        Timing::default(),
+        || async {
+            for owners in keda_owners(&t).await? {
+                anyhow::ensure!(
+                    owners.contains(&uid1) && owners.contains(&uid2),
+                    "{owners:?}"
+                );
+            }
+            Ok(())
+        },
+    )
+    .await?;
+    // C-16: a drifted Role rule is put back.
+    let roles: Api<Role> = t.api();
+    roles
+        .patch(
+            KEDA,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"rules": [{"apiGroups": [""], "resources": ["fake"], "verbs": ["get"]}]}),
+            ),
+        )
+        .await?;
+    eventually(
+        "C-16: the Role's rules are restored",
+        Timing::default(),
+        || async {
+            let r = roles.get(KEDA).await?;
+            let rules = r.rules.unwrap_or_default();
+            anyhow::ensure!(
+                rules.len() == 2 && rules[0].resources.as_ref().unwrap()[0] == "pods",
+                "{rules:?}"
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    // C-15: deleting ISVC2 releases it; ISVC1 keeps the objects.
+    delete_isvc(&t, "isvc2").await?;
+    eventually(
+        "C-15: only ISVC1 owns the objects",
+        Timing::default(),
+        || async {
+            for owners in keda_owners(&t).await? {
+                anyhow::ensure!(
+                    owners.contains(&uid1) && !owners.contains(&uid2),
+                    "{owners:?}"
+                );
+            }
+            Ok(())
+        },
+    )
+    .await?;
+    // C-21: the last one gone, the objects go.
+    delete_isvc(&t, "isvc1").await?;
+    let (sas, roles, rbs, tas) = keda_apis(&t);
+    eventually(
+        "C-21: the KEDA objects are deleted",
+        Timing::default(),
+        || async {
+            absent(&sas, KEDA).await?;
+            absent(&roles, KEDA).await?;
+            absent(&rbs, KEDA).await?;
+            absent(&tas, KEDA).await?;
+            absent(&t.api::<k8s_openapi::api::core::v1::Secret>(), KEDA).await
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_22_an_inference_service_dropping_keda_removes_the_objects() -> anyhow::Result<()> {
+    let t = setup("isvc-c22").await?;
+    create(&runtimes(&t), ovms_runtime()).await?;
+    create(&isvcs(&t), keda(isvc("isvc1"))).await?;
+    eventually("the KEDA objects exist", Timing::default(), || {
+        keda_owners(&t)
+    })
+    .await?;
+    isvcs(&t)
+        .patch(
+            "isvc1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"predictor": {"autoScaling": null}}})),
+        )
+        .await?;
+    let (sas, roles, rbs, tas) = keda_apis(&t);
+    eventually(
+        "C-22: the KEDA objects are deleted",
+        Timing::default(),
+        || async {
+            absent(&sas, KEDA).await?;
+            absent(&roles, KEDA).await?;
+            absent(&rbs, KEDA).await?;
+            absent(&tas, KEDA).await
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_23_c_25_c_26_foreign_owners_and_unowned_objects_are_respected() -> anyhow::Result<()> {
+    let t = setup("isvc-c23").await?;
+    create(&runtimes(&t), ovms_runtime()).await?;
+    // C-26: with no KEDA user, an unowned ServiceAccount of that name is left alone (upstream
+    // deletes it; docs/divergences.md).
+    let sas: Api<ServiceAccount> = t.api();
+    let unowned: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": KEDA}}))?;
+    sas.create(&PostParams::default(), &unowned).await?;
+    let isvc1 = create(&isvcs(&t), isvc("isvc1")).await?;
+    let uid1 = isvc1.uid().unwrap();
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = t.api();
+    eventually("isvc1 is reconciled", Timing::default(), || {
+        exists(&cms, "isvc1-metrics-dashboard")
+    })
+    .await?;
+    consistently(
+        "C-26: the unowned ServiceAccount survives",
+        short(),
+        || async {
+            anyhow::ensure!(owner_uids(&exists(&sas, KEDA).await?).is_empty());
+            Ok(())
+        },
+    )
+    .await?;
+    // C-23: objects co-owned by isvc1 (not using KEDA) and a foreign owner, while isvc2 uses
+    // KEDA: isvc1 lets go, the foreign owner stays.
+    sas.delete(KEDA, &DeleteParams::default()).await?;
+    let refs = json!([
+        {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "name": "isvc1", "uid": uid1},
+        {"apiVersion": "v1", "kind": "Pod", "name": "other-owner", "uid": "other-owner-uid"},
+    ]);
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": KEDA, "ownerReferences": refs, "labels": {"odh-model-controller": "keda-reconciler"}},
+        "rules": [],
+    }))?;
+    t.api::<Role>()
+        .create(&PostParams::default(), &role)
+        .await?;
+    create(&isvcs(&t), keda(isvc("isvc2"))).await?;
+    eventually(
+        "C-23: isvc1 lets go, the foreign owner stays",
+        Timing::default(),
+        || async {
+            let owners = owner_uids(&exists(&t.api::<Role>(), KEDA).await?);
+            anyhow::ensure!(
+                !owners.contains(&uid1) && owners.contains(&"other-owner-uid".to_string()),
+                "{owners:?}"
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    Ok(())
+}
