@@ -82,6 +82,9 @@ crds:
 bench: plugins
 	$(CARGO) bench -p odh-model-controller --bench plugin_runtime
 	$(CARGO) bench -p odh-model-controller --bench admission
+	$(MAKE) $(APISERVER)
+	$(CARGO) bench -p odh-model-controller --bench isvc_converge
+	ODH_BENCH_WORKERS=4 $(CARGO) bench -p odh-model-controller --bench isvc_converge
 
 clean:
 	$(CARGO) clean

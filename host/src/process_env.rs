@@ -151,6 +151,16 @@ mod tests {
     }
 
     #[test]
+    fn m_02_only_exactly_xks_selects_the_xks_platform() {
+        assert_eq!(env(&[]).mode, Mode::Full);
+        assert_eq!(
+            env(&[("ODH_PLATFORM_TYPE", "OpenDataHub")]).mode,
+            Mode::Full
+        );
+        assert_eq!(env(&[("ODH_PLATFORM_TYPE", "xKS")]).mode, Mode::Xks);
+    }
+
+    #[test]
     fn go_style_single_dash_flags_are_accepted() {
         let args = [
             "bin",

@@ -77,12 +77,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     ));
 
     if env.webhooks_enabled {
-        let mut table =
-            WebhookTable::from_slots(&slots).context("unable to create webhookSetup")?;
-        if env.mode == Mode::Xks {
-            // The xKS profile: only the LLMInferenceService webhooks (ConnectionsAPI, HardwareProfile).
-            table.retain(|r| r.gvk.kind == "LLMInferenceService");
-        }
+        let table = WebhookTable::from_slots(&slots)
+            .context("unable to create webhookSetup")?
+            .for_mode(env.mode);
         if !table.is_empty() {
             let bind = parse_bind_address(&args.webhook_bind_address)?
                 .context("the webhook server needs an address")?;

@@ -32,7 +32,7 @@ fi
 target/debug/odh-dev install-crds deploy/crds tests/crds
 cert_dir=target/dev-cluster/webhook-certs
 target/debug/odh-dev serving-cert "$cert_dir"
-target/debug/odh-model-controller run --plugin hello --health-probe-bind-address=127.0.0.1:8081 --metrics-bind-address=127.0.0.1:8080 \
+target/debug/odh-model-controller run --health-probe-bind-address=127.0.0.1:8081 --metrics-bind-address=127.0.0.1:8080 \
 	--webhook-bind-address=127.0.0.1:9443 --webhook-cert-dir="$cert_dir" &
 pids+=($!)
 wait "${pids[-1]}"

@@ -113,6 +113,36 @@ impl WebhookTable {
         self.routes.retain(|_, r| keep(r));
     }
 
+    /// The routes a platform mode serves: xKS mode keeps only the LLMInferenceService ones
+    /// (upstream registers just that webhook there).
+    pub fn for_mode(mut self, mode: crate::process_env::Mode) -> Self {
+        if mode == crate::process_env::Mode::Xks {
+            self.retain(|r| r.gvk.kind == "LLMInferenceService");
+        }
+        self
+    }
+
+    /// The kinds with webhooks, in upstream's registration order (`Pod`, `NIMAccount`,
+    /// `InferenceService`, `InferenceGraph`, `LLMInferenceService`), others after them.
+    pub fn kinds(&self) -> Vec<String> {
+        const ORDER: [&str; 5] = [
+            "Pod",
+            "NIMAccount",
+            "InferenceService",
+            "InferenceGraph",
+            "LLMInferenceService",
+        ];
+        let mut kinds: Vec<String> = self.routes.values().map(|r| r.gvk.kind.clone()).collect();
+        kinds.sort_by_key(|k| {
+            (
+                ORDER.iter().position(|o| o == k).unwrap_or(ORDER.len()),
+                k.clone(),
+            )
+        });
+        kinds.dedup();
+        kinds
+    }
+
     /// Every route, ordered by path.
     pub fn routes(&self) -> impl Iterator<Item = &Arc<WebhookRoute>> {
         self.routes.values()

@@ -112,7 +112,7 @@ fn c_15_a_deleted_co_owner_releases_the_objects_the_other_still_holds() {
 }
 
 #[test]
-fn c_16_to_c_20_drifted_objects_are_applied_again_in_full() {
+fn c_16_c_17_c_18_c_19_c_20_drifted_objects_are_applied_again_in_full() {
     // Every reconcile of a KEDA InferenceService applies the whole desired shape, so a changed
     // rule, label, subject or secretTargetRef is put back by server-side apply.
     let mut drifted = with_all(FakeCluster::new().with(keda_crd_served()), &["uid-isvc1"]);

@@ -616,8 +616,8 @@ async fn keda_owners(t: &TestContext) -> anyhow::Result<Vec<Vec<String>>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn c_14_c_15_c_16_c_21_keda_objects_are_shared_released_and_cleaned_up() -> anyhow::Result<()>
-{
+async fn c_14_to_c_21_keda_objects_are_shared_restored_released_and_cleaned_up()
+-> anyhow::Result<()> {
     let t = setup("isvc-keda").await?;
     create(&runtimes(&t), ovms_runtime()).await?;
     let uid1 = create(&isvcs(&t), keda(isvc("isvc1")))
@@ -662,6 +662,98 @@ async fn c_14_c_15_c_16_c_21_keda_objects_are_shared_released_and_cleaned_up() -
             anyhow::ensure!(
                 rules.len() == 2 && rules[0].resources.as_ref().unwrap()[0] == "pods",
                 "{rules:?}"
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    // C-17: a changed ServiceAccount label is put back.
+    let (sas, _, rbs, tas) = keda_apis(&t);
+    let fake_label = json!({"metadata": {"labels": {"odh-model-controller": "fake"}}});
+    sas.patch(KEDA, &PatchParams::default(), &Patch::Merge(&fake_label))
+        .await?;
+    eventually(
+        "C-17: the ServiceAccount label is restored",
+        Timing::default(),
+        || async {
+            let sa = sas.get(KEDA).await?;
+            anyhow::ensure!(
+                sa.labels()["odh-model-controller"] == "keda-reconciler",
+                "{:?}",
+                sa.labels()
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    // C-18: a changed RoleBinding subject is put back.
+    rbs.patch(
+        KEDA,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"subjects": [{"kind": "User", "name": "fake", "apiGroup": "rbac.authorization.k8s.io"}]})),
+    )
+    .await?;
+    eventually(
+        "C-18: the RoleBinding subject is restored",
+        Timing::default(),
+        || async {
+            let rb = rbs.get(KEDA).await?;
+            let subjects = rb.subjects.unwrap_or_default();
+            anyhow::ensure!(
+                subjects
+                    .iter()
+                    .any(|s| s.kind == "ServiceAccount" && s.name == KEDA)
+                    && !subjects.iter().any(|s| s.kind == "User"),
+                "{subjects:?}"
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    // C-20: an emptied TriggerAuthentication secretTargetRef is put back.
+    tas.patch(
+        KEDA,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"secretTargetRef": []}})),
+    )
+    .await?;
+    eventually(
+        "C-20: the secretTargetRef is restored",
+        Timing::default(),
+        || async {
+            let ta = tas.get(KEDA).await?;
+            let refs = ta.data["spec"]["secretTargetRef"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            anyhow::ensure!(refs.len() == 2, "{refs:?}");
+            Ok(())
+        },
+    )
+    .await?;
+    // C-19: a changed Secret label is put back at the next reconcile. Secrets outside
+    // `opendatahub.io/managed=true` are not watched (upstream's cache filter), so the
+    // InferenceService is touched to bring that reconcile.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = t.api();
+    secrets
+        .patch(KEDA, &PatchParams::default(), &Patch::Merge(&fake_label))
+        .await?;
+    isvcs(&t)
+        .patch(
+            "isvc1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"touch": "1"}}})),
+        )
+        .await?;
+    eventually(
+        "C-19: the Secret label is restored",
+        Timing::default(),
+        || async {
+            let secret = secrets.get(KEDA).await?;
+            anyhow::ensure!(
+                secret.labels()["odh-model-controller"] == "keda-reconciler",
+                "{:?}",
+                secret.labels()
             );
             Ok(())
         },

@@ -1,0 +1,494 @@
+//! `odh-model-controller run` with its default plugins (the built-in `isvc`) against the real
+//! apiserver: the apiserver calls our HTTPS webhooks, the controller reconciles, the Model
+//! Registry sync talks to a small local stand-in for the Model Registry REST API, and the
+//! settings come from upstream's environment variables (`POD_NAMESPACE`,
+//! `MODELREGISTRY_STATE`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use base64::Engine;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use kube::{Client, ResourceExt};
+use odh_model_controller::plugin::{
+    EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource, builtin,
+};
+use odh_model_controller::process_env::Mode;
+use odh_model_controller::webhook::WebhookTable;
+use odh_test_support::{TestContext, Timing, eventually};
+use serde_json::{Value, json};
+
+const VALIDATING: &str = "validating.isvc.odh-model-controller.opendatahub.io";
+const MUTATING: &str = "minferenceservice-v1beta1.odh-model-controller.opendatahub.io";
+
+#[test]
+fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() {
+    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
+    let plugins: Vec<Plugin> = builtin::DEFAULTS
+        .iter()
+        .map(|name| {
+            Plugin::load(
+                &engine,
+                LoadRequest {
+                    source: PluginSource::Builtin(name.to_string()),
+                    bytes: builtin::get(name).unwrap(),
+                    grants: Grants::default(),
+                    limits: Limits::default(),
+                    settings: json!({}),
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    let table = WebhookTable::new(plugins.iter()).unwrap();
+    // Upstream's full list is Pod, NIMAccount, InferenceService, InferenceGraph,
+    // LLMInferenceService; the plugins built so far serve InferenceService.
+    assert_eq!(
+        table.clone().for_mode(Mode::Full).kinds(),
+        ["InferenceService"]
+    );
+    assert!(table.for_mode(Mode::Xks).kinds().is_empty());
+}
+
+struct Host(Child);
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A Model Registry REST stand-in: serving environments and inference services in memory.
+#[derive(Default)]
+struct Registry {
+    environments: BTreeMap<String, Value>,
+    services: BTreeMap<String, Value>,
+    next_id: u64,
+}
+
+type Shared = Arc<Mutex<Registry>>;
+
+fn id(r: &mut Registry) -> String {
+    r.next_id += 1;
+    r.next_id.to_string()
+}
+
+async fn model_registry() -> (u16, Shared) {
+    let state = Shared::default();
+    let base = "/api/model_registry/v1alpha3";
+    let app = Router::new()
+        .route(
+            &format!("{base}/serving_environment"),
+            get(
+                |State(s): State<Shared>, Query(q): Query<BTreeMap<String, String>>| async move {
+                    let r = s.lock().unwrap();
+                    match r.environments.get(&q["name"]) {
+                        Some(e) => Ok(Json(e.clone())),
+                        None => Err(StatusCode::NOT_FOUND),
+                    }
+                },
+            ),
+        )
+        .route(
+            &format!("{base}/serving_environments"),
+            axum::routing::post(|State(s): State<Shared>, Json(mut body): Json<Value>| async move {
+                let mut r = s.lock().unwrap();
+                body["id"] = json!(id(&mut r));
+                let name = body["name"].as_str().unwrap_or_default().to_string();
+                r.environments.insert(name, body.clone());
+                (StatusCode::CREATED, Json(body))
+            }),
+        )
+        .route(
+            &format!("{base}/inference_service"),
+            get(
+                |State(s): State<Shared>, Query(q): Query<BTreeMap<String, String>>| async move {
+                    let r = s.lock().unwrap();
+                    r.services
+                        .values()
+                        .find(|v| v["name"] == q["name"].as_str())
+                        .map(|v| Json(v.clone()))
+                        .ok_or(StatusCode::NOT_FOUND)
+                },
+            ),
+        )
+        .route(
+            &format!("{base}/inference_services"),
+            axum::routing::post(|State(s): State<Shared>, Json(mut body): Json<Value>| async move {
+                let mut r = s.lock().unwrap();
+                let new_id = id(&mut r);
+                body["id"] = json!(new_id);
+                r.services.insert(new_id, body.clone());
+                (StatusCode::CREATED, Json(body))
+            }),
+        )
+        .route(
+            &format!("{base}/inference_services/{{id}}"),
+            get(|State(s): State<Shared>, Path(id): Path<String>| async move {
+                let r = s.lock().unwrap();
+                r.services.get(&id).map(|v| Json(v.clone())).ok_or(StatusCode::NOT_FOUND)
+            })
+            .patch(
+                |State(s): State<Shared>, Path(id): Path<String>, Json(patch): Json<Value>| async move {
+                    let mut r = s.lock().unwrap();
+                    let Some(v) = r.services.get_mut(&id) else {
+                        return Err(StatusCode::NOT_FOUND);
+                    };
+                    for (k, val) in patch.as_object().cloned().unwrap_or_default() {
+                        v[k] = val;
+                    }
+                    Ok(Json(v.clone()))
+                },
+            ),
+        )
+        .with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (port, state)
+}
+
+fn webhook_entry(name: &str, port: u16, path: &str, ca_pem: &str, namespaces: &[&str]) -> Value {
+    json!({
+        "name": name,
+        "clientConfig": {
+            "url": format!("https://127.0.0.1:{port}{path}"),
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
+        },
+        "rules": [{"apiGroups": ["serving.kserve.io"], "apiVersions": ["v1beta1"],
+                   "resources": ["inferenceservices"], "operations": ["CREATE", "UPDATE"]}],
+        "failurePolicy": "Fail",
+        "sideEffects": if name == MUTATING { "NoneOnDryRun" } else { "None" },
+        "admissionReviewVersions": ["v1"],
+        "namespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces,
+        }]},
+        "timeoutSeconds": 10,
+    })
+}
+
+fn isvc(name: &str) -> Value {
+    json!({
+        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": name},
+        "spec": {"predictor": {"model": {"modelFormat": {"name": "onnx"}, "runtime": "kserve-ovms"}}},
+    })
+}
+
+fn dynamic(client: &Client, ns: &str, gvk: (&str, &str, &str), plural: &str) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(gvk.0, gvk.1, gvk.2), plural);
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+async fn create(api: &Api<DynamicObject>, v: Value) -> Result<DynamicObject, kube::Error> {
+    api.create(&PostParams::default(), &serde_json::from_value(v).unwrap())
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_controller_and_model_registry_through_the_real_binary() -> anyhow::Result<()> {
+    let t = TestContext::new("isvc-e2e").await?;
+    let ns = t.namespace.clone();
+    let client = t.client.clone();
+    // The protected (application) namespace is POD_NAMESPACE.
+    let protected = odh_test_support::namespace::unique_name("isvc-e2e-app");
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": protected}}))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await?;
+
+    let (mr_port, registry) = model_registry().await;
+    let dscs = Api::<DynamicObject>::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(
+                "datasciencecluster.opendatahub.io",
+                "v1",
+                "DataScienceCluster",
+            ),
+            "datascienceclusters",
+        ),
+    );
+    let dsc_name = format!("dsc-{ns}");
+    dscs.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "apiVersion": "datasciencecluster.opendatahub.io/v1", "kind": "DataScienceCluster",
+            "metadata": {"name": dsc_name},
+            "spec": {"components": {"modelregistry": {"registriesNamespace": ns}}},
+        }))?,
+    )
+    .await?;
+
+    let (cert_dir, _) = common::serving_cert("isvc-e2e");
+    let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
+    let webhook_port = free_port();
+    let health_port = free_port();
+    let log = std::env::temp_dir().join(format!("isvc-e2e-{}.log", std::process::id()));
+    let log_file = std::fs::File::create(&log)?;
+    let _host = Host(
+        Command::new(env!("CARGO_BIN_EXE_odh-model-controller"))
+            .args(["run", "--zap-devel=false", "--metrics-bind-address=0"])
+            .arg(format!(
+                "--kubeconfig={}",
+                odh_test_support::cluster()?.kubeconfig.display()
+            ))
+            .arg(format!("--webhook-cert-dir={}", cert_dir.display()))
+            .arg(format!("--webhook-bind-address=127.0.0.1:{webhook_port}"))
+            .arg(format!(
+                "--health-probe-bind-address=127.0.0.1:{health_port}"
+            ))
+            .env("POD_NAMESPACE", &protected)
+            .env("MODELREGISTRY_STATE", "managed")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .spawn()?,
+    );
+    eventually("the host is ready", Timing::default(), || async {
+        let body = http_get(health_port, "/readyz").await?;
+        anyhow::ensure!(body.contains("ok"), "{body}");
+        Ok(())
+    })
+    .await
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; log: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    })?;
+
+    let scope = [ns.as_str(), protected.as_str()];
+    let validating: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+        "metadata": {"name": format!("isvc-e2e-{ns}")},
+        "webhooks": [webhook_entry(VALIDATING, webhook_port, "/validate-serving-kserve-io-v1beta1-inferenceservice", &ca_pem, &scope)],
+    }))?;
+    let mutating: MutatingWebhookConfiguration = serde_json::from_value(json!({
+        "metadata": {"name": format!("isvc-e2e-{ns}")},
+        "webhooks": [webhook_entry(MUTATING, webhook_port, "/mutate-serving-kserve-io-v1beta1-inferenceservice", &ca_pem, &scope)],
+    }))?;
+    let vwcs = Api::<ValidatingWebhookConfiguration>::all(client.clone());
+    let mwcs = Api::<MutatingWebhookConfiguration>::all(client.clone());
+    vwcs.create(&PostParams::default(), &validating).await?;
+    mwcs.create(&PostParams::default(), &mutating).await?;
+
+    let isvcs = dynamic(
+        &client,
+        &ns,
+        ("serving.kserve.io", "v1beta1", "InferenceService"),
+        "inferenceservices",
+    );
+    let runtimes = dynamic(
+        &client,
+        &ns,
+        ("serving.kserve.io", "v1alpha1", "ServingRuntime"),
+        "servingruntimes",
+    );
+    create(
+        &runtimes,
+        json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ServingRuntime",
+               "metadata": {"name": "kserve-ovms"},
+               "spec": {"annotations": {"prometheus.io/port": "8888"},
+                        "containers": [{"name": "kserve-container", "image": "ovms"}]}}),
+    )
+    .await?;
+    // W-V03 through the apiserver, once the webhook configuration is active.
+    let long = format!("test-isvc-{}", "x".repeat(44));
+    let denial = eventually(
+        "W-V03: a 54-character name is denied",
+        Timing::default(),
+        || async {
+            match create(&isvcs, isvc(&long)).await {
+                Err(kube::Error::Api(s)) => Ok(s),
+                Ok(_) => {
+                    isvcs.delete(&long, &DeleteParams::default()).await?;
+                    anyhow::bail!("admitted (webhook not active yet)")
+                }
+                Err(e) => Err(e.into()),
+            }
+        },
+    )
+    .await?;
+    assert_eq!(denial.code, 422);
+    assert_eq!(
+        denial.message,
+        format!(
+            "admission webhook \"{VALIDATING}\" denied the request: InferenceService.serving.kserve.io \"{long}\" is invalid: metadata.name: Invalid value: \"{long}\": InferenceService name is too long. The name exceeds the maximum length of 53 characters (current length: 54)"
+        )
+    );
+    // W-V02: the application namespace (POD_NAMESPACE) is protected.
+    let in_protected = dynamic(
+        &client,
+        &protected,
+        ("serving.kserve.io", "v1beta1", "InferenceService"),
+        "inferenceservices",
+    );
+    match create(&in_protected, isvc("m")).await {
+        Err(kube::Error::Api(s)) => assert!(
+            s.message.ends_with("specified namespace is protected"),
+            "{}",
+            s.message
+        ),
+        other => panic!("W-V02: expected a denial, got {other:?}"),
+    }
+
+    // W-C06 through the apiserver: an S3 connection injects the ServiceAccount and storage,
+    // and the `<secret>-sa` ServiceAccount is created as a side effect.
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "s3-secret", "annotations": {"opendatahub.io/connection-type-protocol": "s3"}},
+        "stringData": {"AWS_ACCESS_KEY_ID": "k"},
+    }))?;
+    t.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let mut v = isvc("with-s3");
+    v["metadata"]["annotations"] = json!({
+        "opendatahub.io/connections": "s3-secret",
+        "opendatahub.io/connection-path": "models/v1",
+    });
+    let created = create(&isvcs, v).await?;
+    assert_eq!(
+        created.data["spec"]["predictor"]["serviceAccountName"],
+        "s3-secret-sa"
+    );
+    assert_eq!(
+        created.data["spec"]["predictor"]["model"]["storage"],
+        json!({"key": "s3-secret", "path": "models/v1"})
+    );
+    let sa = t.api::<ServiceAccount>().get("s3-secret-sa").await?;
+    assert_eq!(sa.secrets.unwrap()[0].name.as_deref(), Some("s3-secret"));
+
+    // The controller runs the default plugin: finalizer and dashboard ConfigMap.
+    eventually(
+        "the controller reconciles with-s3",
+        Timing::default(),
+        || async {
+            let cm = t
+                .api::<ConfigMap>()
+                .get_opt("with-s3-metrics-dashboard")
+                .await?;
+            anyhow::ensure!(cm.is_some(), "no dashboard ConfigMap yet");
+            let o = isvcs.get("with-s3").await?;
+            anyhow::ensure!(
+                o.finalizers()
+                    .iter()
+                    .any(|f| f == "odh.inferenceservice.finalizers")
+            );
+            Ok(())
+        },
+    )
+    .await?;
+
+    // E-02: registered model 1, version 2 ⇒ an MR InferenceService is created and its id
+    // lands on the InferenceService, with the MR finalizer.
+    let mut v = isvc("dummy-inference-service");
+    v["metadata"]["labels"] = json!({
+        "modelregistry.opendatahub.io/registered-model-id": "1",
+        "modelregistry.opendatahub.io/model-version-id": "2",
+    });
+    v["metadata"]["annotations"] =
+        json!({"modelregistry.opendatahub.io/url": format!("http://127.0.0.1:{mr_port}")});
+    create(&isvcs, v).await?;
+    let registered = eventually(
+        "E-02: the ISVC carries the MR id",
+        Timing::default(),
+        || async {
+            let o = isvcs.get("dummy-inference-service").await?;
+            let id = o
+                .labels()
+                .get("modelregistry.opendatahub.io/inference-service-id")
+                .cloned();
+            anyhow::ensure!(id.is_some(), "labels {:?}", o.labels());
+            anyhow::ensure!(
+                o.finalizers()
+                    .iter()
+                    .any(|f| f == "modelregistry.opendatahub.io/finalizer"),
+                "{:?}",
+                o.finalizers()
+            );
+            Ok((o, id.unwrap()))
+        },
+    )
+    .await?;
+    let (o, mr_id) = registered;
+    {
+        let r = registry.lock().unwrap();
+        let mr = &r.services[&mr_id];
+        assert!(
+            mr["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("dummy-inference-service")
+        );
+        assert_eq!(
+            (
+                mr["registeredModelId"].as_str(),
+                mr["modelVersionId"].as_str()
+            ),
+            (Some("1"), Some("2"))
+        );
+        assert_eq!(mr["servingEnvironmentId"], r.environments[&ns]["id"]);
+        assert_eq!(mr["desiredState"], "DEPLOYED");
+    }
+    assert!(
+        o.finalizers()
+            .iter()
+            .any(|f| f == "odh.inferenceservice.finalizers")
+    );
+
+    // E-05: deleting it undeploys the MR InferenceService, and the ISVC goes.
+    isvcs
+        .delete("dummy-inference-service", &DeleteParams::default())
+        .await?;
+    eventually("E-05: undeployed and gone", Timing::default(), || async {
+        let state = registry.lock().unwrap().services[&mr_id]["desiredState"].clone();
+        anyhow::ensure!(state == "UNDEPLOYED", "desiredState {state}");
+        anyhow::ensure!(
+            isvcs.get_opt("dummy-inference-service").await?.is_none(),
+            "still there"
+        );
+        Ok(())
+    })
+    .await?;
+
+    vwcs.delete(&format!("isvc-e2e-{ns}"), &DeleteParams::default())
+        .await?;
+    mwcs.delete(&format!("isvc-e2e-{ns}"), &DeleteParams::default())
+        .await?;
+    dscs.delete(&dsc_name, &DeleteParams::default()).await?;
+    common::remove_dir(&cert_dir);
+    Ok(())
+}
+
+/// A plain HTTP GET on loopback, returning the body.
+async fn http_get(port: u16, path: &str) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).await?;
+    Ok(body)
+}
