@@ -102,6 +102,9 @@ async fn main() -> anyhow::Result<()> {
     let workers = std::env::var("ODH_BENCH_WORKERS").unwrap_or_else(|_| "1".into());
     let t = TestContext::new("bench-converge").await?;
     let kubeconfig = odh_test_support::cluster()?.kubeconfig.clone();
+    let out_dir = odh_test_support::workspace_root().join("target/bench");
+    std::fs::create_dir_all(&out_dir)?;
+    let log = std::fs::File::create(out_dir.join(format!("isvc_converge_w{workers}.log")))?;
     let mut host = Command::new(env!("CARGO_BIN_EXE_odh-model-controller"))
         .args([
             "run",
@@ -112,10 +115,10 @@ async fn main() -> anyhow::Result<()> {
         .arg(format!("--kubeconfig={}", kubeconfig.display()))
         .arg(format!("--max-concurrent-reconciles={workers}"))
         .env("ENABLE_WEBHOOKS", "false")
-        .env("RUST_LOG", "error")
+        .arg("--zap-log-level=error")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
         .spawn()?;
     let pid = host.id();
     // Let it start and sync its caches before the burst.
@@ -194,8 +197,6 @@ async fn main() -> anyhow::Result<()> {
         cpu - cpu_idle,
         peak_mib
     );
-    let out_dir = odh_test_support::workspace_root().join("target/bench");
-    std::fs::create_dir_all(&out_dir)?;
     std::fs::write(
         out_dir.join(format!("isvc_converge_w{workers}.json")),
         serde_json::to_string_pretty(&results)?,

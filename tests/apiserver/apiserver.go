@@ -38,7 +38,7 @@ func runAPIServer(ctx context.Context, certDir, etcdURL string, port int, p *pki
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + p.SAPublic,
 		"--service-account-signing-key-file=" + p.SAPrivate,
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range=10.0.0.0/16",
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
 		// Without a controller-manager no namespace ever gets its default ServiceAccount,
