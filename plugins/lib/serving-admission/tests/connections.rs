@@ -215,6 +215,17 @@ fn w_c08_uri_secret_https_host_sets_storage_uri() {
 }
 
 #[test]
+fn w_c08_a_model_created_for_the_uri_carries_the_schema_required_model_format() {
+    let c = cluster([secret("uri-s", "uri", &[("URI", "s3://bucket/model")])]);
+    let mut obj = isvc(&[(CONNECTIONS, "uri-s")]);
+    create(&c, &mut obj).unwrap();
+    assert_eq!(
+        predictor(&obj)["model"],
+        json!({"modelFormat": {"name": ""}, "storageUri": "s3://bucket/model"})
+    );
+}
+
+#[test]
 fn w_c09_uri_secret_uri_key_sets_storage_uri() {
     let c = cluster([secret("uri-s", "uri", &[("URI", "s3://bucket/model")])]);
     let mut obj = isvc(&[(CONNECTIONS, "uri-s")]);

@@ -179,6 +179,12 @@ fn pull_secret_name(entry: &Value) -> &str {
 /// `spec.predictor.model`, created empty when absent. (Go's typed round trip would also add
 /// `modelFormat: {name: ""}`, `name: ""` and `resources: {}`; only the injected fields are
 /// written here.)
+/// `spec.predictor.model`, created when absent. A new model carries an empty `modelFormat`
+/// (upstream's typed round trip writes one too): KServe's schema requires the field.
 fn model_mut(isvc: &mut Value) -> &mut Map<String, Value> {
+    let predictor = object_mut(isvc, &PREDICTOR);
+    if !predictor.get("model").is_some_and(Value::is_object) {
+        predictor.insert("model".into(), json!({"modelFormat": {"name": ""}}));
+    }
     object_mut(isvc, &["spec", "predictor", "model"])
 }
