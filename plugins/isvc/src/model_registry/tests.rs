@@ -6,6 +6,7 @@ use odh_plugin_sdk::cluster::FakeCluster;
 use odh_plugin_sdk::http::Response;
 use odh_plugin_sdk::{Error, Value, json};
 
+use super::client::{path_escape, query_escape, status_line};
 use super::*;
 
 const MR_NS: &str = "odh-model-registries";
