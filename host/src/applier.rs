@@ -139,11 +139,25 @@ impl Applier {
             list.push(f.to_string());
             self.patch_finalizers(primary, obj, list).await?;
         }
+        // Objects are independent: one failing write does not hold back the others (a Route
+        // on a cluster without Routes must not stop the rest), but it does hold back the
+        // steps that assume them done.
+        let mut failed = Vec::new();
         for d in &outcome.apply {
-            self.apply_desired(plugin.name(), &fm, primary, d).await?;
+            if let Err(e) = self.apply_desired(plugin.name(), &fm, primary, d).await {
+                failed.push(e);
+            }
         }
         for key in &outcome.delete {
-            self.delete_managed(&fm, primary, key).await?;
+            if let Err(e) = self.delete_managed(&fm, primary, key).await {
+                failed.push(e);
+            }
+        }
+        if !failed.is_empty() {
+            for later in &failed[1..] {
+                tracing::error!(plugin = plugin.name(), object = primary.name, "{later}");
+            }
+            return Err(failed.swap_remove(0));
         }
         if let (Some(patch), Some(obj)) = (&metadata, primary.object) {
             self.patch_primary_metadata(primary, obj, patch).await?;
@@ -550,7 +564,7 @@ impl Applier {
                 EventType::Normal
             },
             reason: e.reason.clone(),
-            note: Some(e.message.clone()),
+            note: Some(event_note(&e.message)),
             action: e.reason.clone(),
             secondary: None,
         };
@@ -591,6 +605,20 @@ fn hash_value(v: &Value) -> u64 {
     let mut h = std::hash::DefaultHasher::new();
     v.to_string().hash(&mut h);
     h.finish()
+}
+
+/// The apiserver refuses an Event whose note exceeds 1 kB (the whole Event is lost): longer
+/// messages are cut at a character boundary, marked with an ellipsis.
+fn event_note(message: &str) -> String {
+    const MAX: usize = 1024;
+    if message.len() <= MAX {
+        return message.to_string();
+    }
+    let mut end = MAX - '…'.len_utf8();
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &message[..end])
 }
 
 /// `patch` with the manifest finalizer added to or removed from its `finalizers` list, if it
@@ -701,6 +729,15 @@ mod tests {
             &json!({"l": [{"a": 1}]})
         ));
         assert!(!contains(&json!({"l": [1, 2]}), &json!({"l": [1]})));
+    }
+
+    #[test]
+    fn event_notes_are_cut_to_what_the_apiserver_accepts() {
+        assert_eq!(event_note("short"), "short");
+        let long = "é".repeat(700);
+        let note = event_note(&long);
+        assert!(note.len() <= 1024 && note.ends_with('…'), "{}", note.len());
+        assert!(long.starts_with(note.trim_end_matches('…')));
     }
 
     #[test]

@@ -66,15 +66,14 @@ pub fn decide(primary: &Object) -> Outcome {
         &owned_name(primary),
     )
     .with("data", json!({ "source": primary.name(), "value": value }));
-    let mut outcome = Outcome::default()
-        .apply(owned, Ownership::Controller)
-        .add_finalizer();
+    // The shared object comes first: a failing one (a bad name) must not hold back the rest.
+    let mut outcome = Outcome::default().add_finalizer();
     if let Some(shared) = primary.str_at(&["data", "shared"]) {
         let shared = Object::new(&core_gvk("ConfigMap"), primary.namespace(), shared)
             .with("data", json!({ "shared": "true" }));
         outcome = outcome.apply(shared, Ownership::Owner);
     }
-    outcome
+    outcome.apply(owned, Ownership::Controller)
 }
 
 #[cfg(test)]

@@ -1,0 +1,107 @@
+//! A write that fails does not hold back the outcome's other writes, and the failure reaches
+//! the object as a Warning Event (a test binary of its own: the `owner` controllers of one
+//! binary see each other's primaries, and this primary keeps failing).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use odh_model_controller::applier::Applier;
+use odh_model_controller::cache::Caches;
+use odh_model_controller::controller::{self, Shared};
+use odh_model_controller::plugin::{
+    EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource,
+};
+use odh_test_support::{TestContext, Timing, eventually};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn owner_plugin() -> Plugin {
+    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
+    let path = odh_test_support::plugin_wasm("owner").unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    Plugin::load(
+        &engine,
+        LoadRequest {
+            source: PluginSource::File(path),
+            bytes: &bytes,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings: json!({}),
+        },
+    )
+    .unwrap()
+}
+
+fn primary(name: &str, value: &str) -> ConfigMap {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"odh-test/primary": "true"}},
+        "data": {"value": value}
+    }))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_write_does_not_hold_back_the_others_and_is_reported() -> anyhow::Result<()> {
+    let t = TestContext::new("apply-partial").await?;
+    let caches = Caches::new(t.client.clone());
+    let applier = Arc::new(Applier::new(t.client.clone(), caches.clone(), None));
+    let shared = Shared::new(caches.clone(), applier, 2);
+    let shutdown = CancellationToken::new();
+    let mut controllers =
+        controller::start_all(shared, &[owner_plugin()], shutdown.clone()).await?;
+    let cms: Api<ConfigMap> = t.api();
+    // The shared object (applied first) has a name the apiserver refuses.
+    let mut cm = primary("p", "v");
+    cm.data
+        .as_mut()
+        .unwrap()
+        .insert("shared".into(), "Not_A_Valid_Name".into());
+    cms.create(&PostParams::default(), &cm).await?;
+    eventually(
+        "the owned ConfigMap is still applied",
+        Timing::default(),
+        || async {
+            cms.get_opt("p-owned")
+                .await?
+                .map(|_| ())
+                .ok_or_else(|| anyhow::anyhow!("not yet"))
+        },
+    )
+    .await?;
+    let events: Api<k8s_openapi::api::events::v1::Event> = t.api();
+    eventually(
+        "the failure is reported as an Event",
+        Timing::default(),
+        || async {
+            let list = events.list(&Default::default()).await?;
+            anyhow::ensure!(
+                list.items
+                    .iter()
+                    .any(|e| e.reason.as_deref() == Some("ApplyFailed")
+                        && e.note
+                            .as_deref()
+                            .is_some_and(|n| n.contains("Not_A_Valid_Name"))),
+                "events: {:?}",
+                list.items
+                    .iter()
+                    .map(|e| (&e.reason, &e.note))
+                    .collect::<Vec<_>>()
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    // Leave nothing that keeps failing for the `owner` controllers of later test binaries.
+    cms.delete("p", &Default::default()).await?;
+    eventually("the primary is gone", Timing::default(), || async {
+        match cms.get_opt("p").await? {
+            None => Ok(()),
+            Some(_) => anyhow::bail!("still there"),
+        }
+    })
+    .await?;
+    shutdown.cancel();
+    while controllers.join_next().await.is_some() {}
+    Ok(())
+}
