@@ -53,12 +53,41 @@ fn narrow<T: Ord + Clone>(declared: &[T], granted: &Option<BTreeSet<T>>) -> BTre
         .collect()
 }
 
+/// Host patterns narrow by coverage, not equality: a declared `*` admits a granted
+/// `*.svc.cluster.local`, a declared `host` a granted `host:8443`.
+fn narrow_hosts(declared: &[String], granted: &Option<BTreeSet<String>>) -> BTreeSet<String> {
+    match granted {
+        None => declared.iter().cloned().collect(),
+        Some(granted) => granted
+            .iter()
+            .filter(|g| declared.iter().any(|d| covers(d, g)))
+            .cloned()
+            .collect(),
+    }
+}
+
+/// Whether every authority the pattern `inner` admits is admitted by `outer`.
+fn covers(outer: &str, inner: &str) -> bool {
+    let (outer, inner) = (outer.to_ascii_lowercase(), inner.to_ascii_lowercase());
+    if outer == "*" || outer == inner {
+        return true;
+    }
+    if inner == "*" {
+        return false;
+    }
+    let inner_host = host_of(&inner).trim_start_matches("*.");
+    match outer.strip_prefix("*.") {
+        Some(suffix) => inner_host.ends_with(&format!(".{suffix}")),
+        None => !has_port(&outer) && !inner.starts_with("*.") && host_of(&inner) == outer,
+    }
+}
+
 impl Capabilities {
     pub fn new(manifest: &Manifest, grants: &Grants) -> Self {
         Self {
             reads: narrow(&manifest.reads, &grants.reads),
             writes: narrow(&manifest.writes, &grants.writes),
-            http_hosts: narrow(&manifest.http_hosts, &grants.http_hosts),
+            http_hosts: narrow_hosts(&manifest.http_hosts, &grants.http_hosts),
             secure_random: grants.secure_random,
         }
     }
@@ -184,6 +213,41 @@ mod tests {
                 ..Grants::default()
             },
         );
-        assert!(!narrowed.may_connect("mr.example"));
+        assert!(
+            narrowed.may_connect("mr.example"),
+            "a declared * admits a granted host"
+        );
+        let in_cluster = Capabilities::new(
+            &manifest(&[], &["*"]),
+            &Grants {
+                http_hosts: Some(["*.svc.cluster.local".to_string()].into()),
+                ..Grants::default()
+            },
+        );
+        assert!(in_cluster.may_connect("mr.ns.svc.cluster.local:8080"));
+        assert!(!in_cluster.may_connect("mr.example"));
+        let widened = Capabilities::new(
+            &manifest(&[], &["*.svc.cluster.local"]),
+            &Grants {
+                http_hosts: Some(["*".to_string(), "evil.example".to_string()].into()),
+                ..Grants::default()
+            },
+        );
+        assert!(
+            widened.http_hosts.is_empty(),
+            "a grant never widens: {:?}",
+            widened.http_hosts
+        );
+    }
+
+    #[test]
+    fn host_patterns_cover_narrower_ones() {
+        assert!(covers("*", "a.b"));
+        assert!(covers("*.b", "a.b:80"));
+        assert!(covers("*.b", "*.a.b"));
+        assert!(!covers("*.a.b", "*.b"));
+        assert!(covers("a.b", "a.b:8443"));
+        assert!(!covers("a.b:8443", "a.b"));
+        assert!(!covers("a.b", "*"));
     }
 }
