@@ -75,13 +75,23 @@ impl KindCache {
 pub struct Caches {
     client: Client,
     kinds: Mutex<HashMap<Gvk, Option<Arc<KindCache>>>>,
+    /// Discovery answers for direct reads: a served kind's resource for good, "not served"
+    /// for [`UNSERVED_TTL`] (so a reconcile that probes a missing CRD costs no request).
+    resolved: Mutex<HashMap<Gvk, (Served, std::time::Instant)>>,
 }
+
+/// A kind's resource and whether it is namespaced; `None` when the cluster does not serve it.
+type Served = Option<(ApiResource, bool)>;
+
+/// How long a kind found not served is believed so before discovery is asked again.
+const UNSERVED_TTL: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Caches {
     pub fn new(client: Client) -> Arc<Self> {
         Arc::new(Self {
             client,
             kinds: Mutex::new(HashMap::new()),
+            resolved: Mutex::new(HashMap::new()),
         })
     }
 
@@ -225,9 +235,26 @@ impl Caches {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| anyhow::anyhow!("{gvk} is not cached by the host"))?;
         let client = self.client.clone();
-        let gvk = gvk.clone();
+        let known = self
+            .resolved
+            .lock()
+            .expect("resolved lock")
+            .get(gvk)
+            .filter(|(found, at)| found.is_some() || at.elapsed() < UNSERVED_TTL)
+            .map(|(found, _)| found.clone());
         handle.block_on(async move {
-            let Some((resource, namespaced)) = resolve(&client, &gvk).await? else {
+            let found = match known {
+                Some(found) => found,
+                None => {
+                    let found = resolve(&client, gvk).await?;
+                    self.resolved
+                        .lock()
+                        .expect("resolved lock")
+                        .insert(gvk.clone(), (found.clone(), std::time::Instant::now()));
+                    found
+                }
+            };
+            let Some((resource, namespaced)) = found else {
                 anyhow::bail!(
                     "no matches for kind \"{}\" in version \"{}\"",
                     gvk.kind,
