@@ -111,16 +111,27 @@ impl Plugin for Isvc {
     }
 
     fn mutate(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
-        webhooks::mutate(&request, &Host)
+        denial_on_error(webhooks::mutate(&request, &Host))
     }
 
     fn validate(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
         let settings = parse_settings(&request.settings)?;
-        webhooks::validate(&request, &settings, &Host)
+        denial_on_error(webhooks::validate(&request, &settings, &Host))
     }
 }
 
 odh_plugin_sdk::plugin!(Isvc);
+
+/// Upstream's webhooks deny with 403 and the bare error text whatever went wrong (a failed
+/// read included), rather than failing the call.
+pub fn denial_on_error(
+    result: Result<AdmissionDecision, Error>,
+) -> Result<AdmissionDecision, Error> {
+    match result {
+        Err(e) => Ok(AdmissionDecision::deny_with_code(e.message(), 403)),
+        ok => ok,
+    }
+}
 
 pub fn parse_settings(json: &str) -> Result<Settings, Error> {
     if json.trim().is_empty() {

@@ -227,3 +227,24 @@ fn mutate_creates_the_s3_service_account_as_a_side_effect() {
     assert_eq!(sa["metadata"]["name"], "s3-secret-sa");
     assert_eq!(sa["secrets"], json!([{"name": "s3-secret"}]));
 }
+
+#[test]
+fn a_failed_read_is_a_403_denial_with_the_bare_message() {
+    let cluster = FakeCluster::new().fail(
+        odh_serving_admission::hardware_profile::hardware_profile_gvk(),
+        odh_plugin_sdk::Error::Transient("no matches for kind \"HardwareProfile\"".into()),
+    );
+    let v = with_annotation(raw_isvc("m"), "opendatahub.io/hardware-profile-name", "gpu");
+    let mut r =
+        AdmissionRequest::for_object(webhooks::MUTATING_PATH, Operation::Create, &Object(v));
+    r.namespace = Some(NS.into());
+    let d = isvc::denial_on_error(webhooks::mutate(&r, &cluster)).unwrap();
+    assert!(!d.allowed);
+    assert_eq!(d.code, Some(403));
+    assert_eq!(
+        d.message.as_deref(),
+        Some(
+            "failed fetching hardware profile: failed fetching HardwareProfile test-ns/gpu: no matches for kind \"HardwareProfile\""
+        )
+    );
+}
