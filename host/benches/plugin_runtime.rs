@@ -51,6 +51,41 @@ fn object_2k() -> String {
     .to_string()
 }
 
+/// An exposed InferenceService on an OVMS runtime, as KServe users write them.
+fn isvc_object() -> String {
+    json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+           "metadata": {"name": "demo", "namespace": "bench", "uid": "1234",
+                        "labels": {"networking.kserve.io/visibility": "exposed"},
+                        "annotations": {"security.opendatahub.io/enable-auth": "true"},
+                        "finalizers": ["odh.inferenceservice.finalizers"]},
+           "spec": {"predictor": {"model": {"modelFormat": {"name": "onnx"}, "runtime": "ovms",
+                                            "storageUri": "s3://bucket/model"}}}})
+    .to_string()
+}
+
+/// What that reconcile reads: its runtime, its predictor Service, itself.
+fn isvc_cluster() -> MemoryCluster {
+    let mut cluster = MemoryCluster::default();
+    cluster
+        .insert(serde_json::from_str(&isvc_object()).unwrap())
+        .unwrap();
+    cluster
+        .insert(
+            json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ServingRuntime",
+            "metadata": {"name": "ovms", "namespace": "bench"},
+            "spec": {"annotations": {"prometheus.io/port": "8888", "prometheus.io/path": "/metrics",
+                                     "opendatahub.io/kserve-runtime": "ovms"}}}),
+        )
+        .unwrap();
+    cluster
+        .insert(json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "demo-predictor", "namespace": "bench",
+                         "labels": {"component": "predictor", "serving.kserve.io/inferenceservice": "demo"}},
+            "spec": {"ports": [{"name": "http", "port": 8888, "targetPort": 8888}]}}))
+        .unwrap();
+    cluster
+}
+
 fn main() {
     let iterations: usize = std::env::var("BENCH_ITERATIONS")
         .ok()
@@ -109,6 +144,39 @@ fn main() {
         percentile(&async_samples, 0.99),
     );
 
+    // A whole InferenceService reconcile (six steps, reads from the cluster view): exposed, with
+    // its runtime and predictor Service present.
+    let isvc_path = plugin_path("isvc");
+    let isvc_bytes = std::fs::read(&isvc_path).unwrap();
+    let isvc = load(&engine, &isvc_path, &isvc_bytes);
+    let isvc_cluster: Arc<dyn ClusterView> = Arc::new(isvc_cluster());
+    let isvc_input = ReconcileInput {
+        controller: "inferenceservice".into(),
+        key: RequestKey {
+            namespace: Some("bench".into()),
+            name: "demo".into(),
+        },
+        object: Some(isvc_object()),
+    };
+    for _ in 0..200 {
+        isvc.reconcile_blocking(&isvc_input, isvc_cluster.clone())
+            .unwrap();
+    }
+    let mut isvc_samples = Vec::with_capacity(iterations / 4);
+    for _ in 0..iterations / 4 {
+        let t = Instant::now();
+        let out = isvc
+            .reconcile_blocking(&isvc_input, isvc_cluster.clone())
+            .unwrap();
+        isvc_samples.push(t.elapsed());
+        std::hint::black_box(out);
+    }
+    isvc_samples.sort();
+    let (ip50, ip99) = (
+        percentile(&isvc_samples, 0.50),
+        percentile(&isvc_samples, 0.99),
+    );
+
     // Compile from scratch (fresh engine, no cache) and load from the on-disk cache.
     let heavy_path = plugin_path("heavy");
     let heavy = std::fs::read(&heavy_path).unwrap();
@@ -147,6 +215,10 @@ fn main() {
             "p50_us": micros(p50), "p99_us": micros(p99),
             "async_p50_us": micros(ap50), "async_p99_us": micros(ap99),
         },
+        "isvc_reconcile": {
+            "plugin": "isvc", "bytes": isvc_bytes.len(), "iterations": iterations / 4,
+            "p50_us": micros(ip50), "p99_us": micros(ip99),
+        },
         "component": {
             "plugin": "heavy", "bytes": heavy.len(),
             "compile_median_ms": millis(compile[compile.len() / 2]),
@@ -171,6 +243,11 @@ fn main() {
         "  same via async API (blocking pool)  p50 {:>8.1} µs   p99 {:>8.1} µs",
         micros(ap50),
         micros(ap99)
+    );
+    println!(
+        "  InferenceService reconcile (isvc)   p50 {:>8.1} µs   p99 {:>8.1} µs",
+        micros(ip50),
+        micros(ip99)
     );
     println!(
         "  compile {} KiB component (heavy)   median {:>7.1} ms; cached load median {:>6.2} ms",
