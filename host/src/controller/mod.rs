@@ -485,7 +485,13 @@ impl Loop {
         message: &str,
         retry: bool,
     ) -> ReconcileResult {
-        tracing::error!(controller = self.spec.name, namespace = ?key.namespace, name = key.name, reason, "{message}");
+        tracing::error!(
+            controller = self.spec.name,
+            namespace = key.namespace.as_deref().unwrap_or_default(),
+            name = key.name,
+            reason,
+            "{message}"
+        );
         if primary.object.is_some() {
             let ev = Event {
                 type_: "Warning".into(),
