@@ -1,7 +1,6 @@
 //! Two `odh-model-controller run --leader-elect` processes on the real apiserver: only the
 //! leader reconciles; when it dies the other takes over within the lease duration.
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -9,6 +8,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::json;
+
+mod common;
+use common::{free_port, get};
 
 const LEASE: Duration = Duration::from_secs(4);
 const RETRY: Duration = Duration::from_millis(500);
@@ -23,14 +25,6 @@ impl Drop for Host {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn start_host(
@@ -71,12 +65,9 @@ fn start_host(
 
 /// `controller_runtime_reconcile_total` summed over results, from the host's /metrics.
 async fn reconciles(host: &Host) -> anyhow::Result<u64> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", host.metrics_port)).await?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).await?;
+    let body = get(([127, 0, 0, 1], host.metrics_port).into(), "/metrics")
+        .await?
+        .body;
     Ok(body
         .lines()
         .filter(|l| {

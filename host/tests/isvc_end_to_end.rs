@@ -7,7 +7,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -70,14 +69,6 @@ impl Drop for Host {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A Model Registry REST stand-in: serving environments and inference services in memory.
@@ -244,8 +235,8 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
 
     let (cert_dir, _) = common::serving_cert("isvc-e2e");
     let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
-    let webhook_port = free_port();
-    let health_port = free_port();
+    let webhook_port = common::free_port();
+    let health_port = common::free_port();
     let log = std::env::temp_dir().join(format!("isvc-e2e-{}.log", std::process::id()));
     let log_file = std::fs::File::create(&log)?;
     let _host = Host(
@@ -268,8 +259,8 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
             .spawn()?,
     );
     eventually("the host is ready", Timing::default(), || async {
-        let body = http_get(health_port, "/readyz").await?;
-        anyhow::ensure!(body.contains("ok"), "{body}");
+        let reply = common::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
+        anyhow::ensure!(reply.status == 200, "{}: {}", reply.status, reply.body);
         Ok(())
     })
     .await
@@ -480,15 +471,4 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     dscs.delete(&dsc_name, &DeleteParams::default()).await?;
     common::remove_dir(&cert_dir);
     Ok(())
-}
-
-/// A plain HTTP GET on loopback, returning the body.
-async fn http_get(port: u16, path: &str) -> anyhow::Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-        .await?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).await?;
-    Ok(body)
 }

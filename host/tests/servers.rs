@@ -10,66 +10,12 @@ use odh_model_controller::metrics::{Metrics, ReconcileResult};
 use odh_model_controller::servers::{
     self, ApiHandler, ModelServingApi, Server, bind_health, bind_metrics, bind_model_serving_api,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-/// A response as the tiny client below reads it.
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// One HTTP/1.1 request on a fresh connection (`Connection: close`, so the body runs to EOF).
-async fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<Reply> {
-    let mut stream = TcpStream::connect(addr).await?;
-    let req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(req.as_bytes()).await?;
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw)).await??;
-    let raw = String::from_utf8(raw)?;
-    let (head, body) = raw
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| anyhow::anyhow!("no end of headers in {raw:?}"))?;
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("bad status line {status_line:?}"))?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    anyhow::ensure!(
-        !headers
-            .iter()
-            .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked")),
-        "chunked responses are not expected here"
-    );
-    Ok(Reply {
-        status,
-        headers,
-        body: body.to_string(),
-    })
-}
-
-async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<Reply> {
-    request(addr, "GET", path).await
-}
+mod common;
+use common::{get, request};
 
 /// Serves `server` until the returned sender fires (or is dropped).
 fn spawn(server: Server) -> (oneshot::Sender<()>, JoinHandle<anyhow::Result<()>>) {
