@@ -9,37 +9,11 @@ use kube::api::{Api, PostParams};
 use odh_model_controller::applier::Applier;
 use odh_model_controller::cache::Caches;
 use odh_model_controller::controller::{self, Shared};
-use odh_model_controller::plugin::{
-    EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource,
-};
 use odh_test_support::{TestContext, Timing, eventually};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-fn owner_plugin() -> Plugin {
-    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
-    let path = odh_test_support::plugin_wasm("owner").unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::File(path),
-            bytes: &bytes,
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )
-    .unwrap()
-}
-
-fn primary(name: &str, value: &str) -> ConfigMap {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"odh-test/primary": "true"}},
-        "data": {"value": value}
-    }))
-    .unwrap()
-}
+mod common;
+use common::{load_plugin, owner_primary};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_write_does_not_hold_back_the_others_and_is_reported() -> anyhow::Result<()> {
@@ -49,10 +23,10 @@ async fn a_failing_write_does_not_hold_back_the_others_and_is_reported() -> anyh
     let shared = Shared::new(caches.clone(), applier, 2);
     let shutdown = CancellationToken::new();
     let mut controllers =
-        controller::start_all(shared, &[owner_plugin()], shutdown.clone()).await?;
+        controller::start_all(shared, &[load_plugin("owner")], shutdown.clone()).await?;
     let cms: Api<ConfigMap> = t.api();
     // The shared object (applied first) has a name the apiserver refuses.
-    let mut cm = primary("p", "v");
+    let mut cm = owner_primary("p", "v");
     cm.data
         .as_mut()
         .unwrap()

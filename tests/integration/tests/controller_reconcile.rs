@@ -11,39 +11,14 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use odh_model_controller::applier::Applier;
 use odh_model_controller::cache::Caches;
 use odh_model_controller::controller::{self, Shared};
-use odh_model_controller::plugin::{
-    EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource,
-};
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+mod common;
+use common::{load_plugin, owner_primary};
+
 const FINALIZER: &str = "odh-test.opendatahub.io/cleanup";
-
-fn owner_plugin() -> Plugin {
-    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
-    let path = odh_test_support::plugin_wasm("owner").unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::File(path),
-            bytes: &bytes,
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )
-    .unwrap()
-}
-
-fn primary(name: &str, value: &str) -> ConfigMap {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"odh-test/primary": "true"}},
-        "data": {"value": value}
-    }))
-    .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owned_config_map_lifecycle() -> anyhow::Result<()> {
@@ -53,11 +28,11 @@ async fn owned_config_map_lifecycle() -> anyhow::Result<()> {
     let shared = Shared::new(caches.clone(), applier.clone(), 2);
     let shutdown = CancellationToken::new();
     let mut controllers =
-        controller::start_all(shared.clone(), &[owner_plugin()], shutdown.clone()).await?;
+        controller::start_all(shared.clone(), &[load_plugin("owner")], shutdown.clone()).await?;
 
     let cms: Api<ConfigMap> = t.api();
     let created = cms
-        .create(&PostParams::default(), &primary("p1", "v1"))
+        .create(&PostParams::default(), &owner_primary("p1", "v1"))
         .await?;
     let uid = created.uid().unwrap();
 
@@ -227,11 +202,11 @@ async fn a_shared_object_keeps_one_owner_reference_per_primary() -> anyhow::Resu
     let shared = Shared::new(caches.clone(), applier, 2);
     let shutdown = CancellationToken::new();
     let mut controllers =
-        controller::start_all(shared, &[owner_plugin()], shutdown.clone()).await?;
+        controller::start_all(shared, &[load_plugin("owner")], shutdown.clone()).await?;
     let cms: Api<ConfigMap> = t.api();
     let mut uids = Vec::new();
     for name in ["s1", "s2", "s3"] {
-        let mut cm = primary(name, name);
+        let mut cm = owner_primary(name, name);
         cm.data
             .as_mut()
             .unwrap()

@@ -16,12 +16,12 @@ use kube::{Client, ResourceExt};
 use odh_model_controller::applier::Applier;
 use odh_model_controller::cache::Caches;
 use odh_model_controller::controller::{self, Shared};
-use odh_model_controller::plugin::{
-    EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource,
-};
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+
+mod common;
+use common::load_plugin;
 
 const FINALIZER: &str = "odh.inferenceservice.finalizers";
 const KEDA: &str = "inference-prometheus-auth";
@@ -47,7 +47,7 @@ fn controller_running() {
                 let applier = Arc::new(Applier::new(client, caches.clone(), None));
                 let shared = Shared::new(caches, applier, 4);
                 let _controllers =
-                    controller::start_all(shared, &[isvc_plugin()], CancellationToken::new())
+                    controller::start_all(shared, &[load_plugin("isvc")], CancellationToken::new())
                         .await
                         .expect("controllers start");
                 ready_tx.send(()).expect("test waiting");
@@ -56,23 +56,6 @@ fn controller_running() {
         });
         ready_rx.recv().expect("controller thread started");
     });
-}
-
-fn isvc_plugin() -> Plugin {
-    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
-    let path = odh_test_support::plugin_wasm("isvc").unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::File(path),
-            bytes: &bytes,
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )
-    .unwrap()
 }
 
 /// A test namespace, with the controller running.
