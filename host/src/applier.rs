@@ -231,23 +231,35 @@ impl Applier {
         obj: &DynamicObject,
         list: Vec<String>,
     ) -> Result<(), ApplyError> {
-        let api = api_for(
-            &self.client,
-            primary.resource,
-            primary.namespaced,
-            primary.namespace,
-        );
-        // resourceVersion makes this a compare-and-swap: a concurrent change fails and retries.
-        let patch =
-            json!({"metadata": {"finalizers": list, "resourceVersion": obj.resource_version()}});
+        self.patch_metadata(
+            &primary_api(&self.client, primary),
+            obj,
+            json!({"finalizers": list}),
+        )
+        .await
+        .map_err(|source| ApplyError::Kube {
+            what: format!("updating the finalizers of {}", primary.name),
+            source,
+        })
+    }
+
+    /// A JSON merge patch of `obj`'s metadata carrying its resourceVersion: a compare-and-swap,
+    /// so a concurrent change fails (409) and the reconcile retries on fresh state.
+    async fn patch_metadata(
+        &self,
+        api: &Api<DynamicObject>,
+        obj: &DynamicObject,
+        mut metadata: Value,
+    ) -> Result<(), kube::Error> {
+        metadata["resourceVersion"] = json!(obj.resource_version());
         self.wrote();
-        api.patch(primary.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map(|_| ())
-            .map_err(|source| ApplyError::Kube {
-                what: format!("updating the finalizers of {}", primary.name),
-                source,
-            })
+        api.patch(
+            &obj.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "metadata": metadata })),
+        )
+        .await
+        .map(|_| ())
     }
 
     async fn patch_primary_metadata(
@@ -272,26 +284,12 @@ impl Applier {
         if metadata_holds(obj, fields) {
             return Ok(());
         }
-        let mut metadata = patch.clone();
-        metadata["resourceVersion"] = json!(obj.resource_version());
-        let api = api_for(
-            &self.client,
-            primary.resource,
-            primary.namespaced,
-            primary.namespace,
-        );
-        self.wrote();
-        api.patch(
-            primary.name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({ "metadata": metadata })),
-        )
-        .await
-        .map(|_| ())
-        .map_err(|source| ApplyError::Kube {
-            what: format!("updating the metadata of {}", primary.name),
-            source,
-        })
+        self.patch_metadata(&primary_api(&self.client, primary), obj, patch.clone())
+            .await
+            .map_err(|source| ApplyError::Kube {
+                what: format!("updating the metadata of {}", primary.name),
+                source,
+            })
     }
 
     async fn apply_desired(
@@ -469,16 +467,11 @@ impl Applier {
             .iter()
             .filter(|r| r.uid != uid)
             .collect();
-        let patch = json!({"metadata": {
-            "ownerReferences": remaining,
-            "resourceVersion": existing.resource_version(),
-        }});
-        self.wrote();
-        match api
-            .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+        match self
+            .patch_metadata(api, existing, json!({"ownerReferences": remaining}))
             .await
         {
-            Ok(_) => Ok(()),
+            Ok(()) => Ok(()),
             Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
             Err(source) => Err(ApplyError::Kube {
                 what: format!("releasing {} {}", key.gvk, key.name),
@@ -513,12 +506,7 @@ impl Applier {
             "metadata": {"name": primary.name},
             "status": status,
         });
-        let api = api_for(
-            &self.client,
-            primary.resource,
-            primary.namespaced,
-            primary.namespace,
-        );
+        let api = primary_api(&self.client, primary);
         self.wrote();
         api.patch_status(
             primary.name,
@@ -573,6 +561,16 @@ impl Applier {
             tracing::warn!(reason = e.reason, "could not record an Event: {err}");
         }
     }
+}
+
+/// The API of the primary's own kind and namespace.
+fn primary_api(client: &Client, primary: &Primary<'_>) -> Api<DynamicObject> {
+    api_for(
+        client,
+        primary.resource,
+        primary.namespaced,
+        primary.namespace,
+    )
 }
 
 fn api_for(
