@@ -159,19 +159,12 @@ impl Caches {
         let store = writer.as_reader();
         let (changes, _) = broadcast::channel(1024);
         let (synced_tx, synced) = watch::channel(false);
-        let types = TypeMeta {
-            api_version: resource.api_version.clone(),
-            kind: resource.kind.clone(),
-        };
+        let types = types_of(&resource);
         let tx = changes.clone();
         let kind = gvk.to_string();
         let stream = watcher(api, config)
             .default_backoff()
-            .modify(move |obj: &mut DynamicObject| {
-                obj.managed_fields_mut().clear();
-                // List items come without apiVersion/kind; plugins need them.
-                obj.types = Some(types.clone());
-            })
+            .modify(move |obj: &mut DynamicObject| for_plugins(obj, &types))
             .reflect(writer);
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
@@ -230,7 +223,8 @@ impl Caches {
     fn live<T>(
         &self,
         gvk: &Gvk,
-        read: impl AsyncFnOnce(Client, ApiResource, bool) -> anyhow::Result<T>,
+        namespace: Option<&str>,
+        read: impl AsyncFnOnce(Api<DynamicObject>, TypeMeta) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| anyhow::anyhow!("{gvk} is not cached by the host"))?;
@@ -261,7 +255,11 @@ impl Caches {
                     gvk.api_version()
                 );
             };
-            read(client, resource, namespaced).await
+            let api = match namespace {
+                Some(ns) if namespaced => Api::namespaced_with(client, ns, &resource),
+                _ => Api::all_with(client, &resource),
+            };
+            read(api, types_of(&resource)).await
         })
     }
 
@@ -271,25 +269,38 @@ impl Caches {
         namespace: Option<&str>,
         name: &str,
     ) -> anyhow::Result<Option<String>> {
-        let (namespace, name) = (namespace.map(str::to_string), name.to_string());
-        self.live(gvk, async move |client, resource, namespaced| {
-            let api: Api<DynamicObject> = match namespace.as_deref() {
-                Some(ns) if namespaced => Api::namespaced_with(client, ns, &resource),
-                _ => Api::all_with(client, &resource),
-            };
+        let name = name.to_string();
+        self.live(gvk, namespace, async move |api, types| {
             match api.get_opt(&name).await? {
                 Some(mut o) => {
-                    o.managed_fields_mut().clear();
-                    o.types = Some(TypeMeta {
-                        api_version: resource.api_version.clone(),
-                        kind: resource.kind.clone(),
-                    });
+                    for_plugins(&mut o, &types);
                     Ok(Some(to_json(&o)?))
                 }
                 None => Ok(None),
             }
         })
     }
+}
+
+/// A kind's `apiVersion` and `kind`.
+fn types_of(resource: &ApiResource) -> TypeMeta {
+    TypeMeta {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+    }
+}
+
+/// An object as plugins get it, cached or read directly: without managedFields (noise, and
+/// large), with `apiVersion`/`kind` (list items come without them).
+fn for_plugins(obj: &mut DynamicObject, types: &TypeMeta) {
+    obj.managed_fields_mut().clear();
+    obj.types = Some(types.clone());
+}
+
+/// Whether an object is in a `list` call's namespace (none: every namespace) and selector.
+fn in_scope(obj: &DynamicObject, namespace: Option<&str>, selector: &LabelSelector) -> bool {
+    (namespace.is_none() || obj.metadata.namespace.as_deref() == namespace)
+        && selector.matches(obj.labels())
 }
 
 impl ClusterView for Caches {
@@ -316,23 +327,15 @@ impl ClusterView for Caches {
         selector: &LabelSelector,
     ) -> anyhow::Result<Vec<String>> {
         let Some(cache) = self.get(gvk) else {
-            let namespace = namespace.map(str::to_string);
+            let scope = namespace.map(str::to_string);
             let selector = selector.clone();
-            return self.live(gvk, async move |client, resource, _| {
-                let api: Api<DynamicObject> = Api::all_with(client, &resource);
+            return self.live(gvk, namespace, async move |api, types| {
                 let mut items = api.list(&Default::default()).await?.items;
-                items.retain(|o| {
-                    (namespace.is_none() || o.metadata.namespace == namespace)
-                        && selector.matches(o.labels())
-                });
+                items.retain(|o| in_scope(o, scope.as_deref(), &selector));
                 items
                     .iter_mut()
                     .map(|o| {
-                        o.managed_fields_mut().clear();
-                        o.types = Some(TypeMeta {
-                            api_version: resource.api_version.clone(),
-                            kind: resource.kind.clone(),
-                        });
+                        for_plugins(o, &types);
                         to_json(o)
                     })
                     .collect()
@@ -341,8 +344,7 @@ impl ClusterView for Caches {
         cache
             .list()
             .iter()
-            .filter(|o| namespace.is_none() || o.metadata.namespace.as_deref() == namespace)
-            .filter(|o| selector.matches(o.labels()))
+            .filter(|o| in_scope(o, namespace, selector))
             .map(|o| to_json(o))
             .collect()
     }
