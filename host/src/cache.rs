@@ -206,7 +206,7 @@ pub async fn resolve(client: &Client, gvk: &Gvk) -> anyhow::Result<Option<(ApiRe
     let kgvk = kube::api::GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
     match discovery::pinned_kind(client, &kgvk).await {
         Ok((resource, caps)) => Ok(Some((resource, caps.scope == Scope::Namespaced))),
-        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(None),
+        Err(e) if crate::discovery::not_served(&e) => Ok(None),
         Err(kube::Error::Discovery(_)) => Ok(None),
         Err(e) => Err(anyhow::anyhow!("discovery of {gvk} failed: {e}")),
     }

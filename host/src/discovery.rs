@@ -87,6 +87,13 @@ pub async fn discover(client: &Client, kinds: &[OptionalKind]) -> anyhow::Result
     Ok(out)
 }
 
+/// Whether a discovery error means "not served". A group the apiserver does not know answers
+/// a plain-text `404 page not found`, not a `Status`, so kube reports no `NotFound` reason:
+/// the code decides.
+pub fn not_served(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(s) if s.is_not_found() || s.code == 404)
+}
+
 /// Kinds served in a group-version, or `None` when the group-version is not served.
 async fn list_kinds(client: &Client, group_version: &str) -> anyhow::Result<Option<Vec<String>>> {
     let result = if group_version.contains('/') {
@@ -96,7 +103,7 @@ async fn list_kinds(client: &Client, group_version: &str) -> anyhow::Result<Opti
     };
     match result {
         Ok(list) => Ok(Some(list.resources.into_iter().map(|r| r.kind).collect())),
-        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
+        Err(e) if not_served(&e) => Ok(None),
         Err(e) => Err(anyhow::anyhow!("discovery of {group_version} failed: {e}")),
     }
 }
