@@ -1,7 +1,7 @@
 //! The `system:auth-delegator` ClusterRoleBinding of a predictor ServiceAccount (spec §2.2).
 
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{Error, Object, Value, json, object_key};
+use odh_plugin_sdk::{Error, Object, Value, json};
 
 use crate::kinds;
 use crate::plan::Plan;
@@ -77,10 +77,10 @@ pub fn delete(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(
 }
 
 fn remove(namespace: &str, sa: &str, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
-    let gvk = kinds::cluster_role_binding();
-    let name = name(namespace, sa);
-    if cluster.get(&gvk, None, &name)?.is_some() {
-        plan.delete(object_key(&gvk, None, &name));
-    }
-    Ok(())
+    plan.delete_existing(
+        cluster,
+        &kinds::cluster_role_binding(),
+        None,
+        &name(namespace, sa),
+    )
 }

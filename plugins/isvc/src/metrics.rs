@@ -2,7 +2,7 @@
 //! ServiceMonitor (spec §2.4, §2.5) and the metrics-dashboard ConfigMap (§2.6).
 
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{Error, Object, Value, json, object_key};
+use odh_plugin_sdk::{Error, Object, Value, json};
 
 use crate::dashboard;
 use crate::kinds;
@@ -116,21 +116,14 @@ pub fn desired_dashboard(
     }))
 }
 
+/// A cluster without the kind (no monitoring CRDs) fails the read: nothing to remove.
 fn remove_if_present(
     gvk: &odh_plugin_sdk::Gvk,
     isvc: &Object,
     cluster: &dyn Cluster,
     plan: &mut Plan,
 ) {
-    let name = metrics_name(isvc);
-    if cluster
-        .get(gvk, isvc.namespace(), &name)
-        .ok()
-        .flatten()
-        .is_some()
-    {
-        plan.delete(object_key(gvk, isvc.namespace(), &name));
-    }
+    let _ = plan.delete_existing(cluster, gvk, isvc.namespace(), &metrics_name(isvc));
 }
 
 pub fn reconcile_service(

@@ -1,7 +1,8 @@
 //! What one reconcile decided, collected step by step. Every step runs even when an earlier
 //! one failed (upstream aggregates the errors); a failed step adds nothing but its error.
 
-use odh_plugin_sdk::{Error, ObjectKey, Outcome, Ownership, Value};
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::{Error, Gvk, ObjectKey, Outcome, Ownership, Value, object_key};
 
 #[derive(Default)]
 pub struct Plan {
@@ -33,9 +34,24 @@ impl Plan {
         }
     }
 
-    /// Records a step's failure.
-    pub fn step(&mut self, result: Result<(), Error>) {
-        if let Err(e) = result {
+    /// Asks for the removal of an object the cluster holds now (no request for one that is
+    /// already gone). A failed read is returned: the caller decides whether it matters.
+    pub fn delete_existing(
+        &mut self,
+        cluster: &dyn Cluster,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<(), Error> {
+        if cluster.get(gvk, namespace, name)?.is_some() {
+            self.delete(object_key(gvk, namespace, name));
+        }
+        Ok(())
+    }
+
+    /// Runs one step, recording its failure; the next steps run regardless.
+    pub fn step(&mut self, step: impl FnOnce(&mut Plan) -> Result<(), Error>) {
+        if let Err(e) = step(self) {
             self.errors.push(e);
         }
     }

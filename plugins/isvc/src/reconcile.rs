@@ -22,17 +22,13 @@ pub fn reconcile(
     let mut outcome = Outcome::default();
     match &isvc {
         None => {
-            let result = namespace_cleanup(&namespace, cluster, &mut plan);
-            plan.step(result);
+            plan.step(|plan| namespace_cleanup(&namespace, cluster, plan));
         }
         Some(isvc) if isvc.is_deleting() => {
             if isvc.has_finalizer(FINALIZER) {
-                let result = auth_delegator::delete(isvc, cluster, &mut plan);
-                plan.step(result);
-                let result = keda::delete(isvc, cluster, &mut plan);
-                plan.step(result);
-                let result = namespace_cleanup(&namespace, cluster, &mut plan);
-                plan.step(result);
+                plan.step(|plan| auth_delegator::delete(isvc, cluster, plan));
+                plan.step(|plan| keda::delete(isvc, cluster, plan));
+                plan.step(|plan| namespace_cleanup(&namespace, cluster, plan));
                 // Removed even when a step failed, as upstream does; the error still retries.
                 outcome = outcome.remove_finalizer();
             }
@@ -68,19 +64,13 @@ pub fn reconcile(
 
 /// The six sub-reconcilers, always all of them, in upstream's order.
 fn serving_steps(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) {
-    let result = auth_delegator::reconcile(isvc, cluster, plan);
-    plan.step(result);
-    let result = route::reconcile(isvc, cluster, plan);
-    plan.step(result);
+    plan.step(|plan| auth_delegator::reconcile(isvc, cluster, plan));
+    plan.step(|plan| route::reconcile(isvc, cluster, plan));
     let runtime = runtime::resolve(isvc, cluster);
-    let result = metrics::reconcile_service(isvc, &runtime, cluster, plan);
-    plan.step(result);
-    let result = metrics::reconcile_service_monitor(isvc, &runtime, cluster, plan);
-    plan.step(result);
-    let result = metrics::reconcile_dashboard(isvc, &runtime, plan);
-    plan.step(result);
-    let result = keda::reconcile(isvc, cluster, plan);
-    plan.step(result);
+    plan.step(|plan| metrics::reconcile_service(isvc, &runtime, cluster, plan));
+    plan.step(|plan| metrics::reconcile_service_monitor(isvc, &runtime, cluster, plan));
+    plan.step(|plan| metrics::reconcile_dashboard(isvc, &runtime, plan));
+    plan.step(|plan| keda::reconcile(isvc, cluster, plan));
 }
 
 /// With no active InferenceService left in the namespace, the shared objects go (§1.6).

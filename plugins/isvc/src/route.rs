@@ -1,7 +1,7 @@
 //! The OpenShift Route of an exposed InferenceService (spec §2.3).
 
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{Error, Object, Value, json, object_key};
+use odh_plugin_sdk::{Error, Object, Value, json};
 
 use crate::kinds;
 use crate::plan::Plan;
@@ -230,16 +230,8 @@ pub fn reconcile(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Resul
     match desired(isvc, cluster)? {
         Some(route) => plan.apply_owned(route),
         None => {
-            let gvk = kinds::route();
-            // A cluster without Routes (not OpenShift) has nothing to remove.
-            if cluster
-                .get(&gvk, isvc.namespace(), isvc.name())
-                .ok()
-                .flatten()
-                .is_some()
-            {
-                plan.delete(object_key(&gvk, isvc.namespace(), isvc.name()));
-            }
+            // A cluster without Routes (not OpenShift) fails the read: nothing to remove.
+            let _ = plan.delete_existing(cluster, &kinds::route(), isvc.namespace(), isvc.name());
         }
     }
     Ok(())
