@@ -18,12 +18,19 @@ WASM_PLUGINS := $(notdir $(patsubst %/Cargo.toml,%,$(wildcard plugins/*/*/Cargo.
 WASM_PLUGINS := $(filter-out sdk serving-admission,$(WASM_PLUGINS))
 WASM_TARGET_DIR := target/wasm
 
-.PHONY: all build test test-deps run cluster plugins bench lint fmt crds apiserver stop-test-apiserver clean
+.PHONY: all build test test-deps toolchain lint-toolchain run cluster plugins bench lint fmt crds apiserver stop-test-apiserver clean
 
 all: build
 
+## toolchain: the pinned Rust with the wasm32-wasip2 target (rustup adds no target by itself)
+toolchain:
+	@tests/dev/toolchain.sh
+
+lint-toolchain:
+	@tests/dev/toolchain.sh lint
+
 ## build: the host binary and developer helpers
-build:
+build: toolchain
 	$(CARGO) build --workspace --bins
 
 ## apiserver: the kube-apiserver + etcd launcher used by tests and `make run`
@@ -33,7 +40,7 @@ $(APISERVER): $(wildcard tests/apiserver/*.go) tests/apiserver/go.mod tests/apis
 	cd tests/apiserver && $(GO) build -trimpath -ldflags "$(APISERVER_LDFLAGS)" -o ../../$(APISERVER) .
 
 ## plugins: every plugin to target/plugins/<name>.wasm
-plugins:
+plugins: toolchain
 	@mkdir -p target/plugins
 	$(CARGO) build --release --target wasm32-wasip2 --target-dir $(WASM_TARGET_DIR) $(addprefix -p ,$(WASM_PLUGINS))
 	@for p in $(WASM_PLUGINS); do \
@@ -47,7 +54,7 @@ test-deps:
 		{ apt-get update -q >/dev/null && apt-get install -y -q docker-registry >/dev/null; }; }
 
 ## test: every test, unit and integration, against a real kube-apiserver
-test: test-deps $(APISERVER) plugins
+test: toolchain test-deps $(APISERVER) plugins
 	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
 		$(MAKE) --no-print-directory stop-test-apiserver; exit $$status
 
@@ -67,7 +74,7 @@ run: build $(APISERVER)
 	tests/dev/run.sh
 
 ## lint: formatting and clippy, warnings are errors
-lint:
+lint: lint-toolchain
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
@@ -75,7 +82,7 @@ fmt:
 	$(CARGO) fmt --all
 
 ## crds: regenerate deploy/crds from the Rust types
-crds:
+crds: toolchain
 	$(CARGO) run -q -p odh-model-controller -- crds --write deploy/crds
 
 ## bench: benchmarks (results in target/bench/)

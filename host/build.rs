@@ -48,7 +48,25 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A toolchain without the wasm target fails deep in the nested build with "can't find crate
+/// for `std`"; say what is missing and how to add it instead.
+fn check_wasm_target(root: &Path) -> anyhow::Result<()> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc)
+        .current_dir(root)
+        .args(["--print", "target-libdir", "--target", "wasm32-wasip2"])
+        .output()?;
+    let libdir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    anyhow::ensure!(
+        out.status.success() && Path::new(&libdir).is_dir(),
+        "the wasm32-wasip2 target is not installed for this Rust toolchain; run `make toolchain` \
+         (or `rustup target add wasm32-wasip2`)"
+    );
+    Ok(())
+}
+
 fn build_plugins(root: &Path) -> anyhow::Result<PathBuf> {
+    check_wasm_target(root)?;
     let target_dir = root.join("target/wasm");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
