@@ -12,10 +12,11 @@ APISERVER_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) 
 	-X k8s.io/component-base/version.gitTreeState=clean
 TEST_APISERVER_DIR := target/test-apiserver
 
-# Every plugin crate (the SDK is a library, not a plugin). Built into target/wasm, the same
+# Every plugin crate: plugins/<name>, plugins/examples/<name>, plugins/testing/<name>. The SDK
+# and the libraries under plugins/lib are not plugins. Built into target/wasm, the same
 # directory host/build.rs uses for the built-in ones, then copied to target/plugins.
-WASM_PLUGINS := $(notdir $(patsubst %/Cargo.toml,%,$(wildcard plugins/*/*/Cargo.toml plugins/*/Cargo.toml)))
-WASM_PLUGINS := $(filter-out sdk serving-admission,$(WASM_PLUGINS))
+WASM_PLUGINS := $(notdir $(patsubst %/Cargo.toml,%,$(wildcard plugins/*/Cargo.toml plugins/examples/*/Cargo.toml plugins/testing/*/Cargo.toml)))
+WASM_PLUGINS := $(filter-out sdk,$(WASM_PLUGINS))
 WASM_TARGET_DIR := target/wasm
 
 .PHONY: all build test test-deps toolchain lint-toolchain run cluster plugins bench lint fmt crds apiserver stop-test-apiserver clean
