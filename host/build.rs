@@ -7,8 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Plugins compiled into the host (package names under plugins/).
-const BUILTINS: &[&str] = &["hello", "isvc"];
+/// The registration list (`src/builtins/list.rs`): which plugin packages to build and embed.
+#[allow(dead_code)]
+mod list {
+    include!("src/builtins/list.rs");
+}
+use list::BUILTINS;
 
 fn main() -> anyhow::Result<()> {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
@@ -17,6 +21,7 @@ fn main() -> anyhow::Result<()> {
         .expect("host/ sits in the workspace root")
         .to_path_buf();
     println!("cargo:rerun-if-changed={}", root.join("plugins").display());
+    println!("cargo:rerun-if-changed=src/builtins/list.rs");
     println!("cargo:rerun-if-changed={}", root.join("wit").display());
     println!("cargo:rerun-if-env-changed=ODH_BUILTIN_PLUGIN_DIR");
 
@@ -26,9 +31,9 @@ fn main() -> anyhow::Result<()> {
         None => build_plugins(&root)?,
     };
     let mut out = String::from(
-        "/// (name, component bytes) of every built-in plugin.\npub static BUILTINS: &[(&str, &[u8])] = &[\n",
+        "/// (name, component bytes) of every built-in plugin.\npub static COMPONENTS: &[(&str, &[u8])] = &[\n",
     );
-    for name in BUILTINS {
+    for name in BUILTINS.iter().map(|b| b.name) {
         let file = dir.join(format!("{}.wasm", name.replace('-', "_")));
         anyhow::ensure!(
             file.exists(),
@@ -79,8 +84,8 @@ fn build_plugins(root: &Path) -> anyhow::Result<PathBuf> {
             "--target-dir",
         ])
         .arg(&target_dir);
-    for name in BUILTINS {
-        cmd.args(["-p", name]);
+    for b in BUILTINS {
+        cmd.args(["-p", b.name]);
     }
     // The outer build's settings (flags, wrappers such as clippy's, target) are not for this one.
     for (key, _) in std::env::vars_os() {

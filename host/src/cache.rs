@@ -1,9 +1,14 @@
 //! Shared caches: one reflector per kind, shared by every controller and by the plugins'
-//! `cluster` reads. `managedFields` are stripped; Secrets and Pods are cached only with
-//! upstream's label filters, which changes what plugins can see exactly as upstream.
+//! `cluster` reads, with `managedFields` stripped.
+//!
+//! A kind's cache holds what the plugins declare they watch ([`CacheFilters`]): the union of
+//! the label selectors on their primaries and watches of that kind. Reads are complete
+//! whatever the filter: an object a filtered cache does not hold, or a list the filter does not
+//! cover, is read from the API server, so a plugin sees what its native tests see.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, TypeMeta};
@@ -16,13 +21,71 @@ use tokio::sync::{broadcast, watch};
 use crate::gvk::Gvk;
 use crate::label_selector::LabelSelector;
 use crate::plugin::ClusterView;
+use crate::plugin::wire::Manifest;
 
-/// Upstream caches these kinds only with a label selector (spec part 2, §2.5).
-pub fn cache_label_selector(gvk: &Gvk) -> Option<&'static str> {
-    match (gvk.group.as_str(), gvk.kind.as_str()) {
-        ("", "Secret") => Some("opendatahub.io/managed=true"),
-        ("", "Pod") => Some("component=predictor"),
-        _ => None,
+/// A kind's API resource and whether it is namespaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedKind {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+}
+
+/// The label filter of each kind's cache, derived from the plugins' manifests. A kind no
+/// plugin watches with a selector is cached whole.
+#[derive(Debug, Clone, Default)]
+pub struct CacheFilters {
+    by_kind: HashMap<Gvk, LabelSelector>,
+}
+
+impl CacheFilters {
+    /// The union of what `manifests` declare per kind: a primary's `primary-label-selector`, a
+    /// watch's `label-selector`; an owned kind, or a declaration without a selector, asks for
+    /// everything. Selectors that differ cannot be expressed as one and make the cache whole
+    /// too (logged). Kinds that are only read do not shape a cache.
+    pub fn from_manifests<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Self {
+        let mut declared: HashMap<Gvk, Vec<Option<String>>> = HashMap::new();
+        for m in manifests {
+            for c in &m.controllers {
+                let mut add = |gvk: &Gvk, selector: Option<&String>| {
+                    declared
+                        .entry(gvk.clone())
+                        .or_default()
+                        .push(selector.cloned());
+                };
+                add(&c.primary, c.primary_label_selector.as_ref());
+                for gvk in &c.owns {
+                    add(gvk, None);
+                }
+                for w in &c.watches {
+                    add(&w.gvk, w.label_selector.as_ref());
+                }
+            }
+        }
+        let mut by_kind = HashMap::new();
+        for (gvk, selectors) in declared {
+            let parsed: Option<Vec<LabelSelector>> = selectors
+                .iter()
+                .map(|s| s.as_deref().and_then(|s| LabelSelector::parse(s).ok()))
+                .collect();
+            let Some(parsed) = parsed else { continue };
+            let first = &parsed[0];
+            if parsed
+                .iter()
+                .all(|s| s.is_within(first) && first.is_within(s))
+            {
+                if !first.is_everything() {
+                    by_kind.insert(gvk, first.clone());
+                }
+            } else {
+                tracing::info!(kind = %gvk, "plugins watch this kind with different label selectors; it is cached whole");
+            }
+        }
+        Self { by_kind }
+    }
+
+    /// The selector `gvk` is cached with; `None`: every object.
+    pub fn of(&self, gvk: &Gvk) -> Option<&LabelSelector> {
+        self.by_kind.get(gvk)
     }
 }
 
@@ -36,8 +99,9 @@ pub struct Change {
 /// The cache of one kind.
 pub struct KindCache {
     pub gvk: Gvk,
-    pub resource: ApiResource,
-    pub namespaced: bool,
+    pub kind: ResolvedKind,
+    /// What the cache holds: every object, or those matching this selector.
+    pub filter: Option<LabelSelector>,
     store: Store<DynamicObject>,
     changes: broadcast::Sender<Change>,
     synced: watch::Receiver<bool>,
@@ -45,8 +109,8 @@ pub struct KindCache {
 
 impl KindCache {
     pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<DynamicObject>> {
-        let mut r = ObjectRef::<DynamicObject>::new_with(name, self.resource.clone());
-        if let Some(ns) = namespace.filter(|_| self.namespaced) {
+        let mut r = ObjectRef::<DynamicObject>::new_with(name, self.kind.resource.clone());
+        if let Some(ns) = namespace.filter(|_| self.kind.namespaced) {
             r = r.within(ns);
         }
         self.store.get(&r)
@@ -69,27 +133,31 @@ impl KindCache {
         let mut rx = self.synced.clone();
         let _ = rx.wait_for(|s| *s).await;
     }
+
+    /// Whether the cache holds every object a list with `selector` asks for.
+    fn covers(&self, selector: &LabelSelector) -> bool {
+        self.filter.as_ref().is_none_or(|f| selector.is_within(f))
+    }
 }
 
-/// Every kind cache of the process, started on demand.
+/// Every kind cache of the process, started on demand, and the memo of kind discovery.
 pub struct Caches {
     client: Client,
+    filters: CacheFilters,
     kinds: Mutex<HashMap<Gvk, Option<Arc<KindCache>>>>,
-    /// Discovery answers for direct reads: a served kind's resource for good, "not served"
-    /// for [`UNSERVED_TTL`] (so a reconcile that probes a missing CRD costs no request).
-    resolved: Mutex<HashMap<Gvk, (Served, std::time::Instant)>>,
+    /// Discovery answers: a served kind's resource for good, "not served" for
+    /// [`UNSERVED_TTL`] (so a reconcile that probes a missing CRD costs no request).
+    resolved: Mutex<HashMap<Gvk, (Option<ResolvedKind>, Instant)>>,
 }
 
-/// A kind's resource and whether it is namespaced; `None` when the cluster does not serve it.
-type Served = Option<(ApiResource, bool)>;
-
 /// How long a kind found not served is believed so before discovery is asked again.
-const UNSERVED_TTL: std::time::Duration = std::time::Duration::from_secs(30);
+const UNSERVED_TTL: Duration = Duration::from_secs(30);
 
 impl Caches {
-    pub fn new(client: Client) -> Arc<Self> {
+    pub fn new(client: Client, filters: CacheFilters) -> Arc<Self> {
         Arc::new(Self {
             client,
+            filters,
             kinds: Mutex::new(HashMap::new()),
             resolved: Mutex::new(HashMap::new()),
         })
@@ -104,13 +172,12 @@ impl Caches {
         if let Some(known) = self.kinds.lock().expect("caches lock").get(gvk) {
             return Ok(known.clone());
         }
-        let resolved = resolve(&self.client, gvk).await?;
+        let resolved = self.resolve(gvk).await?;
         let mut kinds = self.kinds.lock().expect("caches lock");
         if let Some(known) = kinds.get(gvk) {
             return Ok(known.clone());
         }
-        let cache =
-            resolved.map(|(resource, namespaced)| self.start(gvk.clone(), resource, namespaced));
+        let cache = resolved.map(|kind| self.start(gvk.clone(), kind));
         kinds.insert(gvk.clone(), cache.clone());
         Ok(cache)
     }
@@ -123,6 +190,30 @@ impl Caches {
             .get(gvk)
             .cloned()
             .flatten()
+    }
+
+    /// The resource of `gvk`, or `None` when the cluster does not serve it: from a started
+    /// cache, else from the memo, else one discovery request (remembered).
+    pub async fn resolve(&self, gvk: &Gvk) -> anyhow::Result<Option<ResolvedKind>> {
+        if let Some(cache) = self.get(gvk) {
+            return Ok(Some(cache.kind.clone()));
+        }
+        let known = self
+            .resolved
+            .lock()
+            .expect("resolved lock")
+            .get(gvk)
+            .filter(|(found, at)| found.is_some() || at.elapsed() < UNSERVED_TTL)
+            .map(|(found, _)| found.clone());
+        if let Some(found) = known {
+            return Ok(found);
+        }
+        let found = discover(&self.client, gvk).await?;
+        self.resolved
+            .lock()
+            .expect("resolved lock")
+            .insert(gvk.clone(), (found.clone(), Instant::now()));
+        Ok(found)
     }
 
     /// True once every started cache has listed its kind.
@@ -149,19 +240,20 @@ impl Caches {
         }
     }
 
-    fn start(&self, gvk: Gvk, resource: ApiResource, namespaced: bool) -> Arc<KindCache> {
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+    fn start(&self, gvk: Gvk, kind: ResolvedKind) -> Arc<KindCache> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
+        let filter = self.filters.of(&gvk).cloned();
         let mut config = watcher::Config::default();
-        if let Some(selector) = cache_label_selector(&gvk) {
-            config = config.labels(selector);
+        if let Some(selector) = &filter {
+            config = config.labels(&selector.to_string());
         }
-        let writer = reflector::store::Writer::new(resource.clone());
+        let writer = reflector::store::Writer::new(kind.resource.clone());
         let store = writer.as_reader();
         let (changes, _) = broadcast::channel(1024);
         let (synced_tx, synced) = watch::channel(false);
-        let types = types_of(&resource);
+        let types = types_of(&kind.resource);
         let tx = changes.clone();
-        let kind = gvk.to_string();
+        let name = gvk.to_string();
         let stream = watcher(api, config)
             .default_backoff()
             .modify(move |obj: &mut DynamicObject| for_plugins(obj, &types))
@@ -186,14 +278,14 @@ impl Caches {
                         let _ = synced_tx.send(true);
                     }
                     Ok(watcher::Event::Init) => {}
-                    Err(e) => tracing::warn!(kind = %kind, "watch failed, retrying: {e}"),
+                    Err(e) => tracing::warn!(kind = %name, "watch failed, retrying: {e}"),
                 }
             }
         });
         Arc::new(KindCache {
             gvk,
-            resource,
-            namespaced,
+            kind,
+            filter,
             store,
             changes,
             synced,
@@ -201,11 +293,14 @@ impl Caches {
     }
 }
 
-/// The ApiResource of a kind and whether it is namespaced; `None` when not served.
-pub async fn resolve(client: &Client, gvk: &Gvk) -> anyhow::Result<Option<(ApiResource, bool)>> {
+/// One discovery request for `gvk`: its resource, or `None` when not served.
+async fn discover(client: &Client, gvk: &Gvk) -> anyhow::Result<Option<ResolvedKind>> {
     let kgvk = kube::api::GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
     match discovery::pinned_kind(client, &kgvk).await {
-        Ok((resource, caps)) => Ok(Some((resource, caps.scope == Scope::Namespaced))),
+        Ok((resource, caps)) => Ok(Some(ResolvedKind {
+            resource,
+            namespaced: caps.scope == Scope::Namespaced,
+        })),
         Err(e) if crate::discovery::not_served(&e) => Ok(None),
         Err(kube::Error::Discovery(_)) => Ok(None),
         Err(e) => Err(anyhow::anyhow!("discovery of {gvk} failed: {e}")),
@@ -217,38 +312,21 @@ fn to_json(obj: &DynamicObject) -> anyhow::Result<String> {
 }
 
 impl Caches {
-    /// Reads the API server directly, from a plugin call on the blocking pool. Used where the
-    /// cache cannot answer: a kind not served when its cache was started (a CRD installed
-    /// later), or an object a label-filtered cache (Secrets) does not hold.
+    /// Reads the API server directly, from a plugin call on the blocking pool, within
+    /// `within`. Used where the cache cannot answer: a kind not served when its cache was
+    /// started (a CRD installed later), or objects a label-filtered cache does not hold.
     fn live<T>(
         &self,
         gvk: &Gvk,
         namespace: Option<&str>,
+        within: Duration,
         read: impl AsyncFnOnce(Api<DynamicObject>, TypeMeta) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| anyhow::anyhow!("{gvk} is not cached by the host"))?;
         let client = self.client.clone();
-        let known = self
-            .resolved
-            .lock()
-            .expect("resolved lock")
-            .get(gvk)
-            .filter(|(found, at)| found.is_some() || at.elapsed() < UNSERVED_TTL)
-            .map(|(found, _)| found.clone());
-        handle.block_on(async move {
-            let found = match known {
-                Some(found) => found,
-                None => {
-                    let found = resolve(&client, gvk).await?;
-                    self.resolved
-                        .lock()
-                        .expect("resolved lock")
-                        .insert(gvk.clone(), (found.clone(), std::time::Instant::now()));
-                    found
-                }
-            };
-            let Some((resource, namespaced)) = found else {
+        let work = async move {
+            let Some(kind) = self.resolve(gvk).await? else {
                 anyhow::bail!(
                     "no matches for kind \"{}\" in version \"{}\"",
                     gvk.kind,
@@ -256,10 +334,15 @@ impl Caches {
                 );
             };
             let api = match namespace {
-                Some(ns) if namespaced => Api::namespaced_with(client, ns, &resource),
-                _ => Api::all_with(client, &resource),
+                Some(ns) if kind.namespaced => Api::namespaced_with(client, ns, &kind.resource),
+                _ => Api::all_with(client, &kind.resource),
             };
-            read(api, types_of(&resource)).await
+            read(api, types_of(&kind.resource)).await
+        };
+        handle.block_on(async move {
+            tokio::time::timeout(within, work)
+                .await
+                .map_err(|_| anyhow::anyhow!("no answer from the API server within {within:?}"))?
         })
     }
 
@@ -268,9 +351,10 @@ impl Caches {
         gvk: &Gvk,
         namespace: Option<&str>,
         name: &str,
+        within: Duration,
     ) -> anyhow::Result<Option<String>> {
         let name = name.to_string();
-        self.live(gvk, namespace, async move |api, types| {
+        self.live(gvk, namespace, within, async move |api, types| {
             match api.get_opt(&name).await? {
                 Some(mut o) => {
                     for_plugins(&mut o, &types);
@@ -278,6 +362,30 @@ impl Caches {
                 }
                 None => Ok(None),
             }
+        })
+    }
+
+    fn live_list(
+        &self,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+        within: Duration,
+    ) -> anyhow::Result<Vec<String>> {
+        let params = kube::api::ListParams {
+            label_selector: (!selector.is_everything()).then(|| selector.to_string()),
+            ..Default::default()
+        };
+        self.live(gvk, namespace, within, async move |api, types| {
+            api.list(&params)
+                .await?
+                .items
+                .iter_mut()
+                .map(|o| {
+                    for_plugins(o, &types);
+                    to_json(o)
+                })
+                .collect()
         })
     }
 }
@@ -309,14 +417,15 @@ impl ClusterView for Caches {
         gvk: &Gvk,
         namespace: Option<&str>,
         name: &str,
+        within: Duration,
     ) -> anyhow::Result<Option<String>> {
         match self.get(gvk) {
             Some(cache) => match cache.get(namespace, name) {
                 Some(o) => to_json(&o).map(Some),
-                None if cache_label_selector(gvk).is_some() => self.live_get(gvk, namespace, name),
+                None if cache.filter.is_some() => self.live_get(gvk, namespace, name, within),
                 None => Ok(None),
             },
-            None => self.live_get(gvk, namespace, name),
+            None => self.live_get(gvk, namespace, name, within),
         }
     }
 
@@ -325,27 +434,102 @@ impl ClusterView for Caches {
         gvk: &Gvk,
         namespace: Option<&str>,
         selector: &LabelSelector,
+        within: Duration,
     ) -> anyhow::Result<Vec<String>> {
-        let Some(cache) = self.get(gvk) else {
-            let scope = namespace.map(str::to_string);
-            let selector = selector.clone();
-            return self.live(gvk, namespace, async move |api, types| {
-                let mut items = api.list(&Default::default()).await?.items;
-                items.retain(|o| in_scope(o, scope.as_deref(), &selector));
-                items
-                    .iter_mut()
-                    .map(|o| {
-                        for_plugins(o, &types);
-                        to_json(o)
-                    })
-                    .collect()
-            });
-        };
-        cache
-            .list()
-            .iter()
-            .filter(|o| in_scope(o, namespace, selector))
-            .map(|o| to_json(o))
-            .collect()
+        match self.get(gvk) {
+            Some(cache) if cache.covers(selector) => cache
+                .list()
+                .iter()
+                .filter(|o| in_scope(o, namespace, selector))
+                .map(|o| to_json(o))
+                .collect(),
+            _ => self.live_list(gvk, namespace, selector, within),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::wire::{ControllerSpec, Mapping, Watch};
+
+    fn gvk(kind: &str) -> Gvk {
+        Gvk::new("", "v1", kind)
+    }
+
+    fn manifest(controllers: Vec<ControllerSpec>) -> Manifest {
+        Manifest {
+            name: "p".into(),
+            version: "0.1.0".into(),
+            description: String::new(),
+            controllers,
+            webhooks: vec![],
+            reads: vec![],
+            writes: vec![],
+            http_hosts: vec![],
+        }
+    }
+
+    fn controller(primary: &str, selector: Option<&str>, watches: Vec<Watch>) -> ControllerSpec {
+        ControllerSpec {
+            name: primary.to_lowercase(),
+            primary: gvk(primary),
+            primary_label_selector: selector.map(str::to_string),
+            owns: vec![gvk("ConfigMap")],
+            watches,
+            finalizer: None,
+        }
+    }
+
+    fn watch(kind: &str, selector: Option<&str>) -> Watch {
+        Watch {
+            gvk: gvk(kind),
+            mapping: Mapping::Custom,
+            label_selector: selector.map(str::to_string),
+            optional: false,
+        }
+    }
+
+    #[test]
+    fn a_cache_holds_the_union_of_what_plugins_watch() {
+        let managed = "opendatahub.io/managed=true";
+        let a = manifest(vec![controller(
+            "Pod",
+            Some("component=predictor"),
+            vec![watch("Secret", Some(managed))],
+        )]);
+        let b = manifest(vec![controller(
+            "Service",
+            None,
+            vec![watch("Secret", Some(managed)), watch("Namespace", None)],
+        )]);
+        let filters = CacheFilters::from_manifests([&a, &b]);
+        assert_eq!(filters.of(&gvk("Secret")).map(|s| s.to_string()), Some(managed.into()));
+        assert_eq!(
+            filters.of(&gvk("Pod")).map(|s| s.to_string()),
+            Some("component=predictor".into())
+        );
+        assert!(filters.of(&gvk("ConfigMap")).is_none(), "owned: whole");
+        assert!(filters.of(&gvk("Namespace")).is_none());
+        assert!(filters.of(&gvk("Service")).is_none());
+
+        let wider = manifest(vec![controller("Service", None, vec![watch("Secret", None)])]);
+        assert!(
+            CacheFilters::from_manifests([&a, &wider])
+                .of(&gvk("Secret"))
+                .is_none(),
+            "one plugin watching every Secret makes the cache whole"
+        );
+        let other = manifest(vec![controller(
+            "Service",
+            None,
+            vec![watch("Secret", Some("team=a"))],
+        )]);
+        assert!(
+            CacheFilters::from_manifests([&a, &other])
+                .of(&gvk("Secret"))
+                .is_none(),
+            "different selectors cannot be one watch"
+        );
     }
 }

@@ -47,7 +47,7 @@ pub enum PluginCommand {
     Eval(crate::plugin_cli::EvalArgs),
 }
 
-/// Upstream's flags and defaults (spec part 2, §2.2).
+/// Upstream's flags and defaults (its `cmd/main.go`).
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// The address the metrics endpoint binds to; `0` disables it.
@@ -89,9 +89,13 @@ pub struct RunArgs {
     /// Directory holding the webhook server's `tls.crt` and `tls.key` (reloaded on change).
     #[arg(long, default_value = "/tmp/k8s-webhook-server/serving-certs")]
     pub webhook_cert_dir: PathBuf,
-    /// The model-serving-api server's address; `0` disables it.
+    /// The model-serving-api server's address (HTTPS); `0` disables it.
     #[arg(long, default_value = "0")]
     pub model_serving_api_bind_address: String,
+    /// Directory holding the model-serving-api server's `tls.crt` and `tls.key` (reloaded on
+    /// change); upstream's `TLS_CERT_DIR`.
+    #[arg(long, env = "TLS_CERT_DIR", default_value = "/tmp/model-serving-api/serving-certs")]
+    pub model_serving_api_cert_dir: PathBuf,
     /// Workers per controller.
     #[arg(long, default_value_t = 1)]
     pub max_concurrent_reconciles: usize,
@@ -147,6 +151,22 @@ impl RunArgs {
     }
 }
 
+/// Go's `flag` package accepts `-name` as well as `--name`; clap only the latter. Rewrites
+/// single-dash long flags so upstream's Deployment arguments keep working.
+pub fn normalize_go_flags(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    args.into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let single_dash_long = i > 0
+                && a.starts_with('-')
+                && !a.starts_with("--")
+                && a.len() > 2
+                && a.as_bytes()[1].is_ascii_alphabetic();
+            if single_dash_long { format!("-{a}") } else { a }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +215,29 @@ mod tests {
     #[test]
     fn unknown_flag_is_rejected() {
         assert!(Cli::try_parse_from(["odh-model-controller", "--no-such-flag"]).is_err());
+    }
+
+    #[test]
+    fn go_style_single_dash_flags_are_accepted() {
+        let args = [
+            "bin",
+            "-leader-elect",
+            "--metrics-bind-address=:8080",
+            "-h",
+            "-x",
+            "plain",
+        ]
+        .map(String::from);
+        assert_eq!(
+            normalize_go_flags(args),
+            vec![
+                "bin",
+                "--leader-elect",
+                "--metrics-bind-address=:8080",
+                "-h",
+                "-x",
+                "plain"
+            ]
+        );
     }
 }

@@ -46,8 +46,14 @@ impl Gvk {
 }
 
 impl fmt::Display for Gvk {
+    /// `Kind.group/version` (`Deployment.apps/v1`, `ConfigMap/v1`), as the plugin SDK prints
+    /// kinds: a kind reads the same in the host's logs and in a plugin's errors.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.api_version(), self.kind)
+        if self.group.is_empty() {
+            write!(f, "{}/{}", self.kind, self.version)
+        } else {
+            write!(f, "{}.{}/{}", self.kind, self.group, self.version)
+        }
     }
 }
 
@@ -64,7 +70,8 @@ mod tests {
         assert_eq!(isvc.api_version(), "serving.kserve.io/v1beta1");
         assert_eq!(
             isvc.to_string(),
-            "serving.kserve.io/v1beta1/InferenceService"
+            "InferenceService.serving.kserve.io/v1beta1"
         );
+        assert_eq!(core.to_string(), "Pod/v1");
     }
 }

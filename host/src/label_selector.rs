@@ -82,6 +82,12 @@ impl LabelSelector {
         self.requirements.is_empty()
     }
 
+    /// Whether every object this selector matches is matched by `wider` too, judged by the
+    /// requirements (`a=1,b=2` is narrower than `a=1`); false when unsure.
+    pub fn is_within(&self, wider: &LabelSelector) -> bool {
+        wider.requirements.iter().all(|r| self.requirements.contains(r))
+    }
+
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.matches_with(|k| labels.get(k).map(String::as_str))
     }

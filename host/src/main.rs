@@ -1,9 +1,9 @@
 use clap::Parser;
 use odh_model_controller::cli::{Cli, Command, PluginCommand};
-use odh_model_controller::{crd, logging, plugin_cli, process_env, run};
+use odh_model_controller::{cli, crd, logging, plugin_cli, run};
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse_from(process_env::normalize_go_flags(std::env::args()));
+    let cli = Cli::parse_from(cli::normalize_go_flags(std::env::args()));
     if let Some(Command::Plugin(cmd)) = &cli.command {
         return plugin_command(cmd);
     }

@@ -20,7 +20,7 @@
 //! |---|---|
 //! | `odh_plugin_calls_total` | `plugin`, `op`, `result` (`success`, `error`) |
 //! | `odh_plugin_call_duration_seconds` (histogram) | `plugin`, `op` |
-//! | `odh_plugin_failures_total` | `plugin`, `op`, `reason` ([`CallError::metric_label`]) |
+//! | `odh_plugin_failures_total` | `plugin`, `op`, `reason` (`CallError::metric_label`) |
 //! | `odh_refused_writes_total` | `plugin`, `kind` |
 //! | `odh_plugin_swaps_total` | `plugin`, `result` (`swapped`, `rejected`) |
 //! | `odh_plugin_shadow_differences_total` | `plugin`, `op` |
@@ -36,7 +36,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::plugin::CallError;
 
 /// The `Content-Type` of [`Metrics::render`]'s output (Prometheus text format 0.0.4), the same
 /// as Go's `promhttp` sends by default.
@@ -398,24 +397,9 @@ impl Metrics {
             .inc();
     }
 
-    /// Records one plugin call: `Ok` or the error it failed with, and how long it took.
+    /// Records one plugin call: how long it took and, when it failed, why (the reason label,
+    /// e.g. `timeout`).
     pub fn plugin_call(
-        &self,
-        plugin: &str,
-        op: &str,
-        result: Result<(), &CallError>,
-        duration: Duration,
-    ) {
-        self.plugin_call_labelled(
-            plugin,
-            op,
-            result.err().map(CallError::metric_label),
-            duration,
-        );
-    }
-
-    /// [`Metrics::plugin_call`] with the failure already reduced to its reason label.
-    pub fn plugin_call_labelled(
         &self,
         plugin: &str,
         op: &str,
@@ -697,13 +681,8 @@ mod tests {
     #[test]
     fn plugin_calls_failures_refusals_and_leader() {
         let m = Metrics::new();
-        m.plugin_call("nim", "reconcile", Ok(()), Duration::from_micros(400));
-        let timeout = CallError::Timeout {
-            plugin: "nim".into(),
-            op: "reconcile",
-            deadline: Duration::from_secs(1),
-        };
-        m.plugin_call("nim", "reconcile", Err(&timeout), Duration::from_secs(1));
+        m.plugin_call("nim", "reconcile", None, Duration::from_micros(400));
+        m.plugin_call("nim", "reconcile", Some("timeout"), Duration::from_secs(1));
         m.refused_write("nim", "Secret");
         m.set_leader(true);
         let text = m.render();

@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::builtins;
 use crate::gvk::Gvk;
 use crate::plugin::bindings::WIT_PACKAGE;
 use crate::plugin::wire::{Operation, RequestKey, WebhookType};
 use crate::plugin::{
-    AdmissionInput, CallError, EngineOptions, Grants, Limits, LoadRequest, MemoryCluster, Plugin,
-    PluginEngine, PluginSource, ReconcileInput, builtin,
+    AdmissionInput, CallEnv, CallError, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster,
+    PluginEngine, ReconcileInput, Source,
 };
+use crate::webhook::verdict::patch_for;
 
 /// Exit status 1: the plugin failed. Exit status 2: bad arguments or input.
 #[derive(Debug, thiserror::Error)]
@@ -85,35 +87,26 @@ fn engine() -> anyhow::Result<PluginEngine> {
     })
 }
 
-fn resolve(spec: &str) -> anyhow::Result<(PluginSource, Vec<u8>)> {
+fn resolve(spec: &str) -> anyhow::Result<(Source, Vec<u8>)> {
     let path = Path::new(spec);
     if path.exists() {
         let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("reading {spec}: {e}"))?;
-        return Ok((PluginSource::File(path.to_path_buf()), bytes));
+        return Ok((Source::File(path.to_path_buf()), bytes));
     }
-    if let Some(bytes) = builtin::get(spec) {
-        return Ok((PluginSource::Builtin(spec.to_string()), bytes.to_vec()));
+    if let Some(bytes) = builtins::component(spec) {
+        return Ok((Source::Builtin(spec.to_string()), bytes.to_vec()));
     }
-    let known: Vec<&str> = builtin::names().collect();
+    let known: Vec<&str> = builtins::names().collect();
     anyhow::bail!(
         "{spec:?} is neither a file nor a built-in plugin (built-ins: {})",
         known.join(", ")
     )
 }
 
-fn load(spec: &str, settings: Value) -> Result<Plugin, EvalError> {
+fn load(spec: &str, settings: Value) -> Result<LoadedPlugin, EvalError> {
     let engine = engine().map_err(usage)?;
     let (source, bytes) = resolve(spec).map_err(usage)?;
-    Plugin::load(
-        &engine,
-        LoadRequest {
-            source,
-            bytes: &bytes,
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings,
-        },
-    )
+    LoadedPlugin::load(&engine, LoadRequest::new(source, &bytes).settings(settings))
     .map_err(|e| match e {
         crate::plugin::LoadError::Call(c) => EvalError::Plugin(c),
         other => usage(anyhow::anyhow!("{other}")),
@@ -125,6 +118,7 @@ pub fn inspect(spec: &str) -> Result<Value, EvalError> {
     let plugin = load(spec, json!({}))?;
     let mut out = serde_json::to_value(plugin.manifest()).map_err(usage)?;
     out["wit"] = json!(WIT_PACKAGE);
+    out["routes"] = json!(plugin.routes());
     out["source"] = json!(plugin.source().to_string());
     out["sha256"] = json!(plugin.sha256());
     Ok(out)
@@ -195,7 +189,8 @@ fn str_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter().try_fold(obj, |v, k| v.get(k))?.as_str()
 }
 
-/// `plugin eval`: one call, printed as JSON.
+/// `plugin eval`: one call, printed as JSON. Offline and replayable: reads come from `--state`
+/// files and outgoing HTTP is limited to GET and HEAD (the call may not change anything).
 pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
     let object = read_one(&args.object).map_err(usage)?;
     let gvk = Gvk::of_object(&object)
@@ -214,6 +209,7 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
         Some(dir) => Arc::new(load_state(dir).map_err(usage)?),
         None => Arc::new(MemoryCluster::default()),
     };
+    let env = CallEnv::read_only(cluster);
     let namespace = args
         .namespace
         .clone()
@@ -242,7 +238,7 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
                 object: Some(object.to_string()),
             };
             let outcome = plugin
-                .reconcile_blocking(&input, cluster)
+                .reconcile_blocking(&input, &env)
                 .map_err(EvalError::Plugin)?;
             Ok(json!({"op": "reconcile", "plugin": plugin.name(), "outcome": outcome}))
         }
@@ -266,27 +262,49 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
             let input = AdmissionInput {
                 uid: "00000000-0000-0000-0000-000000000000".into(),
                 path,
-                resource: format!("{}s", gvk.kind.to_ascii_lowercase()),
+                resource: plural(&gvk.kind),
                 gvk,
                 sub_resource: None,
                 operation,
                 namespace,
                 name,
-                object: (operation != Operation::Delete).then(|| object.to_string()),
+                object: (operation != Operation::Delete).then(|| object.clone()),
                 old_object: old_object
-                    .map(|o| o.to_string())
-                    .or_else(|| (operation == Operation::Delete).then(|| object.to_string())),
+                    .or_else(|| (operation == Operation::Delete).then(|| object.clone())),
                 dry_run: false,
-                user_info: json!({"username": "plugin-eval"}).to_string(),
+                user_info: json!({"username": "plugin-eval"}),
             };
-            let (op, decision) = if args.op == Op::Mutate {
-                ("mutate", plugin.mutate_blocking(&input, cluster))
+            let mut decision = plugin
+                .admit_blocking(wanted, &input, &env)
+                .map_err(EvalError::Plugin)?;
+            if wanted == WebhookType::Mutating {
+                decision.patch = patch_for(
+                    decision.patch.take(),
+                    decision.mutated.clone(),
+                    input.object.as_ref(),
+                );
+            }
+            let op = if wanted == WebhookType::Mutating {
+                "mutate"
             } else {
-                ("validate", plugin.validate_blocking(&input, cluster))
+                "validate"
             };
-            let decision = decision.map_err(EvalError::Plugin)?;
             Ok(json!({"op": op, "plugin": plugin.name(), "decision": decision}))
         }
+    }
+}
+
+/// The resource name kubectl would guess for a kind (`NetworkPolicy` → `networkpolicies`).
+fn plural(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    let consonant_y = lower.ends_with('y')
+        && !lower[..lower.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
+    if consonant_y {
+        format!("{}ies", &lower[..lower.len() - 1])
+    } else if lower.ends_with('s') || lower.ends_with("ch") || lower.ends_with('x') {
+        format!("{lower}es")
+    } else {
+        format!("{lower}s")
     }
 }
 
@@ -300,4 +318,22 @@ pub fn error_json(op: &str, err: &CallError) -> Value {
             "message": err.to_string(),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plural;
+
+    #[test]
+    fn plurals_as_kubectl_guesses_them() {
+        for (kind, resource) in [
+            ("Pod", "pods"),
+            ("NetworkPolicy", "networkpolicies"),
+            ("Gateway", "gateways"),
+            ("Ingress", "ingresses"),
+            ("InferenceService", "inferenceservices"),
+        ] {
+            assert_eq!(plural(kind), resource);
+        }
+    }
 }

@@ -1,106 +1,71 @@
-//! `odh-model-controller run`: load the plugins, serve probes, metrics and webhooks on every
-//! replica, and run the controllers on the leader.
+//! `odh-model-controller run`: load the plugins, serve probes, metrics, webhooks and the
+//! plugins' API routes on every replica, and run the controllers on the leader. The process
+//! environment is read here, once ([`crate::profile`], [`crate::builtins`]).
 
 use std::sync::Arc;
 
 use anyhow::Context;
 use kube::{Client, Config, config::KubeConfigOptions};
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use crate::api_server::{AccessReviewer, ApiRoutes};
 use crate::applier::Applier;
-use crate::cache::Caches;
+use crate::builtins;
+use crate::cache::{CacheFilters, Caches};
 use crate::cli::RunArgs;
-use crate::controller::{self, Shared};
-use crate::discovery::{self, OPTIONAL_KINDS};
+use crate::controller::{self, ControllerContext};
 use crate::leader::{ElectionEnd, LeaderElector, LeaseConfig, lease_namespace};
 use crate::metrics::Metrics;
-use crate::plugin::PluginSlot;
-use crate::plugin::{
-    EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource, builtin,
-};
-use crate::process_env::{Mode, ProcessEnv};
+use crate::plugin::{EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, PluginSlot, Source};
+use crate::profile::ProcessEnv;
 use crate::registry::Registry;
 use crate::servers::{self, parse_bind_address};
 use crate::webhook::{self, WebhookServerConfig, WebhookTable};
 
+type Servers = JoinSet<anyhow::Result<()>>;
+
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let env = ProcessEnv::from_env();
-    let (client, bearer_token) = connect(&args).await?;
+    let (config, client, bearer_token) = connect(&args).await?;
     let version = client
         .apiserver_version()
         .await
         .context("unable to reach the API server")?;
     info!(version = %version.git_version, "connected to the API server");
-    if env.mode == Mode::Xks {
-        info!(
-            "xKS mode enabled: running webhook-only profile for ConnectionsAPI and HardwareProfile"
-        );
-    }
-    let found = discovery::discover(&client, OPTIONAL_KINDS).await?;
-    for (kind, available) in found.iter() {
-        info!(group_version = %kind.group_version(), kind = kind.kind, available, "optional kind");
-    }
+    info!("{}", env.profile.describe());
 
-    let (engine, plugins) = load_plugins(&args, &env, bearer_token.as_deref())?;
-    // Webhooks and controllers call whatever version a slot holds: the registry swaps them.
+    let (engine, plugins) = load_plugins(&args, bearer_token.as_deref())?;
+    // Webhooks, API routes and controllers call whatever version a slot holds: the registry
+    // swaps them.
     let slots: Vec<PluginSlot> = plugins.iter().cloned().map(PluginSlot::new).collect();
     let shutdown = CancellationToken::new();
     let (ready_tx, ready) = watch::channel(false);
     let metrics = Metrics::global().clone();
-    let mut servers = tokio::task::JoinSet::new();
+    let mut servers = Servers::new();
 
-    if let Some(addr) = parse_bind_address(&args.health_probe_bind_address)? {
-        let server = servers::bind_health(addr, ready.clone()).await?;
-        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
-    }
-    if let Some(addr) = parse_bind_address(&args.metrics_bind_address)? {
-        let server = servers::bind_metrics(addr, metrics.clone()).await?;
-        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
-    }
-    if let Some(addr) = parse_bind_address(&args.model_serving_api_bind_address)? {
-        let api = servers::ModelServingApi {
-            ready: ready.clone(),
-            metrics: metrics.clone(),
-            gateways: None,
-        };
-        let server = servers::bind_model_serving_api(addr, api).await?;
-        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
-    }
-
-    let caches = Caches::new(client.clone());
+    serve_probes(&args, &ready, &metrics, &shutdown, &mut servers).await?;
+    let caches = Caches::new(
+        client.clone(),
+        CacheFilters::from_manifests(plugins.iter().map(LoadedPlugin::manifest)),
+    );
     let applier = Arc::new(Applier::new(
         client.clone(),
         caches.clone(),
         std::env::var("POD_NAME").ok(),
     ));
-
     if env.webhooks_enabled {
-        let table = WebhookTable::from_slots(&slots)
-            .context("unable to create webhookSetup")?
-            .for_mode(env.mode);
-        if !table.is_empty() {
-            let bind = parse_bind_address(&args.webhook_bind_address)?
-                .context("the webhook server needs an address")?;
-            let config = WebhookServerConfig {
-                bind,
-                cert_dir: args.webhook_cert_dir.clone(),
-                enable_http2: args.enable_http2,
-                ..Default::default()
-            };
-            let router = webhook::webhook_router(&table, caches.clone(), applier.clone());
-            let stop = shutdown.clone();
-            servers
-                .spawn(async move { webhook::serve(config, router, stop.cancelled_owned()).await });
-        }
+        serve_webhooks(&args, &env, &slots, &caches, &applier, &shutdown, &mut servers)?;
     } else {
         info!("Webhooks are disabled via environment variable.");
     }
+    serve_model_serving_api(&args, &config, &slots, &caches, &ready, &shutdown, &mut servers)?;
 
-    let controllers_wanted =
-        env.mode == Mode::Full && plugins.iter().any(|p| !p.manifest().controllers.is_empty());
-    let shared = Shared::new(caches.clone(), applier, args.max_concurrent_reconciles);
+    let controllers_wanted = env.profile.runs_controllers()
+        && plugins.iter().any(|p| !p.manifest().controllers.is_empty());
+    let ctx = ControllerContext::new(caches.clone(), applier, args.max_concurrent_reconciles);
     let mut lost_leadership = None;
     // Dropping the set would abort the controllers: it lives as long as `run`.
     let mut _controllers = None;
@@ -125,22 +90,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             metrics.set_leader(true);
             info!("became the leader; starting controllers");
         }
-        _controllers =
-            Some(controller::start_slots(shared.clone(), &slots, shutdown.clone()).await?);
+        _controllers = Some(controller::start(ctx, &slots, shutdown.clone()).await?);
         caches.wait_all_synced().await;
     }
     match &env.pod_namespace {
         Some(namespace) if !slots.is_empty() => {
-            let registry = Registry::new(
-                client.clone(),
-                namespace.clone(),
-                engine,
-                &slots,
-                controllers_wanted.then(|| shared.clone()),
-            )
-            .with_extra_roots(plugin_source_roots()?);
-            let registry = Arc::new(registry);
-            tokio::spawn(registry.run(REGISTRY_RETRY, shutdown.clone()));
+            let registry = Registry::new(client.clone(), namespace.clone(), engine, &slots)
+                .with_extra_roots(plugin_source_roots()?);
+            tokio::spawn(Arc::new(registry).run(REGISTRY_RETRY, shutdown.clone()));
         }
         Some(_) => {}
         None => info!("POD_NAMESPACE is not set: the plugins ConfigMap is not watched"),
@@ -165,10 +122,88 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     stop(shutdown, servers).await
 }
 
-async fn stop(
-    shutdown: CancellationToken,
-    mut servers: tokio::task::JoinSet<anyhow::Result<()>>,
+/// Health probes and metrics, plain HTTP.
+async fn serve_probes(
+    args: &RunArgs,
+    ready: &watch::Receiver<bool>,
+    metrics: &Metrics,
+    shutdown: &CancellationToken,
+    servers: &mut Servers,
 ) -> anyhow::Result<()> {
+    if let Some(addr) = parse_bind_address(&args.health_probe_bind_address)? {
+        let server = servers::bind_health(addr, ready.clone()).await?;
+        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
+    }
+    if let Some(addr) = parse_bind_address(&args.metrics_bind_address)? {
+        let server = servers::bind_metrics(addr, metrics.clone()).await?;
+        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
+    }
+    Ok(())
+}
+
+/// The admission webhooks the profile serves, over TLS.
+fn serve_webhooks(
+    args: &RunArgs,
+    env: &ProcessEnv,
+    slots: &[PluginSlot],
+    caches: &Arc<Caches>,
+    applier: &Arc<Applier>,
+    shutdown: &CancellationToken,
+    servers: &mut Servers,
+) -> anyhow::Result<()> {
+    let table = env
+        .profile
+        .webhooks(WebhookTable::from_slots(slots).context("unable to create webhookSetup")?);
+    if table.is_empty() {
+        return Ok(());
+    }
+    let bind = parse_bind_address(&args.webhook_bind_address)?
+        .context("the webhook server needs an address")?;
+    let config = WebhookServerConfig {
+        bind,
+        cert_dir: args.webhook_cert_dir.clone(),
+        enable_http2: args.enable_http2,
+        ..Default::default()
+    };
+    let router = webhook::webhook_router(&table, caches.clone(), applier.clone());
+    let stop = shutdown.clone();
+    servers.spawn(async move { webhook::serve(config, router, stop.cancelled_owned()).await });
+    Ok(())
+}
+
+/// The model-serving-api server with the plugins' API routes, over TLS.
+fn serve_model_serving_api(
+    args: &RunArgs,
+    config: &Config,
+    slots: &[PluginSlot],
+    caches: &Arc<Caches>,
+    ready: &watch::Receiver<bool>,
+    shutdown: &CancellationToken,
+    servers: &mut Servers,
+) -> anyhow::Result<()> {
+    let Some(bind) = parse_bind_address(&args.model_serving_api_bind_address)? else {
+        return Ok(());
+    };
+    let routes = ApiRoutes::from_slots(slots).map_err(anyhow::Error::msg)?;
+    info!(routes = ?routes.paths().collect::<Vec<_>>(), "plugin API routes");
+    let router = servers::model_serving_api_router(
+        routes.router(caches.clone(), AccessReviewer::new(config.clone())?),
+        ready.clone(),
+        Metrics::global().clone(),
+    );
+    let config = WebhookServerConfig {
+        name: "model-serving-api",
+        bind,
+        cert_dir: args.model_serving_api_cert_dir.clone(),
+        enable_http2: args.enable_http2,
+        ..Default::default()
+    };
+    let stop = shutdown.clone();
+    servers.spawn(async move { webhook::serve(config, router, stop.cancelled_owned()).await });
+    Ok(())
+}
+
+async fn stop(shutdown: CancellationToken, mut servers: Servers) -> anyhow::Result<()> {
     info!("shutting down");
     shutdown.cancel();
     while let Some(r) = servers.join_next().await {
@@ -200,18 +235,18 @@ fn plugin_source_roots() -> anyhow::Result<Vec<rustls::pki_types::CertificateDer
 const REGISTRY_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The plugins this process serves: `--plugin` names (built-in) or `.wasm` files; without
-/// `--plugin`, every production built-in (what upstream runs).
+/// `--plugin`, the default built-ins (what upstream runs). A built-in starts with the settings
+/// its registration entry derives from the environment.
 fn load_plugins(
     args: &RunArgs,
-    env: &ProcessEnv,
     bearer_token: Option<&str>,
-) -> anyhow::Result<(PluginEngine, Vec<Plugin>)> {
+) -> anyhow::Result<(PluginEngine, Vec<LoadedPlugin>)> {
     let engine = PluginEngine::new(EngineOptions {
         cache_dir: args.plugin_cache_dir.clone(),
         ..Default::default()
     })?;
     let wanted: Vec<String> = if args.plugins.is_empty() {
-        builtin::DEFAULTS.iter().map(|s| s.to_string()).collect()
+        builtins::defaults().map(|b| b.name.to_string()).collect()
     } else {
         args.plugins.clone()
     };
@@ -219,9 +254,9 @@ fn load_plugins(
     for spec in &wanted {
         let path = std::path::Path::new(spec);
         if path.exists() {
-            sources.push((PluginSource::File(path.to_path_buf()), std::fs::read(path)?));
-        } else if let Some(bytes) = builtin::get(spec) {
-            sources.push((PluginSource::Builtin(spec.clone()), bytes.to_vec()));
+            sources.push((Source::File(path.to_path_buf()), std::fs::read(path)?));
+        } else if let Some(bytes) = builtins::component(spec) {
+            sources.push((Source::Builtin(spec.clone()), bytes.to_vec()));
         } else {
             anyhow::bail!("--plugin {spec:?} is neither a file nor a built-in plugin");
         }
@@ -233,17 +268,14 @@ fn load_plugins(
     }
     let mut plugins = Vec::new();
     for (source, bytes) in &sources {
-        let plugin = Plugin::load(
-            &engine,
-            LoadRequest {
-                source: source.clone(),
-                bytes,
-                grants: Grants::default(),
-                limits: Limits::default(),
-                settings: builtin::settings_from_env(source_name(source), env, bearer_token),
-            },
-        )
-        .map_err(|e| anyhow::anyhow!("loading plugin {source}: {e}"))?;
+        let settings = match source {
+            Source::Builtin(name) => builtins::find(name)
+                .map(|b| b.starting_settings(|k| std::env::var(k).ok(), bearer_token))
+                .unwrap_or_default(),
+            _ => serde_json::json!({}),
+        };
+        let plugin = LoadedPlugin::load(&engine, LoadRequest::new(source.clone(), bytes).settings(settings))
+            .map_err(|e| anyhow::anyhow!("loading plugin {source}: {e}"))?;
         info!(
             plugin = plugin.name(),
             version = plugin.manifest().version,
@@ -256,13 +288,6 @@ fn load_plugins(
         info!("no plugins enabled (use --plugin)");
     }
     Ok((engine, plugins))
-}
-
-fn source_name(source: &PluginSource) -> &str {
-    match source {
-        PluginSource::Builtin(name) => name,
-        _ => "",
-    }
 }
 
 /// The bearer token of the process's own identity, captured once as upstream does: a
@@ -283,7 +308,7 @@ fn bearer_token(config: &Config) -> Option<String> {
 }
 
 /// Kube config resolution as upstream: `--kubeconfig`, then KUBECONFIG, in-cluster, ~/.kube/config.
-async fn connect(args: &RunArgs) -> anyhow::Result<(Client, Option<String>)> {
+async fn connect(args: &RunArgs) -> anyhow::Result<(Config, Client, Option<String>)> {
     let config = match &args.kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -295,7 +320,7 @@ async fn connect(args: &RunArgs) -> anyhow::Result<(Client, Option<String>)> {
             .context("unable to load kube config")?,
     };
     let token = bearer_token(&config);
-    Ok((Client::try_from(config)?, token))
+    Ok((config.clone(), Client::try_from(config)?, token))
 }
 
 async fn shutdown_signal() {

@@ -10,26 +10,23 @@
 //!   `healthz` format; `?verbose` lists the checks).
 //! * **Metrics** (`--metrics-bind-address`, default `:8080`, `0` disables): `GET /metrics` in the
 //!   Prometheus text format 0.0.4.
-//! * **model-serving-api** (upstream `LISTEN_ADDR`, default `:8443`): `/healthz`, `/readyz`,
-//!   `/metrics` and `/api/v1/gateways`, whose handler is pluggable ([`ApiHandler`]); without one
-//!   it answers `501 {"error": "the llm-gateway plugin is not loaded"}`.
+//! * **model-serving-api** (upstream `LISTEN_ADDR`, default `:8443`, HTTPS with the certificate
+//!   of `TLS_CERT_DIR`): `/healthz`, `/readyz`, `/metrics` and the routes plugins serve
+//!   ([`crate::api_server`]).
 //!
-//! Everything is plain HTTP for now. Upstream serves metrics over HTTPS with authentication
-//! when `--metrics-secure` is set, and the model-serving-api over HTTPS only (`TLS_CERT_DIR`),
-//! with read/write timeouts of 10 s and an idle timeout of 120 s; those are still to come.
+//! Health and metrics are plain HTTP. Upstream serves metrics over HTTPS with authentication
+//! when `--metrics-secure` is set; that is still to come.
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::pin::Pin;
-use std::sync::Arc;
 
 use anyhow::Context;
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get};
+use axum::routing::get;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::info;
@@ -175,65 +172,21 @@ pub async fn bind_metrics(addr: SocketAddr, metrics: Metrics) -> anyhow::Result<
     Server::bind("metrics", addr, metrics_router(metrics)).await
 }
 
-/// A pluggable handler for a model-serving-api route: it gets the whole request (method,
-/// headers for authentication, query, body) and produces the response.
-pub type ApiHandler =
-    Arc<dyn Fn(Request) -> Pin<Box<dyn Future<Output = Response> + Send>> + Send + Sync>;
-
-/// What the model-serving-api server serves.
-#[derive(Clone)]
-pub struct ModelServingApi {
-    pub ready: watch::Receiver<bool>,
-    pub metrics: Metrics,
-    /// `/api/v1/gateways`, served by the llm-gateway plugin once it is loaded.
-    pub gateways: Option<ApiHandler>,
-}
-
-impl std::fmt::Debug for ModelServingApi {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ModelServingApi")
-            .field("ready", &*self.ready.borrow())
-            .field("gateways", &self.gateways.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-/// The model-serving-api server's routes.
-pub fn model_serving_api_router(api: ModelServingApi) -> Router {
-    let gateways = api.gateways.clone();
-    Router::new()
-        .route(
-            "/api/v1/gateways",
-            any(move |req: Request| {
-                let handler = gateways.clone();
-                async move {
-                    match handler {
-                        Some(h) => h(req).await,
-                        None => plugin_not_loaded("llm-gateway"),
-                    }
-                }
-            }),
-        )
-        .merge(metrics_router(api.metrics))
-        .merge(health_router(api.ready))
-}
-
-/// Binds the model-serving-api server.
-pub async fn bind_model_serving_api(
-    addr: SocketAddr,
-    api: ModelServingApi,
-) -> anyhow::Result<Server> {
-    Server::bind("model-serving-api", addr, model_serving_api_router(api)).await
-}
-
-fn plugin_not_loaded(plugin: &str) -> Response {
-    (
-        StatusCode::NOT_IMPLEMENTED,
-        axum::Json(serde_json::json!({
-            "error": format!("the {plugin} plugin is not loaded")
-        })),
-    )
-        .into_response()
+/// The model-serving-api server's routes: the plugins' API routes, `/healthz`, `/readyz` and
+/// `/metrics`, and upstream's `404 page not found` elsewhere, every response with upstream's
+/// security headers. It is served over TLS (`run` uses the webhook module's server).
+pub fn model_serving_api_router(
+    plugin_routes: Router,
+    ready: watch::Receiver<bool>,
+    metrics: Metrics,
+) -> Router {
+    plugin_routes
+        .merge(metrics_router(metrics))
+        .merge(health_router(ready))
+        .fallback(|| async { text(StatusCode::NOT_FOUND, "404 page not found\n".into()) })
+        .layer(axum::middleware::map_response(|r: Response| async move {
+            crate::api_server::secured(r)
+        }))
 }
 
 fn text(status: StatusCode, body: String) -> Response {

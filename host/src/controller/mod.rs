@@ -1,5 +1,11 @@
 //! Reconcile loops built from plugin manifests: watches on the shared caches, events mapped to
-//! requests, a de-duplicating queue with back-off, workers calling the plugin and the applier.
+//! requests, a de-duplicating queue with back-off, workers calling the plugin (through
+//! [`crate::dispatch`]) and the applier.
+//!
+//! The host runs its own loop rather than kube-runtime's `Controller`: kinds are dynamic (one
+//! loop per manifest record, on caches shared by every plugin), the queue keeps
+//! controller-runtime's semantics and metric names (what upstream's dashboards read), and a
+//! loop calls whatever plugin version its slot serves at that moment.
 
 pub mod queue;
 
@@ -12,92 +18,64 @@ use tokio_util::sync::CancellationToken;
 
 use crate::applier::{Applier, Primary};
 use crate::cache::{Caches, Change, KindCache};
+use crate::dispatch;
 use crate::gvk::Gvk;
 use crate::label_selector::LabelSelector;
 use crate::metrics::{Metrics, ReconcileResult};
-use crate::plugin::wire::{Controller, Event, Mapping, RequestKey};
+use crate::plugin::wire::{ControllerSpec, Event, EventType, Mapping, RequestKey};
 use crate::plugin::{
-    CallError, ClusterView, GuestError, Plugin, PluginSlot, ReconcileInput, WatchEventInput,
+    CallEnv, CallError, ClusterView, GuestError, PluginSlot, ReconcileInput, WatchEventInput,
 };
 use queue::WorkQueue;
 
-/// Re-queues every primary object of one controller.
-type ResyncHook = Arc<dyn Fn() + Send + Sync>;
-
-/// What every controller shares.
-pub struct Shared {
+/// What every controller loop shares.
+pub struct ControllerContext {
     pub caches: Arc<Caches>,
     pub applier: Arc<Applier>,
     /// Workers per controller.
     pub concurrency: usize,
     /// Reconciles completed (any result), for tests and diagnostics.
-    pub reconciles: std::sync::atomic::AtomicU64,
-    /// Per plugin slot: re-queue every primary of its controllers (after a swap).
-    resyncs: std::sync::Mutex<Vec<(String, ResyncHook)>>,
+    reconciles: std::sync::atomic::AtomicU64,
 }
 
-impl Shared {
+impl ControllerContext {
     pub fn new(caches: Arc<Caches>, applier: Arc<Applier>, concurrency: usize) -> Arc<Self> {
         Arc::new(Self {
             caches,
             applier,
-            concurrency,
+            concurrency: concurrency.max(1),
             reconciles: Default::default(),
-            resyncs: Default::default(),
         })
     }
 
-    /// Re-reconciles every primary object of the controllers serving from slot `plugin`.
-    pub fn resync(&self, plugin: &str) {
-        let hooks: Vec<_> = self
-            .resyncs
-            .lock()
-            .expect("resync lock")
-            .iter()
-            .filter(|(p, _)| p == plugin)
-            .map(|(_, f)| f.clone())
-            .collect();
-        for hook in hooks {
-            hook();
-        }
-    }
-
+    /// Reconciles completed so far, whatever their result.
     pub fn reconcile_count(&self) -> u64 {
         self.reconciles.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
-/// Starts every controller of every plugin, each plugin in a slot of its own.
-pub async fn start_all(
-    shared: Arc<Shared>,
-    plugins: &[Plugin],
-    shutdown: CancellationToken,
-) -> anyhow::Result<JoinSet<()>> {
-    let slots: Vec<PluginSlot> = plugins.iter().cloned().map(PluginSlot::new).collect();
-    start_slots(shared, &slots, shutdown).await
-}
-
 /// Starts every controller of the plugins serving in `slots` (their manifests at this time);
-/// each runs until `shutdown` and calls whatever version its slot holds.
-pub async fn start_slots(
-    shared: Arc<Shared>,
+/// each runs until `shutdown`, calls whatever version its slot holds, and re-reconciles every
+/// primary object when the slot's version is swapped.
+pub async fn start(
+    ctx: Arc<ControllerContext>,
     slots: &[PluginSlot],
     shutdown: CancellationToken,
 ) -> anyhow::Result<JoinSet<()>> {
     let mut set = JoinSet::new();
     for slot in slots {
         let plugin = slot.current();
-        // The kinds a plugin reads must be cached before its first call.
+        // The kinds a plugin reads are cached before its first call.
         for gvk in &plugin.capabilities().reads {
-            if shared.caches.ensure(gvk).await?.is_none() {
+            if ctx.caches.ensure(gvk).await?.is_none() {
                 tracing::info!(plugin = plugin.name(), kind = %gvk, "a kind the plugin reads is not served; its reads will fail");
             }
         }
         for spec in plugin.manifest().controllers.clone() {
-            let (shared, plugin, shutdown) = (shared.clone(), slot.clone(), shutdown.clone());
+            let (ctx, slot, shutdown) = (ctx.clone(), slot.clone(), shutdown.clone());
             set.spawn(async move {
                 let name = spec.name.clone();
-                if let Err(e) = run(shared, plugin, spec, shutdown).await {
+                if let Err(e) = run(ctx, slot, spec, shutdown).await {
                     tracing::error!(controller = name, "controller stopped: {e:#}");
                 }
             });
@@ -106,23 +84,23 @@ pub async fn start_slots(
     Ok(set)
 }
 
-struct Loop {
-    shared: Arc<Shared>,
-    plugin: PluginSlot,
-    spec: Controller,
+struct ControllerLoop {
+    ctx: Arc<ControllerContext>,
+    slot: PluginSlot,
+    spec: ControllerSpec,
     primary: Arc<KindCache>,
     selector: LabelSelector,
     queue: Arc<WorkQueue<RequestKey>>,
 }
 
 /// Runs one controller until `shutdown`.
-pub async fn run(
-    shared: Arc<Shared>,
-    plugin: PluginSlot,
-    spec: Controller,
+async fn run(
+    ctx: Arc<ControllerContext>,
+    slot: PluginSlot,
+    spec: ControllerSpec,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let Some(primary) = shared.caches.ensure(&spec.primary).await? else {
+    let Some(primary) = ctx.caches.ensure(&spec.primary).await? else {
         tracing::warn!(controller = spec.name, kind = %spec.primary, "the primary kind is not served; controller disabled");
         return Ok(());
     };
@@ -130,96 +108,23 @@ pub async fn run(
         Some(s) => LabelSelector::parse(s)?,
         None => LabelSelector::everything(),
     };
-    let ctl = Arc::new(Loop {
-        shared,
-        plugin,
+    let ctl = Arc::new(ControllerLoop {
+        ctx,
+        slot,
         spec,
         primary,
         selector,
         queue: WorkQueue::new(),
     });
     let mut tasks = JoinSet::new();
-
-    ctl.clone()
-        .watch(&mut tasks, ctl.primary.clone(), Source::Primary);
-    for gvk in ctl.spec.owns.clone() {
-        match ctl.shared.caches.ensure(&gvk).await? {
-            Some(cache) => ctl.clone().watch(&mut tasks, cache, Source::Owned),
-            None => {
-                tracing::info!(controller = ctl.spec.name, kind = %gvk, "owned kind not served; not watched")
-            }
-        }
+    if !ctl.clone().start_watches(&mut tasks).await? {
+        return Ok(());
     }
-    for w in ctl.spec.watches.clone() {
-        match ctl.shared.caches.ensure(&w.gvk).await? {
-            Some(cache) => ctl.clone().watch(
-                &mut tasks,
-                cache,
-                Source::Watch(
-                    w.mapping,
-                    w.label_selector
-                        .as_deref()
-                        .map(LabelSelector::parse)
-                        .transpose()?,
-                ),
-            ),
-            None if w.optional => {
-                tracing::info!(controller = ctl.spec.name, kind = %w.gvk, "optional kind not served; not watched")
-            }
-            None => {
-                tracing::warn!(controller = ctl.spec.name, kind = %w.gvk, "a required watched kind is not served; controller disabled");
-                return Ok(());
-            }
-        }
-    }
-    ctl.shared.caches.wait_all_synced().await;
-    {
-        let weak = Arc::downgrade(&ctl);
-        let hook: ResyncHook = Arc::new(move || {
-            if let Some(ctl) = weak.upgrade() {
-                for obj in ctl.primary.list() {
-                    ctl.enqueue_primary(&obj);
-                }
-            }
-        });
-        let name = ctl.plugin.name().to_string();
-        ctl.shared
-            .resyncs
-            .lock()
-            .expect("resync lock")
-            .push((name, hook));
-    }
+    ctl.ctx.caches.wait_all_synced().await;
+    ctl.clone().resync_on_swap(&mut tasks);
     // Everything that exists now gets one reconcile (the queue drops duplicates).
-    for obj in ctl.primary.list() {
-        ctl.enqueue_primary(&obj);
-    }
-    Metrics::global().register_controller(&ctl.spec.name, ctl.shared.concurrency.max(1));
-    tracing::info!(
-        controller = ctl.spec.name,
-        workers = ctl.shared.concurrency,
-        "controller started"
-    );
-    for _ in 0..ctl.shared.concurrency.max(1) {
-        let ctl = ctl.clone();
-        tasks.spawn(async move {
-            while let Some(key) = ctl.queue.get().await {
-                let metrics = Metrics::global();
-                metrics.workqueue_depth(&ctl.spec.name, ctl.queue.len());
-                let started = std::time::Instant::now();
-                let result = {
-                    let _active = metrics.active_worker(&ctl.spec.name);
-                    ctl.reconcile(&key).await
-                };
-                if let Some(result) = result {
-                    metrics.reconcile_done(&ctl.spec.name, result, started.elapsed());
-                }
-                ctl.shared
-                    .reconciles
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                ctl.queue.done(&key);
-            }
-        });
-    }
+    ctl.enqueue_all();
+    ctl.clone().spawn_workers(&mut tasks);
     shutdown.cancelled().await;
     ctl.queue.shutdown();
     tasks.abort_all();
@@ -242,7 +147,83 @@ fn key_of(obj: &DynamicObject) -> RequestKey {
     }
 }
 
-impl Loop {
+impl ControllerLoop {
+    /// Subscribes to the primary, owned and watched kinds; false when a required watched kind
+    /// is not served (the controller is then disabled).
+    async fn start_watches(self: Arc<Self>, tasks: &mut JoinSet<()>) -> anyhow::Result<bool> {
+        self.clone()
+            .watch(tasks, self.primary.clone(), Source::Primary);
+        for gvk in self.spec.owns.clone() {
+            match self.ctx.caches.ensure(&gvk).await? {
+                Some(cache) => self.clone().watch(tasks, cache, Source::Owned),
+                None => {
+                    tracing::info!(controller = self.spec.name, kind = %gvk, "owned kind not served; not watched")
+                }
+            }
+        }
+        for w in self.spec.watches.clone() {
+            match self.ctx.caches.ensure(&w.gvk).await? {
+                Some(cache) => {
+                    let filter = w
+                        .label_selector
+                        .as_deref()
+                        .map(LabelSelector::parse)
+                        .transpose()?;
+                    self.clone()
+                        .watch(tasks, cache, Source::Watch(w.mapping, filter))
+                }
+                None if w.optional => {
+                    tracing::info!(controller = self.spec.name, kind = %w.gvk, "optional kind not served; not watched")
+                }
+                None => {
+                    tracing::warn!(controller = self.spec.name, kind = %w.gvk, "a required watched kind is not served; controller disabled");
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// After the slot swaps in another version, every primary is reconciled by it.
+    fn resync_on_swap(self: Arc<Self>, tasks: &mut JoinSet<()>) {
+        let mut swaps = self.slot.swaps();
+        tasks.spawn(async move {
+            while swaps.changed().await.is_ok() {
+                self.enqueue_all();
+            }
+        });
+    }
+
+    fn spawn_workers(self: Arc<Self>, tasks: &mut JoinSet<()>) {
+        Metrics::global().register_controller(&self.spec.name, self.ctx.concurrency);
+        tracing::info!(
+            controller = self.spec.name,
+            workers = self.ctx.concurrency,
+            "controller started"
+        );
+        for _ in 0..self.ctx.concurrency {
+            let ctl = self.clone();
+            tasks.spawn(async move {
+                while let Some(key) = ctl.queue.get().await {
+                    let metrics = Metrics::global();
+                    metrics.workqueue_depth(&ctl.spec.name, ctl.queue.len());
+                    let started = std::time::Instant::now();
+                    let result = {
+                        let _active = metrics.active_worker(&ctl.spec.name);
+                        ctl.reconcile(&key).await
+                    };
+                    if let Some(result) = result {
+                        metrics.reconcile_done(&ctl.spec.name, result, started.elapsed());
+                    }
+                    ctl.ctx
+                        .reconciles
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    ctl.queue.done(&key);
+                }
+            });
+        }
+    }
+
     fn watch(self: Arc<Self>, tasks: &mut JoinSet<()>, cache: Arc<KindCache>, source: Source) {
         let mut rx = cache.subscribe();
         let gvk = cache.gvk.clone();
@@ -253,14 +234,18 @@ impl Loop {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                         // Missed changes: reconcile everything rather than miss one.
                         tracing::warn!(controller = self.spec.name, kind = %gvk, missed = n, "watch fell behind; re-reconciling all");
-                        for obj in self.primary.list() {
-                            self.enqueue_primary(&obj);
-                        }
+                        self.enqueue_all();
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }
             }
         });
+    }
+
+    fn enqueue_all(&self) {
+        for obj in self.primary.list() {
+            self.enqueue_primary(&obj);
+        }
     }
 
     fn enqueue_primary(&self, obj: &DynamicObject) {
@@ -270,7 +255,7 @@ impl Loop {
     }
 
     fn owners_of(&self, obj: &DynamicObject, controller_only: bool) -> Vec<RequestKey> {
-        let primary = &self.primary.resource;
+        let primary = &self.primary.kind.resource;
         obj.owner_references()
             .iter()
             .filter(|r| r.kind == primary.kind && r.api_version == primary.api_version)
@@ -288,6 +273,7 @@ impl Loop {
             Source::Primary => return self.enqueue_primary(obj),
             Source::Owned => self.owners_of(obj, true),
             Source::Watch(mapping, filter) => {
+                // A shared cache may hold more than this watch declared: it sees only its own.
                 if filter.as_ref().is_some_and(|f| !f.matches(obj.labels())) {
                     return;
                 }
@@ -318,7 +304,7 @@ impl Loop {
             object: serde_json::to_string(&*change.object).unwrap_or_default(),
             deleted: change.deleted,
         };
-        match self.plugin.current().map(input, self.cluster()).await {
+        match dispatch::map(&self.slot, input, CallEnv::live(self.cluster())).await {
             Ok(keys) => keys,
             Err(e) => {
                 tracing::error!(
@@ -330,47 +316,8 @@ impl Loop {
         }
     }
 
-    /// Runs the shadow candidate on the same request in the background and records whether its
-    /// outcome differs. Nothing it decides is applied.
-    fn compare_in_shadow(
-        &self,
-        shadow: Plugin,
-        input: ReconcileInput,
-        active: &Result<crate::plugin::wire::Outcome, CallError>,
-    ) {
-        let active = active
-            .as_ref()
-            .map(|o| serde_json::to_value(o).unwrap_or_default())
-            .map_err(|e| e.metric_label());
-        let cluster = self.cluster();
-        let controller = self.spec.name.clone();
-        tokio::spawn(async move {
-            let key = format!(
-                "{}/{}",
-                input.key.namespace.as_deref().unwrap_or(""),
-                input.key.name
-            );
-            let candidate = shadow
-                .reconcile(input, cluster)
-                .await
-                .map(|o| serde_json::to_value(o).unwrap_or_default());
-            let candidate = candidate.as_ref().map_err(|e| e.metric_label()).cloned();
-            if candidate != active {
-                Metrics::global().shadow_difference(shadow.name(), "reconcile");
-                tracing::warn!(
-                    plugin = shadow.name(),
-                    controller,
-                    object = key,
-                    ?active,
-                    ?candidate,
-                    "shadow candidate decided differently"
-                );
-            }
-        });
-    }
-
     fn cluster(&self) -> Arc<dyn ClusterView> {
-        self.shared.caches.clone()
+        self.ctx.caches.clone()
     }
 
     /// Reconciles one key; `None` when there was nothing to do (filtered out).
@@ -402,42 +349,31 @@ impl Loop {
             object: json,
         };
         let primary = Primary {
-            resource: &self.primary.resource,
-            namespaced: self.primary.namespaced,
+            kind: &self.primary.kind,
             object: object.as_deref(),
             namespace: key.namespace.as_deref(),
             name: &key.name,
         };
-        // One version decides and its grants check the writes, even if a swap happens meanwhile.
-        let plugin = self.plugin.current();
-        let shadow_input = self.plugin.shadow().map(|s| (s, input.clone()));
-        let result = plugin.reconcile(input, self.cluster()).await;
-        if let Some((shadow, input)) = shadow_input {
-            self.compare_in_shadow(shadow, input, &result);
-        }
+        // One version decides and its capabilities checked the writes, even if a swap happens
+        // meanwhile.
+        let (plugin, result) =
+            dispatch::reconcile(&self.slot, input, CallEnv::live(self.cluster())).await;
         let outcome = match result {
             Ok(o) => o,
-            Err(e) => {
-                return Some(
-                    self.failed(
-                        key,
-                        &primary,
-                        "ReconcileFailed",
-                        &e.to_string(),
-                        retryable(&e),
-                    )
-                    .await,
-                );
-            }
+            Err(e) => return Some(self.call_failed(key, &primary, &e).await),
         };
-        match self
-            .shared
+        let applied = self
+            .ctx
             .applier
-            .apply_outcome(&plugin, self.spec.finalizer.as_deref(), &primary, &outcome)
-            .await
-        {
-            Ok(()) if outcome.error.is_some() => {
-                let error = outcome.error.as_ref().expect("checked");
+            .apply_outcome(
+                plugin.name(),
+                self.spec.finalizer.as_deref(),
+                &primary,
+                &outcome,
+            )
+            .await;
+        match (applied, &outcome.error) {
+            (Ok(()), Some(error)) => {
                 let message = format!(
                     "plugin {:?} reconcile failed ({}): {}",
                     plugin.name(),
@@ -450,7 +386,7 @@ impl Loop {
                         .await,
                 )
             }
-            Ok(()) => {
+            (Ok(()), None) => {
                 self.queue.forget(key);
                 match outcome.requeue_after_ms {
                     Some(ms) => {
@@ -461,20 +397,37 @@ impl Loop {
                     None => Some(ReconcileResult::Success),
                 }
             }
-            Err(e) => {
-                let reason = match &e {
-                    crate::applier::ApplyError::Refused { plugin, kind } => {
-                        Metrics::global().refused_write(plugin, &kind.to_string());
-                        "WriteRefused"
-                    }
-                    _ => "ApplyFailed",
-                };
-                Some(
-                    self.failed(key, &primary, reason, &e.to_string(), true)
-                        .await,
-                )
-            }
+            (Err(e), _) => Some(
+                self.failed(key, &primary, "ApplyFailed", &e.to_string(), true)
+                    .await,
+            ),
         }
+    }
+
+    /// A plugin call that returned no outcome: reported, counted, retried unless the plugin
+    /// said the input is invalid.
+    async fn call_failed(
+        &self,
+        key: &RequestKey,
+        primary: &Primary<'_>,
+        e: &CallError,
+    ) -> ReconcileResult {
+        let reason = match e {
+            CallError::WriteRefused { plugin, kind, .. } => {
+                Metrics::global().refused_write(plugin, &kind.to_string());
+                "WriteRefused"
+            }
+            CallError::Trap { .. } => {
+                // A guest trap is the plugin's panic: counted as controller-runtime counts a
+                // reconciler's.
+                Metrics::global().reconcile_panicked(&self.spec.name);
+                "ReconcileFailed"
+            }
+            _ => "ReconcileFailed",
+        };
+        let retry = !matches!(e.guest_error(), Some(GuestError::Invalid(_)));
+        self.failed(key, primary, reason, &e.to_string(), retry)
+            .await
     }
 
     async fn failed(
@@ -494,12 +447,12 @@ impl Loop {
         );
         if primary.object.is_some() {
             let ev = Event {
-                type_: "Warning".into(),
+                type_: EventType::Warning,
                 reason: reason.into(),
                 message: message.into(),
                 regarding: None,
             };
-            self.shared.applier.event(primary, &ev).await;
+            self.ctx.applier.event(primary, &ev).await;
         }
         if retry {
             self.queue.add_rate_limited(key.clone());
@@ -509,9 +462,4 @@ impl Loop {
             ReconcileResult::TerminalError
         }
     }
-}
-
-/// `invalid` input will not get better by retrying; everything else is retried with back-off.
-fn retryable(e: &CallError) -> bool {
-    !matches!(e.guest_error(), Some(GuestError::Invalid(_)))
 }

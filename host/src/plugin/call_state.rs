@@ -1,15 +1,21 @@
-//! The per-call `Store` data: what one plugin call can see and touch.
+//! The per-call `Store` data: what one plugin call can see and touch, and its clocks.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{self, types};
+use super::call_clock::CallClock;
+use super::call_env::{CallEnv, CallerView};
 use super::capabilities::Capabilities;
 use super::cluster_view::ClusterView;
+use super::http_gate::HttpGate;
+use super::limits::Limits;
+use super::wire::AccessAttributes;
 use crate::label_selector::LabelSelector;
 
 /// How much of a plugin's stderr (panic messages) is kept for error reports.
@@ -19,8 +25,10 @@ pub struct CallState {
     pub(super) plugin: Arc<str>,
     pub(super) caps: Arc<Capabilities>,
     pub(super) cluster: Arc<dyn ClusterView>,
+    pub(super) caller: Option<Arc<dyn CallerView>>,
     pub(super) limiter: MemoryLimiter,
     pub(super) stderr: MemoryOutputPipe,
+    pub(super) clock: CallClock,
     wasi: WasiCtx,
     table: ResourceTable,
     http: WasiHttpCtx,
@@ -31,8 +39,9 @@ impl CallState {
     pub(super) fn new(
         plugin: Arc<str>,
         caps: Arc<Capabilities>,
-        cluster: Arc<dyn ClusterView>,
-        memory_limit: usize,
+        limits: &Limits,
+        env: &CallEnv,
+        clock: CallClock,
     ) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
         let mut wasi = WasiCtx::builder();
@@ -48,19 +57,24 @@ impl CallState {
             wasi.insecure_random(wasmtime_wasi::random::Deterministic::new(vec![0xa5; 32]));
             wasi.insecure_random_seed(0x0d4_u128);
         }
-        let http_gate = HttpGate {
-            plugin: plugin.clone(),
-            caps: caps.clone(),
-        };
+        let http_gate = HttpGate::new(
+            plugin.clone(),
+            caps.clone(),
+            env.effects,
+            limits,
+            clock.budget_end(),
+        );
         Self {
             plugin,
             caps,
-            cluster,
+            cluster: env.cluster.clone(),
+            caller: env.caller.clone(),
             limiter: MemoryLimiter {
-                limit: memory_limit,
+                limit: limits.memory_bytes(),
                 hit: false,
             },
             stderr,
+            clock,
             wasi: wasi.build(),
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
@@ -86,6 +100,18 @@ impl CallState {
                 &*self.plugin
             )))
         }
+    }
+
+    /// What is left of the call's wall-clock budget for a host call, or the error to give the
+    /// plugin when nothing is.
+    fn host_call_window(&self, what: &str) -> Result<Duration, types::Error> {
+        let left = self.clock.budget_left();
+        if left.is_zero() {
+            return Err(types::Error::Transient(format!(
+                "{what}: the call's time budget is spent"
+            )));
+        }
+        Ok(left)
     }
 }
 
@@ -131,51 +157,6 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// Lets outgoing HTTP through only to granted hosts.
-struct HttpGate {
-    plugin: Arc<str>,
-    caps: Arc<Capabilities>,
-}
-
-impl WasiHttpHooks for HttpGate {
-    fn send_request(
-        &mut self,
-        request: http::Request<wasmtime_wasi_http::WasiBody>,
-        options: Option<wasmtime_wasi_http::RequestOptions>,
-        fut: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
-    ) -> Box<
-        dyn Future<
-                Output = Result<
-                    (
-                        http::Response<wasmtime_wasi_http::WasiBody>,
-                        Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
-                    ),
-                    wasmtime_wasi_http::Error,
-                >,
-            > + Send,
-    > {
-        let authority = request
-            .uri()
-            .authority()
-            .map(|a| a.as_str().to_string())
-            .unwrap_or_default();
-        if !self.caps.may_connect(&authority) {
-            tracing::warn!(plugin = %self.plugin, host = %authority, "denied outgoing HTTP to a host the plugin was not granted");
-            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
-        }
-        let _ = fut;
-        Box::new(async move {
-            use http_body_util::BodyExt;
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            Ok((
-                response.map(BodyExt::boxed_unsync),
-                Box::new(io)
-                    as Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
-            ))
-        })
-    }
-}
-
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
@@ -199,6 +180,7 @@ impl types::Host for CallState {}
 impl bindings::manifest_types::Host for CallState {}
 impl bindings::reconcile_types::Host for CallState {}
 impl bindings::admission_types::Host for CallState {}
+impl bindings::api_types::Host for CallState {}
 
 impl bindings::odh::controller::cluster::Host for CallState {
     fn get(
@@ -208,8 +190,9 @@ impl bindings::odh::controller::cluster::Host for CallState {
         name: String,
     ) -> Result<Option<String>, types::Error> {
         let gvk = self.check_read(&gvk)?;
+        let within = self.host_call_window(&format!("reading {gvk} {name}"))?;
         self.cluster
-            .get(&gvk, namespace.as_deref(), &name)
+            .get(&gvk, namespace.as_deref(), &name, within)
             .map_err(|e| types::Error::Transient(format!("reading {gvk} {name}: {e:#}")))
     }
 
@@ -224,9 +207,28 @@ impl bindings::odh::controller::cluster::Host for CallState {
             Some(s) => LabelSelector::parse(s).map_err(|e| types::Error::Invalid(e.to_string()))?,
             None => LabelSelector::everything(),
         };
+        let within = self.host_call_window(&format!("listing {gvk}"))?;
         self.cluster
-            .list(&gvk, namespace.as_deref(), &selector)
+            .list(&gvk, namespace.as_deref(), &selector, within)
             .map_err(|e| types::Error::Transient(format!("listing {gvk}: {e:#}")))
+    }
+}
+
+impl bindings::odh::controller::caller::Host for CallState {
+    fn allowed(
+        &mut self,
+        attributes: bindings::odh::controller::caller::AccessAttributes,
+    ) -> Result<bool, types::Error> {
+        let Some(caller) = self.caller.clone() else {
+            return Err(types::Error::Denied(
+                "caller.allowed is only available while handling an API request on a route that authenticates its caller".into(),
+            ));
+        };
+        let attributes = AccessAttributes::from(attributes);
+        let within = self.host_call_window("an access review")?;
+        caller
+            .allowed(&attributes, within)
+            .map_err(|e| types::Error::Transient(format!("access review failed: {e:#}")))
     }
 }
 

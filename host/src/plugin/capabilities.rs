@@ -1,5 +1,9 @@
 //! What a plugin may do: the intersection of what it declares and what the admin grants.
 //! Deny by default: anything not in both is refused by the host, whatever the plugin tries.
+//!
+//! This is the one grants rule: a grant *narrows* a manifest (kinds by equality, HTTP hosts by
+//! pattern coverage) and never widens it. A candidate declaring more than its grant is loaded
+//! with the narrower capabilities, and [`Capabilities::withheld`] says what it was denied.
 
 use std::collections::BTreeSet;
 
@@ -90,6 +94,28 @@ impl Capabilities {
             http_hosts: narrow_hosts(&manifest.http_hosts, &grants.http_hosts),
             secure_random: grants.secure_random,
         }
+    }
+
+    /// What `manifest` declares that these capabilities do not allow, for messages
+    /// (`reads Secret`, `HTTP host *`).
+    pub fn withheld(&self, manifest: &Manifest) -> Vec<String> {
+        let kinds = |verb: &str, declared: &[Gvk], allowed: &BTreeSet<Gvk>| {
+            declared
+                .iter()
+                .filter(|k| !allowed.contains(*k))
+                .map(|k| format!("{verb} {k}"))
+                .collect::<Vec<_>>()
+        };
+        let mut out = kinds("reads", &manifest.reads, &self.reads);
+        out.extend(kinds("writes", &manifest.writes, &self.writes));
+        out.extend(
+            manifest
+                .http_hosts
+                .iter()
+                .filter(|h| !self.http_hosts.contains(*h))
+                .map(|h| format!("HTTP host {h}")),
+        );
+        out
     }
 
     pub fn may_read(&self, gvk: &Gvk) -> bool {
@@ -238,6 +264,21 @@ mod tests {
             "a grant never widens: {:?}",
             widened.http_hosts
         );
+    }
+
+    #[test]
+    fn withheld_names_what_a_grant_took_away() {
+        let cm = Gvk::new("", "v1", "ConfigMap");
+        let secret = Gvk::new("", "v1", "Secret");
+        let m = manifest(&[cm.clone(), secret.clone()], &["*"]);
+        let grants = Grants {
+            reads: Some([cm].into()),
+            http_hosts: Some(["*.svc.cluster.local".to_string()].into()),
+            ..Default::default()
+        };
+        let caps = Capabilities::new(&m, &grants);
+        assert_eq!(caps.withheld(&m), ["reads Secret/v1", "HTTP host *"]);
+        assert!(Capabilities::new(&m, &Grants::default()).withheld(&m).is_empty());
     }
 
     #[test]

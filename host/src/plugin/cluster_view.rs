@@ -3,17 +3,25 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::gvk::Gvk;
 use crate::label_selector::LabelSelector;
 
-/// A read-only view of cluster state.
+/// A read-only view of cluster state. Reads are complete: a view that holds only part of a
+/// kind (a label-filtered cache) answers the rest from the source. `within` bounds a read that
+/// has to leave the process.
 pub trait ClusterView: Send + Sync {
     /// The object as JSON, or `None` when absent.
-    fn get(&self, gvk: &Gvk, namespace: Option<&str>, name: &str)
-    -> anyhow::Result<Option<String>>;
+    fn get(
+        &self,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        name: &str,
+        within: Duration,
+    ) -> anyhow::Result<Option<String>>;
 
     /// Objects of a kind as JSON, in `namespace` or everywhere, matching `selector`.
     fn list(
@@ -21,6 +29,7 @@ pub trait ClusterView: Send + Sync {
         gvk: &Gvk,
         namespace: Option<&str>,
         selector: &LabelSelector,
+        within: Duration,
     ) -> anyhow::Result<Vec<String>>;
 }
 
@@ -28,11 +37,17 @@ pub trait ClusterView: Send + Sync {
 pub struct NoCluster;
 
 impl ClusterView for NoCluster {
-    fn get(&self, _: &Gvk, _: Option<&str>, _: &str) -> anyhow::Result<Option<String>> {
+    fn get(&self, _: &Gvk, _: Option<&str>, _: &str, _: Duration) -> anyhow::Result<Option<String>> {
         Ok(None)
     }
 
-    fn list(&self, _: &Gvk, _: Option<&str>, _: &LabelSelector) -> anyhow::Result<Vec<String>> {
+    fn list(
+        &self,
+        _: &Gvk,
+        _: Option<&str>,
+        _: &LabelSelector,
+        _: Duration,
+    ) -> anyhow::Result<Vec<String>> {
         Ok(Vec::new())
     }
 }
@@ -79,6 +94,7 @@ impl ClusterView for MemoryCluster {
         gvk: &Gvk,
         namespace: Option<&str>,
         name: &str,
+        _: Duration,
     ) -> anyhow::Result<Option<String>> {
         let key = (gvk.clone(), namespace.map(str::to_string), name.to_string());
         Ok(self.objects.get(&key).map(|o| o.to_string()))
@@ -89,6 +105,7 @@ impl ClusterView for MemoryCluster {
         gvk: &Gvk,
         namespace: Option<&str>,
         selector: &LabelSelector,
+        _: Duration,
     ) -> anyhow::Result<Vec<String>> {
         Ok(self
             .objects
@@ -116,17 +133,18 @@ mod tests {
                 "metadata": {"name": name, "namespace": ns, "labels": {"l": label}}}))
                 .unwrap();
         }
-        assert!(c.get(&cm, Some("a"), "one").unwrap().is_some());
-        assert!(c.get(&cm, Some("c"), "one").unwrap().is_none());
+        let t = Duration::from_secs(1);
+        assert!(c.get(&cm, Some("a"), "one", t).unwrap().is_some());
+        assert!(c.get(&cm, Some("c"), "one", t).unwrap().is_none());
         assert!(
-            c.get(&Gvk::new("", "v1", "Secret"), Some("a"), "one")
+            c.get(&Gvk::new("", "v1", "Secret"), Some("a"), "one", t)
                 .unwrap()
                 .is_none()
         );
         let sel = LabelSelector::parse("l=x").unwrap();
-        assert_eq!(c.list(&cm, None, &sel).unwrap().len(), 2);
+        assert_eq!(c.list(&cm, None, &sel, t).unwrap().len(), 2);
         assert_eq!(
-            c.list(&cm, Some("a"), &LabelSelector::everything())
+            c.list(&cm, Some("a"), &LabelSelector::everything(), t)
                 .unwrap()
                 .len(),
             2

@@ -29,6 +29,18 @@ impl GuestError {
     }
 }
 
+impl From<super::bindings::types::Error> for GuestError {
+    fn from(e: super::bindings::types::Error) -> Self {
+        use super::bindings::types::Error as Wit;
+        match e {
+            Wit::Invalid(m) => Self::Invalid(m),
+            Wit::Denied(m) => Self::Denied(m),
+            Wit::Transient(m) => Self::Transient(m),
+            Wit::Internal(m) => Self::Internal(m),
+        }
+    }
+}
+
 /// A failed plugin call. Every message names the plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
@@ -38,7 +50,9 @@ pub enum CallError {
         op: &'static str,
         error: GuestError,
     },
-    #[error("plugin {plugin:?} {op} exceeded its deadline of {deadline:?}")]
+    /// The guest's own execution ran past its deadline (time blocked in host calls is not
+    /// counted).
+    #[error("plugin {plugin:?} {op} exceeded its execution deadline of {deadline:?}")]
     Timeout {
         plugin: String,
         op: &'static str,
@@ -69,6 +83,16 @@ pub enum CallError {
         op: &'static str,
         message: String,
     },
+    /// The plugin asked for a write its capabilities do not allow; nothing of the call's
+    /// result is used.
+    #[error(
+        "plugin {plugin:?} may not write {kind}: declare it in the manifest's writes and have it granted"
+    )]
+    WriteRefused {
+        plugin: String,
+        op: &'static str,
+        kind: crate::gvk::Gvk,
+    },
     #[error("plugin {plugin:?} could not be instantiated: {message}")]
     Instantiate { plugin: String, message: String },
     #[error("plugin {plugin:?} is shutting down")]
@@ -93,6 +117,7 @@ impl CallError {
             Self::Trap { .. } => "trap",
             Self::OutputTooLarge { .. } => "output_too_large",
             Self::MalformedOutput { .. } => "malformed_output",
+            Self::WriteRefused { .. } => "write_refused",
             Self::Instantiate { .. } => "instantiate",
             Self::Closed { .. } => "closed",
         }

@@ -6,13 +6,29 @@ use serde::{Deserialize, Serialize};
 
 /// What one plugin may consume per call. Every field has a default; an admin may override
 /// them per plugin.
+///
+/// Two clocks bound a call. The *execution* deadlines (`reconcileTimeoutMs`,
+/// `admissionTimeoutMs`) measure the plugin's own code: time blocked in host calls (cluster
+/// reads, HTTP) does not count. The *budgets* (`reconcileBudgetMs`, `admissionBudgetMs`) bound
+/// the whole call on the wall clock: every host call is cut to what is left of it, so a slow
+/// host call fails that call (the plugin sees the error and still returns its outcome) and the
+/// call as a whole ends in time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Limits {
-    /// Deadline of a reconcile, map or validate-settings call.
+    /// Execution deadline of a reconcile, map or validate-settings call.
     pub reconcile_timeout_ms: u64,
-    /// Deadline of an admission (mutate/validate) call.
+    /// Execution deadline of an admission (mutate/validate) or API call.
     pub admission_timeout_ms: u64,
+    /// Wall-clock budget of a reconcile or map call, host calls included.
+    pub reconcile_budget_ms: u64,
+    /// Wall-clock budget of an admission or API call, host calls included: within the
+    /// webhook's `timeoutSeconds` (10 s upstream) with room for the host's own work.
+    pub admission_budget_ms: u64,
+    /// How long an outgoing HTTP request may take to connect (TCP and TLS).
+    pub http_connect_timeout_ms: u64,
+    /// How long an outgoing HTTP request may take in all, until the last byte of the body.
+    pub http_timeout_ms: u64,
     /// Linear memory a call may grow to.
     pub memory_mib: usize,
     /// Bytes of text (objects, status, messages) one call may return.
@@ -26,6 +42,10 @@ impl Default for Limits {
         Self {
             reconcile_timeout_ms: 2_000,
             admission_timeout_ms: 1_000,
+            reconcile_budget_ms: 30_000,
+            admission_budget_ms: 8_000,
+            http_connect_timeout_ms: 5_000,
+            http_timeout_ms: 10_000,
             memory_mib: 128,
             max_output_bytes: 4 * 1024 * 1024,
             concurrency: 4,
@@ -42,7 +62,45 @@ impl Limits {
         Duration::from_millis(self.admission_timeout_ms)
     }
 
+    pub fn reconcile_budget(&self) -> Duration {
+        Duration::from_millis(self.reconcile_budget_ms)
+    }
+
+    pub fn admission_budget(&self) -> Duration {
+        Duration::from_millis(self.admission_budget_ms)
+    }
+
+    pub fn http_connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.http_connect_timeout_ms)
+    }
+
+    pub fn http_timeout(&self) -> Duration {
+        Duration::from_millis(self.http_timeout_ms)
+    }
+
     pub fn memory_bytes(&self) -> usize {
         self.memory_mib.saturating_mul(1024 * 1024)
+    }
+
+    /// What is wrong with these limits, if anything.
+    pub fn check(&self, max_memory_mib: usize) -> Result<(), String> {
+        if self.memory_mib > max_memory_mib {
+            return Err(format!(
+                "memory limit {} MiB is above the host's maximum of {max_memory_mib} MiB",
+                self.memory_mib
+            ));
+        }
+        if self.concurrency == 0 {
+            return Err("concurrency must be at least 1".into());
+        }
+        if self.reconcile_timeout_ms == 0 || self.admission_timeout_ms == 0 {
+            return Err("execution deadlines must be at least 1 ms".into());
+        }
+        if self.admission_budget_ms < self.admission_timeout_ms
+            || self.reconcile_budget_ms < self.reconcile_timeout_ms
+        {
+            return Err("a call's budget must be at least its execution deadline".into());
+        }
+        Ok(())
     }
 }

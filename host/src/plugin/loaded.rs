@@ -1,22 +1,30 @@
-//! A loaded plugin: compiled, pre-instantiated, with its manifest, capabilities and limits.
-//! Every call gets a fresh `Store` and instance, a deadline, a memory cap and an output cap.
+//! A loaded plugin: compiled, pre-instantiated, with its manifest, routes, capabilities and
+//! limits. Every call gets a fresh `Store` and instance, its clocks, a memory cap and an
+//! output cap.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
-use wasmtime::component::Component;
-use wasmtime::{Store, Trap};
+use wasmtime::component::{Component, Instance, InstancePre};
+use wasmtime::{Store, StoreContextMut, Trap, UpdateDeadline};
 
-use super::bindings::{self, Policy, PolicyPre, WIT_PACKAGE, types};
+use super::bindings::exports::odh::controller::{http_api, plugin as plugin_api};
+use super::bindings::{self, WIT_PACKAGE, types};
+use super::call_clock::CallClock;
+use super::call_env::CallEnv;
 use super::call_state::CallState;
 use super::capabilities::{Capabilities, Grants};
-use super::cluster_view::ClusterView;
+use super::cluster_view::NoCluster;
 use super::engine::PluginEngine;
-use super::errors::{CallError, GuestError};
+use super::errors::CallError;
+use super::export::Export;
 use super::limits::Limits;
-use super::wire::{self, AdmissionDecision, Manifest, Operation, Outcome, OutputSize, RequestKey};
+use super::source::Source;
+use super::wire::{
+    AdmissionDecision, ApiRequest, ApiResponse, ApiRoute, Manifest, Operation, Outcome,
+    OutputSize, RequestKey, WebhookType,
+};
 use crate::gvk::Gvk;
 
 /// One reconcile request.
@@ -39,11 +47,11 @@ pub struct AdmissionInput {
     pub operation: Operation,
     pub namespace: Option<String>,
     pub name: Option<String>,
-    pub object: Option<String>,
-    pub old_object: Option<String>,
+    /// The object under review, exactly as the request carried it.
+    pub object: Option<Value>,
+    pub old_object: Option<Value>,
     pub dry_run: bool,
-    /// `userInfo` as JSON.
-    pub user_info: String,
+    pub user_info: Value,
 }
 
 /// A change to a watched object whose mapping is `custom`.
@@ -55,27 +63,9 @@ pub struct WatchEventInput {
     pub deleted: bool,
 }
 
-/// Where a plugin came from, for messages and `plugin inspect`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PluginSource {
-    Builtin(String),
-    File(std::path::PathBuf),
-    Other(String),
-}
-
-impl std::fmt::Display for PluginSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Builtin(n) => write!(f, "builtin:{n}"),
-            Self::File(p) => write!(f, "file://{}", p.display()),
-            Self::Other(s) => f.write_str(s),
-        }
-    }
-}
-
 /// What to load: the bytes plus the admin's configuration for them.
 pub struct LoadRequest<'a> {
-    pub source: PluginSource,
+    pub source: Source,
     pub bytes: &'a [u8],
     pub grants: Grants,
     pub limits: Limits,
@@ -83,23 +73,61 @@ pub struct LoadRequest<'a> {
     pub settings: Value,
 }
 
-/// A plugin ready to serve calls. Cheap to clone.
+impl<'a> LoadRequest<'a> {
+    /// The bytes from `source`, with the declared capabilities granted, default limits and no
+    /// settings.
+    pub fn new(source: Source, bytes: &'a [u8]) -> Self {
+        Self {
+            source,
+            bytes,
+            grants: Grants::default(),
+            limits: Limits::default(),
+            settings: Value::Object(Default::default()),
+        }
+    }
+
+    pub fn settings(mut self, settings: Value) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    pub fn grants(mut self, grants: Grants) -> Self {
+        self.grants = grants;
+        self
+    }
+
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+/// A plugin version ready to serve calls. Cheap to clone.
 #[derive(Clone)]
-pub struct Plugin {
+pub struct LoadedPlugin {
     inner: Arc<Inner>,
 }
 
 struct Inner {
     name: Arc<str>,
-    source: PluginSource,
+    source: Source,
     sha256: String,
     manifest: Manifest,
+    routes: Vec<ApiRoute>,
     caps: Arc<Capabilities>,
     limits: Limits,
     settings: String,
-    pre: PolicyPre<CallState>,
+    exports: Exports,
     engine: PluginEngine,
     permits: Arc<Semaphore>,
+}
+
+/// The pre-instantiated component and where its exports are. `http-api` is optional: 0.1.0
+/// components do not export it.
+struct Exports {
+    pre: InstancePre<CallState>,
+    plugin: plugin_api::GuestIndices,
+    api: Option<http_api::GuestIndices>,
 }
 
 /// Why loading failed.
@@ -111,16 +139,14 @@ pub enum LoadError {
     Call(#[from] CallError),
 }
 
-impl Plugin {
-    /// Compiles (or reuses), checks the world, reads the manifest and validates the settings.
+impl LoadedPlugin {
+    /// Compiles (or reuses), checks the world, reads the manifest and routes, and validates
+    /// the settings.
     pub fn load(engine: &PluginEngine, req: LoadRequest<'_>) -> Result<Self, LoadError> {
-        let invalid = |message: String| LoadError::Invalid {
+        let (component, sha256) = engine.compile(req.bytes).map_err(|e| LoadError::Invalid {
             source_: req.source.to_string(),
-            message,
-        };
-        let (component, sha256) = engine
-            .compile(req.bytes)
-            .map_err(|e| invalid(format!("{e:#}")))?;
+            message: format!("{e:#}"),
+        })?;
         Self::from_component(engine, component, sha256, req)
     }
 
@@ -130,86 +156,74 @@ impl Plugin {
         sha256: String,
         req: LoadRequest<'_>,
     ) -> Result<Self, LoadError> {
-        let source_text = req.source.to_string();
         let invalid = |message: String| LoadError::Invalid {
-            source_: source_text.clone(),
+            source_: req.source.to_string(),
             message,
         };
-        if req.limits.memory_mib > engine.options().max_memory_mib {
-            return Err(invalid(format!(
-                "memory limit {} MiB is above the host's maximum of {} MiB",
-                req.limits.memory_mib,
-                engine.options().max_memory_mib
-            )));
-        }
-        if req.limits.concurrency == 0 {
-            return Err(invalid("concurrency must be at least 1".into()));
-        }
-        let instance_pre = engine.linker().instantiate_pre(&component).map_err(|e| {
+        req.limits
+            .check(engine.options().max_memory_mib)
+            .map_err(invalid)?;
+        let pre = engine.linker().instantiate_pre(&component).map_err(|e| {
             invalid(format!(
                 "imports something the host does not provide: {e:#}"
             ))
         })?;
-        let pre = PolicyPre::new(instance_pre).map_err(|e| {
+        let plugin = plugin_api::GuestIndices::new(&pre).map_err(|e| {
             invalid(format!(
                 "does not export the {WIT_PACKAGE} plugin interface: {e:#}"
             ))
         })?;
+        let api = http_api::GuestIndices::new(&pre).ok();
+        let exports = Exports { pre, plugin, api };
         let settings = serde_json::to_string(&req.settings).map_err(|e| invalid(e.to_string()))?;
-        let source_name: Arc<str> = Arc::from(source_text.as_str());
-        let mut plugin = Plugin {
+
+        // Who the plugin is, asked before anything else is known of it: with no reads, no
+        // HTTP and the source as its name in messages.
+        let bootstrap = Bootstrap {
+            name: Arc::from(req.source.to_string()),
+            caps: Arc::new(Capabilities::default()),
+            limits: &req.limits,
+        };
+        let manifest: Manifest = bootstrap
+            .call(engine, &exports, Export::Manifest, |p, s| {
+                p.call_manifest(s).map(Ok)
+            })?
+            .into();
+        manifest.validate().map_err(invalid)?;
+        let name: Arc<str> = Arc::from(manifest.name.as_str());
+        let bootstrap = Bootstrap { name, ..bootstrap };
+        let routes = match &exports.api {
+            Some(api) => bootstrap
+                .call_api(engine, &exports, api, Export::Routes, |a, s| {
+                    a.call_routes(s).map(Ok)
+                })?
+                .into_iter()
+                .map(ApiRoute::from)
+                .collect(),
+            None => Vec::new(),
+        };
+        bootstrap.call(engine, &exports, Export::ValidateSettings, |p, s| {
+            p.call_validate_settings(s, &settings)
+        })?;
+        Ok(Self {
             inner: Arc::new(Inner {
-                name: source_name,
+                name: bootstrap.name,
                 source: req.source,
                 sha256,
-                manifest: Manifest {
-                    name: String::new(),
-                    version: String::new(),
-                    description: String::new(),
-                    controllers: vec![],
-                    webhooks: vec![],
-                    reads: vec![],
-                    writes: vec![],
-                    http_hosts: vec![],
-                },
-                caps: Arc::new(Capabilities::default()),
+                caps: Arc::new(Capabilities::new(&manifest, &req.grants)),
+                manifest,
+                routes,
+                permits: Arc::new(Semaphore::new(req.limits.concurrency)),
                 limits: req.limits,
                 settings,
-                pre,
+                exports,
                 engine: engine.clone(),
-                permits: Arc::new(Semaphore::new(1)),
             }),
-        };
-        let manifest: Manifest = plugin
-            .call(
-                "manifest",
-                plugin.inner.limits.reconcile_timeout(),
-                Arc::new(super::NoCluster),
-                |p, s| p.odh_controller_plugin().call_manifest(s).map(Ok),
-            )?
-            .into();
-        validate_manifest(&manifest).map_err(invalid)?;
-        let caps = Capabilities::new(&manifest, &req.grants);
-        let inner = Arc::get_mut(&mut plugin.inner).expect("no other handle exists yet");
-        inner.name = Arc::from(manifest.name.as_str());
-        inner.caps = Arc::new(caps);
-        inner.permits = Arc::new(Semaphore::new(inner.limits.concurrency));
-        inner.manifest = manifest;
-        let settings = plugin.inner.settings.clone();
-        plugin.call(
-            "validate-settings",
-            plugin.inner.limits.reconcile_timeout(),
-            Arc::new(super::NoCluster),
-            |p, s| {
-                p.odh_controller_plugin()
-                    .call_validate_settings(s, &settings)
-            },
-        )?;
-        Ok(plugin)
+        })
     }
 
     /// The settings every call receives.
-    pub fn settings(&self) -> serde_json::Value {
+    pub fn settings(&self) -> Value {
         serde_json::from_str(&self.inner.settings).unwrap_or_default()
     }
 
@@ -218,7 +232,7 @@ impl Plugin {
     }
 
     /// Whether both handles are the same loaded version (same bytes *and* configuration).
-    pub fn same_as(&self, other: &Plugin) -> bool {
+    pub fn same_as(&self, other: &LoadedPlugin) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
@@ -226,11 +240,16 @@ impl Plugin {
         &self.inner.manifest
     }
 
+    /// The HTTP routes the plugin serves (none for a component without `http-api`).
+    pub fn routes(&self) -> &[ApiRoute] {
+        &self.inner.routes
+    }
+
     pub fn sha256(&self) -> &str {
         &self.inner.sha256
     }
 
-    pub fn source(&self) -> &PluginSource {
+    pub fn source(&self) -> &Source {
         &self.inner.source
     }
 
@@ -242,11 +261,12 @@ impl Plugin {
         &self.inner.limits
     }
 
-    /// Reconciles one primary object (blocking: run it off the async executor).
+    /// Reconciles one primary object (blocking: run it through [`LoadedPlugin::offload`]).
+    /// Every write the outcome asks for is checked against the plugin's capabilities first.
     pub fn reconcile_blocking(
         &self,
         input: &ReconcileInput,
-        cluster: Arc<dyn ClusterView>,
+        env: &CallEnv,
     ) -> Result<Outcome, CallError> {
         let req = bindings::reconcile_types::ReconcileRequest {
             controller: input.controller.clone(),
@@ -254,20 +274,18 @@ impl Plugin {
             object: input.object.clone(),
             settings: self.inner.settings.clone(),
         };
-        let raw = self.call(
-            "reconcile",
-            self.inner.limits.reconcile_timeout(),
-            cluster,
-            |p, s| p.odh_controller_plugin().call_reconcile(s, &req),
-        )?;
-        Outcome::try_from(raw).map_err(|message| self.malformed("reconcile", message))
+        let op = Export::Reconcile;
+        let raw = self.call(op, env, |p, s| p.call_reconcile(s, &req))?;
+        let outcome = Outcome::try_from(raw).map_err(|message| self.malformed(op, message))?;
+        self.check_writes(op, outcome.apply.iter().map(|d| &d.object), &outcome.delete)?;
+        Ok(outcome)
     }
 
     /// Maps a watched object's change to primary keys (blocking).
     pub fn map_blocking(
         &self,
         input: &WatchEventInput,
-        cluster: Arc<dyn ClusterView>,
+        env: &CallEnv,
     ) -> Result<Vec<RequestKey>, CallError> {
         let ev = bindings::reconcile_types::WatchEvent {
             controller: input.controller.clone(),
@@ -276,96 +294,93 @@ impl Plugin {
             deleted: input.deleted,
             settings: self.inner.settings.clone(),
         };
-        let keys = self.call(
-            "map",
-            self.inner.limits.reconcile_timeout(),
-            cluster,
-            |p, s| p.odh_controller_plugin().call_map(s, &ev),
-        )?;
+        let keys = self.call(Export::Map, env, |p, s| p.call_map(s, &ev))?;
         Ok(keys.into_iter().map(Into::into).collect())
     }
 
-    /// A mutating webhook's decision (blocking). When the plugin returns the mutated object,
-    /// the patch is derived here from the raw request object.
-    pub fn mutate_blocking(
+    /// A webhook's decision (blocking): `mutate` or `validate` by the webhook's type. Side
+    /// effects are checked against the plugin's write capabilities.
+    pub fn admit_blocking(
         &self,
+        kind: WebhookType,
         input: &AdmissionInput,
-        cluster: Arc<dyn ClusterView>,
+        env: &CallEnv,
     ) -> Result<AdmissionDecision, CallError> {
-        let mut decision = self.admission("mutate", input, cluster)?;
-        if decision.patch.is_none()
-            && let Some(mutated) = &decision.mutated
-        {
-            let original: Value = match &input.object {
-                Some(o) => serde_json::from_str(o)
-                    .map_err(|e| self.malformed("mutate", format!("request object: {e}")))?,
-                None => Value::Null,
-            };
-            decision.patch = Some(wire::derive_patch(&original, mutated));
-        }
+        let req = bindings::admission_types::AdmissionRequest {
+            uid: input.uid.clone(),
+            path: input.path.clone(),
+            gvk: (&input.gvk).into(),
+            resource: input.resource.clone(),
+            sub_resource: input.sub_resource.clone(),
+            operation: input.operation.into(),
+            namespace: input.namespace.clone(),
+            name: input.name.clone(),
+            object: input.object.as_ref().map(Value::to_string),
+            old_object: input.old_object.as_ref().map(Value::to_string),
+            dry_run: input.dry_run,
+            user_info: input.user_info.to_string(),
+            settings: self.inner.settings.clone(),
+        };
+        let op = match kind {
+            WebhookType::Mutating => Export::Mutate,
+            WebhookType::Validating => Export::Validate,
+        };
+        let raw = self.call(op, env, |p, s| match kind {
+            WebhookType::Mutating => p.call_mutate(s, &req),
+            WebhookType::Validating => p.call_validate(s, &req),
+        })?;
+        let decision =
+            AdmissionDecision::try_from(raw).map_err(|message| self.malformed(op, message))?;
+        self.check_writes(op, decision.side_effects.iter().map(|d| &d.object), &[])?;
         Ok(decision)
     }
 
-    /// A validating webhook's decision (blocking).
-    pub fn validate_blocking(
+    /// Answers a request to one of the plugin's routes (blocking).
+    pub fn handle_blocking(
         &self,
-        input: &AdmissionInput,
-        cluster: Arc<dyn ClusterView>,
-    ) -> Result<AdmissionDecision, CallError> {
-        self.admission("validate", input, cluster)
-    }
-
-    /// Async forms: wait for a concurrency permit, then run the call on the blocking pool so
-    /// guest code never occupies an executor thread.
-    pub async fn reconcile(
-        &self,
-        input: ReconcileInput,
-        cluster: Arc<dyn ClusterView>,
-    ) -> Result<Outcome, CallError> {
-        self.offload(move |p| p.reconcile_blocking(&input, cluster))
-            .await
-    }
-
-    pub async fn map(
-        &self,
-        input: WatchEventInput,
-        cluster: Arc<dyn ClusterView>,
-    ) -> Result<Vec<RequestKey>, CallError> {
-        self.offload(move |p| p.map_blocking(&input, cluster)).await
-    }
-
-    pub async fn mutate(
-        &self,
-        input: AdmissionInput,
-        cluster: Arc<dyn ClusterView>,
-    ) -> Result<AdmissionDecision, CallError> {
-        self.offload(move |p| p.mutate_blocking(&input, cluster))
-            .await
-    }
-
-    pub async fn validate(
-        &self,
-        input: AdmissionInput,
-        cluster: Arc<dyn ClusterView>,
-    ) -> Result<AdmissionDecision, CallError> {
-        self.offload(move |p| p.validate_blocking(&input, cluster))
-            .await
-    }
-
-    async fn offload<R: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Plugin) -> Result<R, CallError> + Send + 'static,
-    ) -> Result<R, CallError> {
-        let closed = || CallError::Closed {
-            plugin: self.name().to_string(),
+        request: &ApiRequest,
+        env: &CallEnv,
+    ) -> Result<ApiResponse, CallError> {
+        let Some(api) = &self.inner.exports.api else {
+            return Err(self.malformed(Export::Handle, "it serves no API".into()));
         };
+        let req = bindings::api_types::ApiRequest {
+            method: request.method.clone(),
+            path: request.path.clone(),
+            query: request.query.clone(),
+            headers: request.headers.clone(),
+            body: request.body.clone(),
+            settings: self.inner.settings.clone(),
+        };
+        let this = self.bootstrap();
+        this.call_with(
+            &self.inner.engine,
+            &self.inner.exports,
+            Export::Handle,
+            env,
+            |store, instance| {
+                let api = api.load(&mut *store, instance)?;
+                api.call_handle(store, &req)
+            },
+        )
+        .map(Into::into)
+    }
+
+    /// Waits for one of the plugin's concurrency permits, then runs `f` on the blocking pool,
+    /// so guest code never occupies an executor thread.
+    pub async fn offload<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&LoadedPlugin) -> Result<R, CallError> + Send + 'static,
+    ) -> Result<R, CallError> {
         let permit = self
             .inner
             .permits
             .clone()
             .acquire_owned()
             .await
-            .map_err(|_| closed())?;
+            .map_err(|_| CallError::Closed {
+                plugin: self.name().to_string(),
+            })?;
         let this = self.clone();
         let result = tokio::task::spawn_blocking(move || {
             let _permit = permit;
@@ -381,137 +396,211 @@ impl Plugin {
         })
     }
 
-    fn admission(
+    /// Refuses an outcome or decision that writes a kind the plugin may not write.
+    fn check_writes<'a>(
         &self,
-        op: &'static str,
-        input: &AdmissionInput,
-        cluster: Arc<dyn ClusterView>,
-    ) -> Result<AdmissionDecision, CallError> {
-        let req = bindings::admission_types::AdmissionRequest {
-            uid: input.uid.clone(),
-            path: input.path.clone(),
-            gvk: (&input.gvk).into(),
-            resource: input.resource.clone(),
-            sub_resource: input.sub_resource.clone(),
-            operation: input.operation.into(),
-            namespace: input.namespace.clone(),
-            name: input.name.clone(),
-            object: input.object.clone(),
-            old_object: input.old_object.clone(),
-            dry_run: input.dry_run,
-            user_info: input.user_info.clone(),
-            settings: self.inner.settings.clone(),
-        };
-        let raw = self.call(
-            op,
-            self.inner.limits.admission_timeout(),
-            cluster,
-            |p, s| {
-                if op == "mutate" {
-                    p.odh_controller_plugin().call_mutate(s, &req)
-                } else {
-                    p.odh_controller_plugin().call_validate(s, &req)
-                }
-            },
-        )?;
-        AdmissionDecision::try_from(raw).map_err(|message| self.malformed(op, message))
+        op: Export,
+        objects: impl Iterator<Item = &'a Value>,
+        deletes: &[super::wire::ObjectKey],
+    ) -> Result<(), CallError> {
+        let mut kinds = Vec::new();
+        for object in objects {
+            let gvk = Gvk::of_object(object).ok_or_else(|| {
+                self.malformed(op, "an object without apiVersion/kind".to_string())
+            })?;
+            kinds.push(gvk);
+        }
+        kinds.extend(deletes.iter().map(|k| k.gvk.clone()));
+        match kinds
+            .into_iter()
+            .find(|k| !self.inner.caps.may_write(k))
+        {
+            None => Ok(()),
+            Some(kind) => Err(CallError::WriteRefused {
+                plugin: self.name().to_string(),
+                op: op.as_str(),
+                kind,
+            }),
+        }
     }
 
-    fn malformed(&self, op: &'static str, message: String) -> CallError {
+    fn malformed(&self, op: Export, message: String) -> CallError {
         CallError::MalformedOutput {
             plugin: self.name().to_string(),
-            op,
+            op: op.as_str(),
             message,
         }
     }
 
-    /// Runs one export in a fresh store with the call's deadline and limits.
-    fn call<R: OutputSize>(
-        &self,
-        op: &'static str,
-        deadline: Duration,
-        cluster: Arc<dyn ClusterView>,
-        f: impl FnOnce(&Policy, &mut Store<CallState>) -> wasmtime::Result<Result<R, types::Error>>,
-    ) -> Result<R, CallError> {
-        let started = std::time::Instant::now();
-        let result = self.call_uninstrumented(op, deadline, cluster, f);
-        crate::metrics::Metrics::global().plugin_call(
-            &self.inner.name,
-            op,
-            result.as_ref().map(|_| ()),
-            started.elapsed(),
-        );
-        result
+    fn bootstrap(&self) -> Bootstrap<'_> {
+        Bootstrap {
+            name: self.inner.name.clone(),
+            caps: self.inner.caps.clone(),
+            limits: &self.inner.limits,
+        }
     }
 
-    fn call_uninstrumented<R: OutputSize>(
+    /// Runs one export of the `plugin` interface.
+    fn call<R: OutputSize>(
         &self,
-        op: &'static str,
-        deadline: Duration,
-        cluster: Arc<dyn ClusterView>,
-        f: impl FnOnce(&Policy, &mut Store<CallState>) -> wasmtime::Result<Result<R, types::Error>>,
+        op: Export,
+        env: &CallEnv,
+        f: impl FnOnce(
+            &plugin_api::Guest,
+            &mut Store<CallState>,
+        ) -> wasmtime::Result<Result<R, types::Error>>,
     ) -> Result<R, CallError> {
-        let inner = &self.inner;
-        let plugin = || inner.name.to_string();
-        let state = CallState::new(
-            inner.name.clone(),
-            inner.caps.clone(),
-            cluster,
-            inner.limits.memory_bytes(),
-        );
-        let mut store = Store::new(inner.engine.engine(), state);
-        store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(inner.engine.deadline_ticks(deadline));
-        store.epoch_deadline_trap();
+        let exports = &self.inner.exports;
+        self.bootstrap().call_with(
+            &self.inner.engine,
+            exports,
+            op,
+            env,
+            |store, instance| {
+                let guest = exports.plugin.load(&mut *store, instance)?;
+                f(&guest, store)
+            },
+        )
+    }
+}
 
-        let policy = match inner.pre.instantiate(&mut store) {
-            Ok(p) => p,
-            Err(e) => {
-                return Err(CallError::Instantiate {
-                    plugin: plugin(),
-                    message: format!("{e:#}"),
-                });
-            }
+/// What a call needs to know of its plugin; available before the plugin is fully loaded.
+struct Bootstrap<'a> {
+    name: Arc<str>,
+    caps: Arc<Capabilities>,
+    limits: &'a Limits,
+}
+
+impl Bootstrap<'_> {
+    /// A load-time call of the `plugin` interface: no cluster, no caller, no effects.
+    fn call<R: OutputSize>(
+        &self,
+        engine: &PluginEngine,
+        exports: &Exports,
+        op: Export,
+        f: impl FnOnce(
+            &plugin_api::Guest,
+            &mut Store<CallState>,
+        ) -> wasmtime::Result<Result<R, types::Error>>,
+    ) -> Result<R, CallError> {
+        let env = CallEnv::read_only(Arc::new(NoCluster));
+        self.call_with(engine, exports, op, &env, |store, instance| {
+            let guest = exports.plugin.load(&mut *store, instance)?;
+            f(&guest, store)
+        })
+    }
+
+    /// A load-time call of the `http-api` interface.
+    fn call_api<R: OutputSize>(
+        &self,
+        engine: &PluginEngine,
+        exports: &Exports,
+        api: &http_api::GuestIndices,
+        op: Export,
+        f: impl FnOnce(
+            &http_api::Guest,
+            &mut Store<CallState>,
+        ) -> wasmtime::Result<Result<R, types::Error>>,
+    ) -> Result<R, CallError> {
+        let env = CallEnv::read_only(Arc::new(NoCluster));
+        self.call_with(engine, exports, op, &env, |store, instance| {
+            let guest = api.load(&mut *store, instance)?;
+            f(&guest, store)
+        })
+    }
+
+    /// Runs one export in a fresh store: the execution deadline counts only the guest's own
+    /// time (the call hook moves time spent in host calls off it), the budget bounds every
+    /// host call, the limiter caps memory and the output is size-checked.
+    fn call_with<R: OutputSize>(
+        &self,
+        engine: &PluginEngine,
+        exports: &Exports,
+        op: Export,
+        env: &CallEnv,
+        f: impl FnOnce(
+            &mut Store<CallState>,
+            &Instance,
+        ) -> wasmtime::Result<Result<R, types::Error>>,
+    ) -> Result<R, CallError> {
+        let limits = self.limits;
+        let (deadline, budget) = if op.is_interactive() {
+            (limits.admission_timeout(), limits.admission_budget())
+        } else {
+            (limits.reconcile_timeout(), limits.reconcile_budget())
         };
-        match f(&policy, &mut store) {
+        let clock = CallClock::new(deadline, budget);
+        let state = CallState::new(self.name.clone(), self.caps.clone(), limits, env, clock);
+        let mut store = Store::new(engine.engine(), state);
+        store.limiter(|s| &mut s.limiter);
+        store.call_hook(|mut cx, hook| {
+            match hook {
+                wasmtime::CallHook::CallingHost => cx.data_mut().clock.enter_host(),
+                wasmtime::CallHook::ReturningFromHost => cx.data_mut().clock.leave_host(),
+                _ => {}
+            }
+            Ok(())
+        });
+        store.set_epoch_deadline(engine.deadline_ticks(deadline));
+        let ticker = engine.clone();
+        store.epoch_deadline_callback(move |cx: StoreContextMut<'_, CallState>| {
+            // The wall clock reached the deadline; the guest may have spent part of it in
+            // host calls. Go on for whatever execution time it has left.
+            let left = cx.data().clock.guest_left();
+            if left.is_zero() {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Continue(ticker.deadline_ticks(left)))
+            }
+        });
+
+        let plugin = || self.name.to_string();
+        let instance = exports
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| CallError::Instantiate {
+                plugin: plugin(),
+                message: format!("{e:#}"),
+            })?;
+        match f(&mut store, &instance) {
             Ok(Ok(value)) => {
                 let size = value.output_size();
-                if size > inner.limits.max_output_bytes {
+                if size > limits.max_output_bytes {
                     return Err(CallError::OutputTooLarge {
                         plugin: plugin(),
-                        op,
+                        op: op.as_str(),
                         size,
-                        limit: inner.limits.max_output_bytes,
+                        limit: limits.max_output_bytes,
                     });
                 }
                 Ok(value)
             }
             Ok(Err(guest)) => Err(CallError::Guest {
                 plugin: plugin(),
-                op,
-                error: guest_error(guest),
+                op: op.as_str(),
+                error: guest.into(),
             }),
-            Err(e) => Err(self.classify_failure(op, deadline, e, &store)),
+            Err(e) => Err(self.classify_failure(op, e, &store)),
         }
     }
 
     fn classify_failure(
         &self,
-        op: &'static str,
-        deadline: Duration,
+        op: Export,
         e: wasmtime::Error,
         store: &Store<CallState>,
     ) -> CallError {
-        let plugin = self.name().to_string();
+        let plugin = self.name.to_string();
+        let op = op.as_str();
+        let state = store.data();
         let trap = e.downcast_ref::<Trap>().copied();
         if trap == Some(Trap::Interrupt) {
             return CallError::Timeout {
                 plugin,
                 op,
-                deadline,
+                deadline: state.clock.guest_limit(),
             };
         }
-        let state = store.data();
         if state.limiter.hit {
             return CallError::MemoryLimit {
                 plugin,
@@ -547,15 +636,6 @@ fn panic_summary(stderr: &str) -> String {
         .join(" ")
 }
 
-pub(crate) fn guest_error(e: types::Error) -> GuestError {
-    match e {
-        types::Error::Invalid(m) => GuestError::Invalid(m),
-        types::Error::Denied(m) => GuestError::Denied(m),
-        types::Error::Transient(m) => GuestError::Transient(m),
-        types::Error::Internal(m) => GuestError::Internal(m),
-    }
-}
-
 impl OutputSize for bindings::manifest_types::Manifest {
     fn output_size(&self) -> usize {
         // Manifests are small and read once; a generous bound still stops a runaway plugin.
@@ -564,34 +644,4 @@ impl OutputSize for bindings::manifest_types::Manifest {
             + self.controllers.len() * 256
             + self.webhooks.len() * 256
     }
-}
-
-fn validate_manifest(m: &Manifest) -> Result<(), String> {
-    let name_ok = !m.name.is_empty()
-        && m.name.len() <= 63
-        && m.name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !name_ok {
-        return Err(format!(
-            "manifest name {:?} must be 1-63 characters of [a-z0-9-]",
-            m.name
-        ));
-    }
-    let mut paths = std::collections::BTreeSet::new();
-    for w in &m.webhooks {
-        if !w.path.starts_with('/') {
-            return Err(format!("webhook path {:?} must start with '/'", w.path));
-        }
-        if !paths.insert(&w.path) {
-            return Err(format!("webhook path {:?} is declared twice", w.path));
-        }
-    }
-    let mut names = std::collections::BTreeSet::new();
-    for c in &m.controllers {
-        if !names.insert(&c.name) {
-            return Err(format!("controller {:?} is declared twice", c.name));
-        }
-    }
-    Ok(())
 }

@@ -1,23 +1,35 @@
 //! The plugin runtime: the WIT bindings, the sandboxed engine and loaded plugins.
+//!
+//! Layers, each using only those above it: `bindings`, `wire` (the host's view of what crosses
+//! the boundary), `errors`, `limits`, `capabilities`, `source`, `export`; then `call_clock`,
+//! `call_env`, `cluster_view`, `http_gate`, `call_state` (one call's store); then `engine` and
+//! `loaded`; `slot` on top.
 
 pub mod bindings;
-pub mod builtin;
+mod call_clock;
+pub mod call_env;
 mod call_state;
 pub mod capabilities;
 pub mod cluster_view;
 pub mod engine;
 pub mod errors;
+pub mod export;
+mod http_gate;
 pub mod limits;
 mod loaded;
 pub mod slot;
+pub mod source;
 pub mod wire;
 
+pub use call_env::{CallEnv, CallerView, Effects};
 pub use capabilities::{Capabilities, Grants};
 pub use cluster_view::{ClusterView, MemoryCluster, NoCluster};
 pub use engine::{EngineOptions, PluginEngine};
 pub use errors::{CallError, GuestError};
+pub use export::Export;
 pub use limits::Limits;
 pub use loaded::{
-    AdmissionInput, LoadError, LoadRequest, Plugin, PluginSource, ReconcileInput, WatchEventInput,
+    AdmissionInput, LoadError, LoadRequest, LoadedPlugin, ReconcileInput, WatchEventInput,
 };
 pub use slot::PluginSlot;
+pub use source::Source;

@@ -4,14 +4,18 @@
 
 use std::sync::{Arc, RwLock};
 
-use super::Plugin;
+use tokio::sync::watch;
+
+use super::LoadedPlugin;
 
 #[derive(Clone)]
 pub struct PluginSlot {
     name: Arc<str>,
-    current: Arc<RwLock<Plugin>>,
+    current: Arc<RwLock<LoadedPlugin>>,
     /// A candidate in shadow mode: called on the same inputs, never applied.
-    shadow: Arc<RwLock<Option<Plugin>>>,
+    shadow: Arc<RwLock<Option<LoadedPlugin>>>,
+    /// Counts replacements: controllers watch it to re-reconcile after a swap.
+    generation: Arc<watch::Sender<u64>>,
     /// When true, a failed plugin call admits the request (failurePolicy Ignore) instead of
     /// denying it (Fail, the default: upstream's webhooks all fail closed).
     fail_open: Arc<std::sync::atomic::AtomicBool>,
@@ -19,11 +23,12 @@ pub struct PluginSlot {
 
 impl PluginSlot {
     /// A slot named after the plugin's manifest.
-    pub fn new(plugin: Plugin) -> Self {
+    pub fn new(plugin: LoadedPlugin) -> Self {
         Self {
             name: Arc::from(plugin.name()),
             current: Arc::new(RwLock::new(plugin)),
             shadow: Arc::new(RwLock::new(None)),
+            generation: Arc::new(watch::Sender::new(0)),
             fail_open: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
     }
@@ -43,7 +48,7 @@ impl PluginSlot {
     }
 
     /// The version serving now (cheap: plugins are reference-counted).
-    pub fn current(&self) -> Plugin {
+    pub fn current(&self) -> LoadedPlugin {
         self.current
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -51,7 +56,7 @@ impl PluginSlot {
     }
 
     /// The shadow candidate, if one is set.
-    pub fn shadow(&self) -> Option<Plugin> {
+    pub fn shadow(&self) -> Option<LoadedPlugin> {
         self.shadow
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -59,14 +64,24 @@ impl PluginSlot {
     }
 
     /// Sets (or clears) the shadow candidate.
-    pub fn set_shadow(&self, plugin: Option<Plugin>) {
+    pub fn set_shadow(&self, plugin: Option<LoadedPlugin>) {
         *self.shadow.write().unwrap_or_else(|e| e.into_inner()) = plugin;
     }
 
-    /// Makes `plugin` the serving version and returns the previous one.
-    pub fn replace(&self, plugin: Plugin) -> Plugin {
-        let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
-        std::mem::replace(&mut *guard, plugin)
+    /// Makes `plugin` the serving version and returns the previous one; subscribers of
+    /// [`PluginSlot::swaps`] learn of it.
+    pub fn replace(&self, plugin: LoadedPlugin) -> LoadedPlugin {
+        let previous = {
+            let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
+            std::mem::replace(&mut *guard, plugin)
+        };
+        self.generation.send_modify(|g| *g += 1);
+        previous
+    }
+
+    /// Changes whenever the serving version is replaced.
+    pub fn swaps(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
     }
 }
 

@@ -5,7 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::bindings::{admission_types as adm, manifest_types as mt, reconcile_types as rt, types};
+use super::bindings::{
+    admission_types as adm, api_types as api, caller, manifest_types as mt, reconcile_types as rt,
+    types,
+};
 use crate::gvk::Gvk;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -14,16 +17,50 @@ pub struct Manifest {
     pub name: String,
     pub version: String,
     pub description: String,
-    pub controllers: Vec<Controller>,
+    pub controllers: Vec<ControllerSpec>,
     pub webhooks: Vec<Webhook>,
     pub reads: Vec<Gvk>,
     pub writes: Vec<Gvk>,
     pub http_hosts: Vec<String>,
 }
 
+impl Manifest {
+    /// What is wrong with a manifest the host cannot serve, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 63
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !name_ok {
+            return Err(format!(
+                "manifest name {:?} must be 1-63 characters of [a-z0-9-]",
+                self.name
+            ));
+        }
+        let mut paths = std::collections::BTreeSet::new();
+        for w in &self.webhooks {
+            if !w.path.starts_with('/') {
+                return Err(format!("webhook path {:?} must start with '/'", w.path));
+            }
+            if !paths.insert(&w.path) {
+                return Err(format!("webhook path {:?} is declared twice", w.path));
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for c in &self.controllers {
+            if !names.insert(&c.name) {
+                return Err(format!("controller {:?} is declared twice", c.name));
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Controller {
+pub struct ControllerSpec {
     pub name: String,
     pub primary: Gvk,
     pub primary_label_selector: Option<String>,
@@ -118,19 +155,50 @@ pub enum Ownership {
     Owner,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FinalizerAction {
+    #[default]
     Keep,
     Add,
     Remove,
 }
 
+impl Default for Outcome {
+    fn default() -> Self {
+        Self {
+            apply: Vec::new(),
+            delete: Vec::new(),
+            status: None,
+            finalizer: FinalizerAction::Keep,
+            events: Vec::new(),
+            requeue_after_ms: None,
+            primary_metadata: None,
+            error: None,
+        }
+    }
+}
+
+/// `Normal` or `Warning`, as Kubernetes spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Normal => "Normal",
+            Self::Warning => "Warning",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
-    /// `Normal` or `Warning`, as Kubernetes spells them.
     #[serde(rename = "type")]
-    pub type_: String,
+    pub type_: EventType,
     pub reason: String,
     pub message: String,
     pub regarding: Option<ObjectKey>,
@@ -234,7 +302,7 @@ impl From<mt::Manifest> for Manifest {
             controllers: m
                 .controllers
                 .into_iter()
-                .map(|c| Controller {
+                .map(|c| ControllerSpec {
                     name: c.name,
                     primary: c.primary.into(),
                     primary_label_selector: c.primary_label_selector,
@@ -317,10 +385,9 @@ impl TryFrom<rt::Outcome> for Outcome {
                 .into_iter()
                 .map(|e| Event {
                     type_: match e.type_ {
-                        rt::EventType::Normal => "Normal",
-                        rt::EventType::Warning => "Warning",
-                    }
-                    .to_string(),
+                        rt::EventType::Normal => EventType::Normal,
+                        rt::EventType::Warning => EventType::Warning,
+                    },
                     reason: e.reason,
                     message: e.message,
                     regarding: e.regarding.map(Into::into),
@@ -332,7 +399,7 @@ impl TryFrom<rt::Outcome> for Outcome {
                 .as_deref()
                 .map(|s| parse_json("primaryMetadata", s))
                 .transpose()?,
-            error: o.error.map(super::loaded::guest_error),
+            error: o.error.map(Into::into),
         })
     }
 }
@@ -433,36 +500,106 @@ impl OutputSize for () {
     }
 }
 
-/// Derives the RFC 6902 patch that turns `original` into `mutated`. Both are the raw JSON, so
-/// fields the plugin does not model are compared, not dropped.
-pub fn derive_patch(original: &Value, mutated: &Value) -> Value {
-    serde_json::to_value(json_patch::diff(original, mutated)).unwrap_or(Value::Array(vec![]))
+/// How the host authenticates an API route's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApiAuth {
+    None,
+    Bearer,
+}
+
+/// One HTTP route a plugin serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiRoute {
+    pub path: String,
+    pub auth: ApiAuth,
+}
+
+/// One request to a plugin's route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiRequest {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// A plugin's answer to an API request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// What an API caller wants to do (`caller.allowed`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessAttributes {
+    pub namespace: Option<String>,
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    pub subresource: Option<String>,
+    pub name: Option<String>,
+}
+
+impl From<caller::AccessAttributes> for AccessAttributes {
+    fn from(a: caller::AccessAttributes) -> Self {
+        Self {
+            namespace: a.namespace,
+            verb: a.verb,
+            group: a.group,
+            resource: a.resource,
+            subresource: a.subresource,
+            name: a.name,
+        }
+    }
+}
+
+impl From<api::ApiRoute> for ApiRoute {
+    fn from(r: api::ApiRoute) -> Self {
+        Self {
+            path: r.path,
+            auth: match r.auth {
+                api::ApiAuth::None => ApiAuth::None,
+                api::ApiAuth::Bearer => ApiAuth::Bearer,
+            },
+        }
+    }
+}
+
+impl From<api::ApiResponse> for ApiResponse {
+    fn from(r: api::ApiResponse) -> Self {
+        Self {
+            status: r.status,
+            headers: r.headers,
+            body: r.body,
+        }
+    }
+}
+
+impl OutputSize for api::ApiResponse {
+    fn output_size(&self) -> usize {
+        self.body.len()
+            + self
+                .headers
+                .iter()
+                .map(|(n, v)| n.len() + v.len())
+                .sum::<usize>()
+    }
+}
+
+impl OutputSize for Vec<api::ApiRoute> {
+    fn output_size(&self) -> usize {
+        self.iter().map(|r| r.path.len()).sum()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn derived_patch_keeps_unknown_fields_untouched() {
-        let original =
-            json!({"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": {"x-unknown": [1, 2]}});
-        let mut mutated = original.clone();
-        mutated["metadata"]["labels"]["b"] = json!("2");
-        let patch = derive_patch(&original, &mutated);
-        assert_eq!(
-            patch,
-            json!([{"op": "add", "path": "/metadata/labels/b", "value": "2"}])
-        );
-        let mut applied = original.clone();
-        json_patch::patch(
-            &mut applied,
-            &serde_json::from_value::<json_patch::Patch>(patch).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(applied, mutated);
-    }
 
     #[test]
     fn outcome_with_bad_json_is_rejected_with_the_field_named() {
@@ -497,7 +634,7 @@ mod tests {
             status: None,
             finalizer: FinalizerAction::Keep,
             events: vec![Event {
-                type_: "Normal".into(),
+                type_: EventType::Normal,
                 reason: "R".into(),
                 message: "m".into(),
                 regarding: None,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+pub use crate::plugin::Source;
 use crate::plugin::{Grants, Limits};
 
 /// Name of the ConfigMap (in `POD_NAMESPACE`) that configures the plugins.
@@ -12,77 +13,10 @@ pub const CONFIGMAP_NAME: &str = "odh-model-controller-plugins";
 /// The data key holding the configuration.
 pub const CONFIG_KEY: &str = "plugins.yaml";
 
-/// Where a plugin's component comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// Compiled into the host; `name` is the built-in's name.
-    Builtin(String),
-    /// `binaryData[key]` of ConfigMap `name` in the controller's namespace (gzip allowed).
-    ConfigMap {
-        name: String,
-        key: String,
-    },
-    /// A file on the controller's filesystem.
-    File(std::path::PathBuf),
-    Https(String),
-    Oci(String),
-}
-
-impl Source {
-    pub fn parse(entry_name: &str, text: &str) -> Result<Self, String> {
-        if text == "builtin" {
-            return Ok(Self::Builtin(entry_name.to_string()));
-        }
-        if let Some(name) = text.strip_prefix("builtin:") {
-            return Ok(Self::Builtin(name.to_string()));
-        }
-        if let Some(rest) = text.strip_prefix("configmap://") {
-            let (name, key) = rest
-                .split_once('/')
-                .filter(|(n, k)| !n.is_empty() && !k.is_empty() && !k.contains('/'))
-                .ok_or_else(|| format!("source {text:?}: expected configmap://<name>/<key>"))?;
-            return Ok(Self::ConfigMap {
-                name: name.to_string(),
-                key: key.to_string(),
-            });
-        }
-        if let Some(path) = text.strip_prefix("file://") {
-            if !path.starts_with('/') {
-                return Err(format!("source {text:?}: a file:// path must be absolute"));
-            }
-            return Ok(Self::File(path.into()));
-        }
-        if text.starts_with("https://") {
-            return Ok(Self::Https(text.to_string()));
-        }
-        if let Some(reference) = text.strip_prefix("oci://") {
-            return Ok(Self::Oci(reference.to_string()));
-        }
-        Err(format!(
-            "source {text:?}: expected builtin, builtin:<name>, configmap://<name>/<key>, file:///<path>, https://… or oci://…"
-        ))
-    }
-
-    pub fn is_builtin(&self) -> bool {
-        matches!(self, Self::Builtin(_))
-    }
-}
-
-impl std::fmt::Display for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Builtin(n) => write!(f, "builtin:{n}"),
-            Self::ConfigMap { name, key } => write!(f, "configmap://{name}/{key}"),
-            Self::File(p) => write!(f, "file://{}", p.display()),
-            Self::Https(u) => f.write_str(u),
-            Self::Oci(r) => write!(f, "oci://{r}"),
-        }
-    }
-}
-
+/// How a configured version takes part: serving, or only watched beside the serving one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub enum Rollout {
     /// Serves: its decisions are applied.
     #[default]
     Active,
@@ -109,7 +43,7 @@ struct RawEntry {
     #[serde(default)]
     grants: Grants,
     #[serde(default)]
-    mode: Mode,
+    mode: Rollout,
     #[serde(default)]
     failure_policy: Option<FailurePolicy>,
 }
@@ -131,7 +65,7 @@ pub struct PluginEntry {
     pub settings: serde_json::Value,
     pub limits: Limits,
     pub grants: Grants,
-    pub mode: Mode,
+    pub rollout: Rollout,
     pub failure_policy: Option<FailurePolicy>,
 }
 
@@ -190,7 +124,7 @@ impl RegistryConfig {
                     settings,
                     limits: e.limits,
                     grants: e.grants,
-                    mode: e.mode,
+                    rollout: e.mode,
                     failure_policy: e.failure_policy,
                 },
             );
@@ -226,7 +160,7 @@ plugins:
     fn parses_every_field() {
         let c = RegistryConfig::parse(FULL).unwrap();
         assert_eq!(c.plugins["isvc"].source, Source::Builtin("isvc".into()));
-        assert_eq!(c.plugins["isvc"].mode, Mode::Active);
+        assert_eq!(c.plugins["isvc"].rollout, Rollout::Active);
         let v = &c.plugins["vendor-runtime"];
         assert_eq!(
             v.source,
@@ -239,7 +173,7 @@ plugins:
             v.sha256.as_deref(),
             Some("3b0c0000000000000000000000000000000000000000000000000000000000aa")
         );
-        assert_eq!(v.mode, Mode::Shadow);
+        assert_eq!(v.rollout, Rollout::Shadow);
         assert_eq!(v.failure_policy, Some(FailurePolicy::Ignore));
         assert_eq!(v.settings["replicas"], 2);
         assert_eq!(v.limits.reconcile_timeout_ms, 500);

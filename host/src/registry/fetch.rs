@@ -7,7 +7,7 @@ use kube::Api;
 use sha2::{Digest, Sha256};
 
 use super::config::{PluginEntry, Source};
-use crate::plugin::builtin;
+use crate::builtins;
 
 /// The largest component accepted (after decompression): a guard against gzip bombs.
 pub const MAX_COMPONENT_BYTES: usize = 32 * 1024 * 1024;
@@ -29,7 +29,7 @@ pub async fn fetch_with_roots(
     extra_roots: &[rustls::pki_types::CertificateDer<'static>],
 ) -> Result<Vec<u8>, String> {
     let bytes = match &entry.source {
-        Source::Builtin(name) => builtin::get(name)
+        Source::Builtin(name) => builtins::component(name)
             .map(<[u8]>::to_vec)
             .ok_or_else(|| format!("there is no built-in plugin {name:?}"))?,
         Source::ConfigMap { name, key } => {

@@ -1,10 +1,10 @@
-//! The plugin registry: the `odh-model-controller-plugins` ConfigMap, the sources it names and
-//! the checks every candidate passes before it may serve. (Hot swap builds on this; see
-//! docs/decisions.md.)
+//! The plugin registry: the `odh-model-controller-plugins` ConfigMap, the sources it names, the
+//! checks every candidate passes before it may serve, and the swap into its slot (format:
+//! docs/plugins-configmap.md).
 
 pub mod config;
 pub mod fetch;
 pub mod swap;
 
-pub use config::{CONFIGMAP_NAME, FailurePolicy, Mode, PluginEntry, RegistryConfig, Source};
+pub use config::{CONFIGMAP_NAME, FailurePolicy, PluginEntry, RegistryConfig, Rollout, Source};
 pub use swap::{Registry, STATUS_CONFIGMAP_NAME, SwapResult};

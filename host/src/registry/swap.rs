@@ -10,11 +10,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-use super::config::{CONFIGMAP_NAME, FailurePolicy, Mode, PluginEntry, RegistryConfig};
+use super::config::{CONFIGMAP_NAME, FailurePolicy, PluginEntry, RegistryConfig, Rollout};
 use super::fetch;
-use crate::controller::Shared;
 use crate::metrics::Metrics;
-use crate::plugin::{LoadRequest, Plugin, PluginEngine, PluginSlot, PluginSource};
+use crate::plugin::{LoadRequest, LoadedPlugin, PluginEngine, PluginSlot};
 
 /// Name of the ConfigMap where the registry reports each plugin's state.
 pub const STATUS_CONFIGMAP_NAME: &str = "odh-model-controller-plugins-status";
@@ -39,7 +38,7 @@ pub struct Registry {
     engine: PluginEngine,
     slots: BTreeMap<String, PluginSlot>,
     /// The version each slot started with (built-in): what a removed entry reverts to.
-    defaults: BTreeMap<String, Plugin>,
+    defaults: BTreeMap<String, LoadedPlugin>,
     /// The last entry attempted per plugin, so an unchanged entry is not fetched again.
     attempted: Mutex<BTreeMap<String, PluginEntry>>,
     /// Plugins whose last candidate was rejected (retried by [`Registry::retry_rejected`]).
@@ -47,18 +46,16 @@ pub struct Registry {
     last_config: Mutex<Option<RegistryConfig>>,
     /// Trusted for `https://` sources besides the public web PKI.
     extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
-    shared: Option<Arc<Shared>>,
 }
 
 impl Registry {
-    /// `slots` are the plugins this host serves; `shared` (the controllers) is re-synced after a
-    /// swap when given.
+    /// `slots` are the plugins this host serves. Replacing a slot's version is all a swap
+    /// does: controllers watch their slot and re-reconcile.
     pub fn new(
         client: kube::Client,
         namespace: String,
         engine: PluginEngine,
         slots: &[PluginSlot],
-        shared: Option<Arc<Shared>>,
     ) -> Self {
         Self {
             client,
@@ -76,7 +73,6 @@ impl Registry {
             rejected: Mutex::new(Default::default()),
             last_config: Mutex::new(None),
             extra_roots: Vec::new(),
-            shared,
         }
     }
 
@@ -159,7 +155,7 @@ impl Registry {
             ));
         };
         match self.candidate(slot, entry).await {
-            Ok(plugin) if entry.mode == Mode::Shadow => {
+            Ok(plugin) if entry.rollout == Rollout::Shadow => {
                 let sha = plugin.sha256().to_string();
                 tracing::info!(
                     plugin = slot.name(),
@@ -183,7 +179,11 @@ impl Registry {
     }
 
     /// Fetches, verifies and loads a candidate, and checks it can take the slot's place.
-    async fn candidate(&self, slot: &PluginSlot, entry: &PluginEntry) -> Result<Plugin, String> {
+    async fn candidate(
+        &self,
+        slot: &PluginSlot,
+        entry: &PluginEntry,
+    ) -> Result<LoadedPlugin, String> {
         let bytes =
             fetch::fetch_with_roots(entry, &self.client, &self.namespace, &self.extra_roots)
                 .await?;
@@ -192,7 +192,7 @@ impl Registry {
         // The admin's settings refine the ones the host started with (derived from the
         // environment for built-in plugins) key by key.
         if let (Some(serde_json::Value::Object(start)), serde_json::Value::Object(given)) = (
-            self.defaults.get(&entry.name).map(Plugin::settings),
+            self.defaults.get(&entry.name).map(LoadedPlugin::settings),
             &req_entry.settings,
         ) {
             let mut merged = start;
@@ -201,15 +201,12 @@ impl Registry {
         }
         // Compiling takes a while: off the async executor.
         let plugin = tokio::task::spawn_blocking(move || {
-            Plugin::load(
+            LoadedPlugin::load(
                 &engine,
-                LoadRequest {
-                    source: PluginSource::Other(req_entry.source.to_string()),
-                    bytes: &bytes,
-                    grants: req_entry.grants.clone(),
-                    limits: req_entry.limits.clone(),
-                    settings: req_entry.settings.clone(),
-                },
+                LoadRequest::new(req_entry.source.clone(), &bytes)
+                    .grants(req_entry.grants.clone())
+                    .limits(req_entry.limits.clone())
+                    .settings(req_entry.settings.clone()),
             )
             .map_err(|e| e.to_string())
         })
@@ -223,7 +220,15 @@ impl Registry {
                 entry.name
             ));
         }
-        check_grants(entry, plugin.manifest())?;
+        let withheld = plugin.capabilities().withheld(plugin.manifest());
+        if !withheld.is_empty() {
+            // The grant narrows the manifest; the plugin gets Denied for what it lacks.
+            tracing::info!(
+                plugin = plugin.name(),
+                "the grants narrow the candidate's manifest: {}",
+                withheld.join(", ")
+            );
+        }
         let (old, new) = (current.manifest(), plugin.manifest());
         if old.controllers != new.controllers || old.webhooks != new.webhooks {
             return Err(
@@ -256,7 +261,7 @@ impl Registry {
         }
     }
 
-    async fn swap_in(&self, slot: &PluginSlot, plugin: Plugin) {
+    async fn swap_in(&self, slot: &PluginSlot, plugin: LoadedPlugin) {
         let sha = plugin.sha256().to_string();
         let previous = slot.replace(plugin);
         tracing::info!(
@@ -267,9 +272,6 @@ impl Registry {
         );
         Metrics::global().plugin_swap(slot.name(), true);
         self.write_status(slot.name(), &sha, &sha, None).await;
-        if let Some(shared) = &self.shared {
-            shared.resync(slot.name());
-        }
     }
 
     async fn report_rejection(&self, name: &str, entry: &PluginEntry, message: &str) {
@@ -411,57 +413,4 @@ impl Registry {
             }
         }
     }
-}
-
-/// A candidate must not declare more than the admin granted: a grant narrows a manifest, and a
-/// manifest that needs more is refused rather than silently crippled.
-fn check_grants(
-    entry: &PluginEntry,
-    manifest: &crate::plugin::wire::Manifest,
-) -> Result<(), String> {
-    let g = &entry.grants;
-    let over = |what: &str, declared: Vec<String>| -> Result<(), String> {
-        if declared.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "the manifest declares {what} beyond its grants: {}",
-                declared.join(", ")
-            ))
-        }
-    };
-    if let Some(reads) = &g.reads {
-        over(
-            "reads",
-            manifest
-                .reads
-                .iter()
-                .filter(|k| !reads.contains(*k))
-                .map(|k| k.to_string())
-                .collect(),
-        )?;
-    }
-    if let Some(writes) = &g.writes {
-        over(
-            "writes",
-            manifest
-                .writes
-                .iter()
-                .filter(|k| !writes.contains(*k))
-                .map(|k| k.to_string())
-                .collect(),
-        )?;
-    }
-    if let Some(hosts) = &g.http_hosts {
-        over(
-            "HTTP hosts",
-            manifest
-                .http_hosts
-                .iter()
-                .filter(|h| !hosts.contains(*h))
-                .cloned()
-                .collect(),
-        )?;
-    }
-    Ok(())
 }

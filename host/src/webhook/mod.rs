@@ -11,7 +11,7 @@ mod server;
 mod serving_cert;
 mod side_effects;
 mod table;
-mod verdict;
+pub mod verdict;
 
 pub use review::{ADMISSION_API_VERSION, ReviewError, parse_review, review_response};
 pub use router::{webhook_router, with_body_limit};
@@ -21,5 +21,5 @@ pub use server::{
 };
 pub use serving_cert::{CERT_FILE, KEY_FILE, ReloadingCert};
 pub use side_effects::{NoSideEffects, SideEffectFuture, SideEffectSink};
-pub use table::{WebhookRoute, WebhookTable, WebhookTableError};
+pub use table::{WebhookRoute, WebhookTable, WebhookTableError, routable};
 pub use verdict::Verdict;

@@ -81,13 +81,10 @@ pub fn parse_review(body: &[u8], path: &str) -> Result<AdmissionInput, ReviewErr
         operation,
         namespace: non_empty(request, "namespace"),
         name: non_empty(request, "name"),
-        object: object_text(request, "object"),
-        old_object: object_text(request, "oldObject"),
+        object: object(request, "object"),
+        old_object: object(request, "oldObject"),
         dry_run,
-        user_info: request
-            .get("userInfo")
-            .filter(|v| !v.is_null())
-            .map_or_else(|| "{}".to_string(), Value::to_string),
+        user_info: object(request, "userInfo").unwrap_or_else(|| json!({})),
     })
 }
 
@@ -123,8 +120,8 @@ fn non_empty(m: &Map<String, Value>, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn object_text(m: &Map<String, Value>, key: &str) -> Option<String> {
-    m.get(key).filter(|v| !v.is_null()).map(Value::to_string)
+fn object(m: &Map<String, Value>, key: &str) -> Option<Value> {
+    m.get(key).filter(|v| !v.is_null()).cloned()
 }
 
 /// The AdmissionReview v1 response to the request `uid`.
@@ -195,11 +192,11 @@ mod tests {
             (input.namespace.as_deref(), input.name.as_deref()),
             (Some("ns"), Some("p"))
         );
-        let object: Value = serde_json::from_str(input.object.as_deref().unwrap()).unwrap();
+        let object = input.object.clone().unwrap();
         assert_eq!(object["x-unknown"], json!([1]));
         assert!(input.old_object.is_some());
         assert!(input.dry_run);
-        let user: Value = serde_json::from_str(&input.user_info).unwrap();
+        let user = input.user_info.clone();
         assert_eq!(user["username"], "alice");
     }
 
@@ -218,7 +215,7 @@ mod tests {
             (None, None, None)
         );
         assert!(!input.dry_run);
-        assert_eq!(input.user_info, "{}");
+        assert_eq!(input.user_info, json!({}));
     }
 
     #[test]

@@ -16,11 +16,12 @@ use super::review::{parse_review, review_response};
 use super::side_effects::SideEffectSink;
 use super::table::{WebhookRoute, WebhookTable};
 use super::verdict::Verdict;
-use crate::plugin::wire::WebhookType;
-use crate::plugin::{AdmissionInput, ClusterView};
+use crate::dispatch;
+use crate::metrics::Metrics;
+use crate::plugin::{AdmissionInput, CallEnv, CallError, ClusterView};
 
 /// What every webhook handler shares.
-struct Shared {
+struct RouterState {
     cluster: Arc<dyn ClusterView>,
     side_effects: Arc<dyn SideEffectSink>,
 }
@@ -34,18 +35,18 @@ pub fn webhook_router(
     cluster: Arc<dyn ClusterView>,
     side_effects: Arc<dyn SideEffectSink>,
 ) -> Router {
-    let shared = Arc::new(Shared {
+    let state = Arc::new(RouterState {
         cluster,
         side_effects,
     });
     let mut router = Router::new();
     for route in table.routes() {
-        let (shared, route) = (shared.clone(), route.clone());
+        let (state, route) = (state.clone(), route.clone());
         let path = route.path.clone();
         router = router.route(
             &path,
             post(move |body: Result<Bytes, BytesRejection>| {
-                handle(shared.clone(), route.clone(), body)
+                handle(state.clone(), route.clone(), body)
             }),
         );
     }
@@ -67,7 +68,7 @@ async fn not_found(uri: Uri) -> Response {
 }
 
 async fn handle(
-    shared: Arc<Shared>,
+    state: Arc<RouterState>,
     route: Arc<WebhookRoute>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -91,39 +92,30 @@ async fn handle(
         }
     };
     let uid = input.uid.clone();
-    let verdict = decide(&shared, &route, input).await;
+    let verdict = decide(&state, &route, input).await;
     if !verdict.allowed {
         debug!(plugin, path = %route.path, uid, code = verdict.code, message = verdict.message.as_deref().unwrap_or(""), "admission denied");
     }
     Json(review_response(&uid, &verdict)).into_response()
 }
 
-async fn decide(shared: &Shared, route: &WebhookRoute, input: AdmissionInput) -> Verdict {
+async fn decide(state: &RouterState, route: &WebhookRoute, input: AdmissionInput) -> Verdict {
     if !route.handles(input.operation) {
         return Verdict::allow();
     }
-    // The version serving now answers the whole request, even if a swap happens meanwhile.
-    let plugin = &route.plugin.current();
     let (uid, dry_run) = (input.uid.clone(), input.dry_run);
-    let shadow_input = route.plugin.shadow().map(|s| (s, input.clone()));
-    let result = match route.kind {
-        WebhookType::Mutating => plugin.mutate(input, shared.cluster.clone()).await,
-        WebhookType::Validating => plugin.validate(input, shared.cluster.clone()).await,
-    };
-    if let Some((shadow, input)) = shadow_input {
-        compare_in_shadow(
-            shared.cluster.clone(),
-            route.kind,
-            &route.path,
-            shadow,
-            input,
-            &result,
-        );
-    }
+    let original = input.object.clone();
+    // The version serving now answers the whole request, even if a swap happens meanwhile.
+    let (plugin, result) =
+        dispatch::admit(&route.plugin, route.kind, input, CallEnv::live(state.cluster.clone()))
+            .await;
     let mut decision = match result {
         Ok(d) => d,
         Err(e) => {
             warn!(plugin = plugin.name(), path = %route.path, uid, kind = e.metric_label(), "admission call failed: {e}");
+            if let CallError::WriteRefused { plugin, kind, .. } = &e {
+                Metrics::global().refused_write(plugin, &kind.to_string());
+            }
             if route.plugin.fail_open() {
                 // failurePolicy Ignore: the failure is logged and counted, the request admitted.
                 return Verdict::allow();
@@ -132,11 +124,11 @@ async fn decide(shared: &Shared, route: &WebhookRoute, input: AdmissionInput) ->
         }
     };
     let side_effects = std::mem::take(&mut decision.side_effects);
-    let verdict = Verdict::from_decision(route.kind, decision);
+    let verdict = Verdict::from_decision(route.kind, decision, original.as_ref());
     if !verdict.allowed || dry_run || side_effects.is_empty() {
         return verdict;
     }
-    match shared.side_effects.apply(plugin, side_effects).await {
+    match state.side_effects.apply(plugin.name(), side_effects).await {
         Ok(()) => verdict,
         Err(e) => {
             let message = format!(
@@ -147,65 +139,4 @@ async fn decide(shared: &Shared, route: &WebhookRoute, input: AdmissionInput) ->
             Verdict::deny(500, message)
         }
     }
-}
-
-/// Runs the shadow candidate on the same request in the background and records whether it
-/// decided differently. Its decision is never used.
-fn compare_in_shadow(
-    cluster: Arc<dyn ClusterView>,
-    kind: WebhookType,
-    path: &str,
-    shadow: crate::plugin::Plugin,
-    input: AdmissionInput,
-    active: &Result<crate::plugin::wire::AdmissionDecision, crate::plugin::CallError>,
-) {
-    let active = active
-        .as_ref()
-        .map(verdict_key)
-        .map_err(|e| e.metric_label().to_string());
-    let path = path.to_string();
-    tokio::spawn(async move {
-        let op = match kind {
-            WebhookType::Mutating => "mutate",
-            WebhookType::Validating => "validate",
-        };
-        let key = format!(
-            "{}/{}",
-            input.namespace.as_deref().unwrap_or(""),
-            input.name.as_deref().unwrap_or("")
-        );
-        let uid = input.uid.clone();
-        let result = match kind {
-            WebhookType::Mutating => shadow.mutate(input, cluster).await,
-            WebhookType::Validating => shadow.validate(input, cluster).await,
-        };
-        let candidate = result
-            .as_ref()
-            .map(verdict_key)
-            .map_err(|e| e.metric_label().to_string());
-        if candidate != active {
-            crate::metrics::Metrics::global().shadow_difference(shadow.name(), op);
-            warn!(
-                plugin = shadow.name(),
-                path,
-                uid,
-                object = key,
-                ?active,
-                ?candidate,
-                "shadow candidate decided differently"
-            );
-        }
-    });
-}
-
-/// What two admission decisions are compared on.
-fn verdict_key(
-    d: &crate::plugin::wire::AdmissionDecision,
-) -> (bool, Option<String>, Option<u16>, String) {
-    (
-        d.allowed,
-        d.message.clone(),
-        d.code,
-        d.patch.as_ref().map(|p| p.to_string()).unwrap_or_default(),
-    )
 }

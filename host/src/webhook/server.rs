@@ -36,6 +36,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Where and how the webhook server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookServerConfig {
+    /// What the server is called in logs.
+    pub name: &'static str,
     pub bind: SocketAddr,
     /// Holds `tls.crt` and `tls.key`; changes are picked up without a restart.
     pub cert_dir: PathBuf,
@@ -50,6 +52,7 @@ impl Default for WebhookServerConfig {
     /// HTTP/1.1 only, 8 MiB bodies.
     fn default() -> Self {
         Self {
+            name: "webhook",
             bind: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)),
             cert_dir: PathBuf::from(DEFAULT_CERT_DIR),
             enable_http2: false,
@@ -90,7 +93,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let listener = TcpListener::bind(config.bind)
         .await
-        .with_context(|| format!("binding the webhook server to {}", config.bind))?;
+        .with_context(|| format!("binding the {} server to {}", config.name, config.bind))?;
     serve_on(listener, config, router, shutdown).await
 }
 
@@ -117,7 +120,7 @@ pub async fn serve_on(
     let builder = Arc::new(builder);
 
     let local = listener.local_addr().ok();
-    info!(address = ?local, cert_dir = %config.cert_dir.display(), http2 = config.enable_http2, "serving admission webhooks");
+    info!(server = config.name, address = ?local, cert_dir = %config.cert_dir.display(), http2 = config.enable_http2, "serving over TLS");
 
     let (stop, stopped) = watch::channel(false);
     let mut connections = JoinSet::new();
@@ -147,8 +150,9 @@ pub async fn serve_on(
     }
     drop(listener);
     info!(
+        server = config.name,
         open_connections = connections.len(),
-        "webhook server shutting down"
+        "TLS server shutting down"
     );
     let _ = stop.send(true);
     let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {

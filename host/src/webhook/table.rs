@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::gvk::Gvk;
 use crate::plugin::wire::{Operation, WebhookType};
-use crate::plugin::{Plugin, PluginSlot};
+use crate::plugin::{LoadedPlugin, PluginSlot};
 
 /// One webhook endpoint: the path, the plugin behind it and what the manifest declares.
 #[derive(Clone)]
@@ -64,7 +64,7 @@ impl WebhookTable {
     /// Collects the webhooks of every plugin, each in a slot of its own; two plugins declaring
     /// the same path is an error.
     pub fn new<'a>(
-        plugins: impl IntoIterator<Item = &'a Plugin>,
+        plugins: impl IntoIterator<Item = &'a LoadedPlugin>,
     ) -> Result<Self, WebhookTableError> {
         let slots: Vec<PluginSlot> = plugins.into_iter().cloned().map(PluginSlot::new).collect();
         Self::from_slots(&slots)
@@ -104,43 +104,9 @@ impl WebhookTable {
         Ok(Self { routes })
     }
 
-    pub fn get(&self, path: &str) -> Option<&Arc<WebhookRoute>> {
-        self.routes.get(path)
-    }
-
-    /// Keeps only the routes `keep` accepts (xKS mode serves the LLMInferenceService ones).
+    /// Keeps only the routes `keep` accepts.
     pub fn retain(&mut self, keep: impl Fn(&WebhookRoute) -> bool) {
         self.routes.retain(|_, r| keep(r));
-    }
-
-    /// The routes a platform mode serves: xKS mode keeps only the LLMInferenceService ones
-    /// (upstream registers just that webhook there).
-    pub fn for_mode(mut self, mode: crate::process_env::Mode) -> Self {
-        if mode == crate::process_env::Mode::Xks {
-            self.retain(|r| r.gvk.kind == "LLMInferenceService");
-        }
-        self
-    }
-
-    /// The kinds with webhooks, in upstream's registration order (`Pod`, `NIMAccount`,
-    /// `InferenceService`, `InferenceGraph`, `LLMInferenceService`), others after them.
-    pub fn kinds(&self) -> Vec<String> {
-        const ORDER: [&str; 5] = [
-            "Pod",
-            "NIMAccount",
-            "InferenceService",
-            "InferenceGraph",
-            "LLMInferenceService",
-        ];
-        let mut kinds: Vec<String> = self.routes.values().map(|r| r.gvk.kind.clone()).collect();
-        kinds.sort_by_key(|k| {
-            (
-                ORDER.iter().position(|o| o == k).unwrap_or(ORDER.len()),
-                k.clone(),
-            )
-        });
-        kinds.dedup();
-        kinds
     }
 
     /// Every route, ordered by path.
@@ -158,7 +124,7 @@ impl WebhookTable {
 }
 
 /// Paths the router can register verbatim: no axum captures (`{x}`, `*x`, `:x`), no query.
-fn routable(path: &str) -> bool {
+pub fn routable(path: &str) -> bool {
     path.starts_with('/')
         && path
             .bytes()

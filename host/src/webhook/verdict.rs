@@ -39,8 +39,14 @@ impl Verdict {
     }
 
     /// The plugin's decision. A denial without a code gets 403; a patch is kept only for a
-    /// mutating webhook.
-    pub fn from_decision(kind: WebhookType, decision: AdmissionDecision) -> Self {
+    /// mutating webhook: the plugin's own, or derived from the mutated object it returned
+    /// against `original`, the object exactly as the request carried it (so fields the plugin
+    /// does not model are compared, not dropped).
+    pub fn from_decision(
+        kind: WebhookType,
+        decision: AdmissionDecision,
+        original: Option<&Value>,
+    ) -> Self {
         let code = if decision.allowed {
             200
         } else {
@@ -52,7 +58,7 @@ impl Verdict {
             message: decision.message,
             warnings: decision.warnings,
             patch: match kind {
-                WebhookType::Mutating => decision.patch,
+                WebhookType::Mutating => patch_for(decision.patch, decision.mutated, original),
                 WebhookType::Validating => None,
             },
         }
@@ -68,6 +74,23 @@ impl Verdict {
             _ => Self::deny(500, error.to_string()),
         }
     }
+}
+
+/// The RFC 6902 patch of a mutating decision: the plugin's own patch as is, else the
+/// difference from the request's object to the mutated one.
+pub fn patch_for(
+    patch: Option<Value>,
+    mutated: Option<Value>,
+    original: Option<&Value>,
+) -> Option<Value> {
+    patch.or_else(|| {
+        let mutated = mutated?;
+        let original = original.unwrap_or(&Value::Null);
+        Some(
+            serde_json::to_value(json_patch::diff(original, &mutated))
+                .unwrap_or(Value::Array(vec![])),
+        )
+    })
 }
 
 /// Whether the plugin asked for a patch that would actually change something.
@@ -95,12 +118,38 @@ mod tests {
     }
 
     #[test]
+    fn derived_patch_keeps_unknown_fields_untouched() {
+        let original =
+            json!({"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": {"x-unknown": [1, 2]}});
+        let mut mutated = original.clone();
+        mutated["metadata"]["labels"]["b"] = json!("2");
+        let patch = patch_for(None, Some(mutated.clone()), Some(&original)).unwrap();
+        assert_eq!(
+            patch,
+            json!([{"op": "add", "path": "/metadata/labels/b", "value": "2"}])
+        );
+        let mut applied = original.clone();
+        json_patch::patch(
+            &mut applied,
+            &serde_json::from_value::<json_patch::Patch>(patch).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(applied, mutated);
+        let own = json!([{"op": "remove", "path": "/a"}]);
+        assert_eq!(
+            patch_for(Some(own.clone()), Some(mutated), Some(&original)),
+            Some(own),
+            "a plugin's own patch wins"
+        );
+    }
+
+    #[test]
     fn denial_codes_default_to_403_and_validating_webhooks_never_patch() {
-        let v = Verdict::from_decision(WebhookType::Validating, decision(false, None));
+        let v = Verdict::from_decision(WebhookType::Validating, decision(false, None), None);
         assert_eq!((v.allowed, v.code, v.patch), (false, 403, None));
-        let v = Verdict::from_decision(WebhookType::Mutating, decision(false, Some(422)));
+        let v = Verdict::from_decision(WebhookType::Mutating, decision(false, Some(422)), None);
         assert_eq!(v.code, 422);
-        let v = Verdict::from_decision(WebhookType::Mutating, decision(true, Some(422)));
+        let v = Verdict::from_decision(WebhookType::Mutating, decision(true, Some(422)), None);
         assert_eq!(v.code, 200);
         assert!(has_patch(v.patch.as_ref()));
     }

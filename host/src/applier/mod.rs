@@ -1,0 +1,177 @@
+//! Turns a plugin's outcome into API writes: server-side apply with one field manager per
+//! plugin, nothing sent when the cache already holds what the plugin wants, deletes only of
+//! objects we manage, status through the status subresource, finalizers, Events.
+//!
+//! The applier is a Kubernetes writer and nothing else: the outcome it gets was checked
+//! against the plugin's write capabilities when the plugin returned it (`plugin::LoadedPlugin`),
+//! and kinds are resolved through the caches' memo, so a no-op reconcile sends no request.
+
+mod apply;
+mod delete;
+mod events;
+mod primary;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use kube::Client;
+use kube::api::DynamicObject;
+use kube::runtime::events::{Recorder, Reporter};
+
+use crate::cache::{Caches, ResolvedKind};
+use crate::gvk::Gvk;
+use crate::plugin::wire::{Desired, FinalizerAction, Outcome, Ownership};
+
+pub use apply::contains;
+use apply::AppliedKey;
+
+/// Field manager of a plugin's writes.
+pub fn field_manager(plugin: &str) -> String {
+    format!("odh-model-controller/{plugin}")
+}
+
+/// The primary object a reconcile was about.
+pub struct Primary<'a> {
+    pub kind: &'a ResolvedKind,
+    /// `None` when the object is gone.
+    pub object: Option<&'a DynamicObject>,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("{what}: {source}")]
+    Kube { what: String, source: kube::Error },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub struct Applier {
+    client: Client,
+    caches: Arc<Caches>,
+    recorder: Recorder,
+    /// Hash of what each plugin last applied per object: a changed desired state is applied
+    /// even when the cache still "contains" it, so fields a plugin stops declaring are removed.
+    last_applied: Mutex<HashMap<AppliedKey, u64>>,
+    writes: AtomicU64,
+}
+
+impl Applier {
+    pub fn new(client: Client, caches: Arc<Caches>, instance: Option<String>) -> Self {
+        let reporter = Reporter {
+            controller: "odh-model-controller".into(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            caches,
+            last_applied: Mutex::new(HashMap::new()),
+            writes: AtomicU64::new(0),
+        }
+    }
+
+    /// Write requests sent so far (applies, deletes, status and finalizer patches, Events).
+    pub fn write_count(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    fn wrote(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    async fn resolve(&self, gvk: &Gvk) -> Result<Option<ResolvedKind>, ApplyError> {
+        self.caches
+            .resolve(gvk)
+            .await
+            .map_err(|e| ApplyError::Invalid(format!("{e:#}")))
+    }
+
+    /// Applies a whole outcome of plugin `plugin`, in the documented order: finalizer add,
+    /// desired objects, deletions, primary metadata, status, events, finalizer remove.
+    pub async fn apply_outcome(
+        &self,
+        plugin: &str,
+        finalizer: Option<&str>,
+        primary: &Primary<'_>,
+        outcome: &Outcome,
+    ) -> Result<(), ApplyError> {
+        let fm = field_manager(plugin);
+        // A metadata patch that sets the whole finalizer list carries the finalizer action
+        // too: two patches of one resourceVersion would conflict.
+        let metadata = outcome
+            .primary_metadata
+            .as_ref()
+            .map(|m| primary::fold_finalizer(m, outcome.finalizer, finalizer));
+        let finalizer_in_metadata = metadata
+            .as_ref()
+            .is_some_and(|m| m.get("finalizers").is_some());
+        if !finalizer_in_metadata && outcome.finalizer == FinalizerAction::Add {
+            self.add_finalizer(primary, finalizer).await?;
+        }
+        // Objects are independent: one failing write does not hold back the others (a Route
+        // on a cluster without Routes must not stop the rest), but it does hold back the
+        // steps that assume them done.
+        let mut failed = Vec::new();
+        for d in &outcome.apply {
+            if let Err(e) = self.apply_desired(plugin, &fm, Some(primary), d).await {
+                failed.push(e);
+            }
+        }
+        for key in &outcome.delete {
+            if let Err(e) = self.delete_managed(&fm, primary, key).await {
+                failed.push(e);
+            }
+        }
+        if !failed.is_empty() {
+            for later in &failed[1..] {
+                tracing::error!(plugin, object = primary.name, "{later}");
+            }
+            return Err(failed.swap_remove(0));
+        }
+        if let (Some(patch), Some(obj)) = (&metadata, primary.object) {
+            self.patch_primary_metadata(primary, obj, patch).await?;
+        }
+        if let (Some(status), Some(obj)) = (&outcome.status, primary.object) {
+            self.apply_status(plugin, &fm, primary, obj, status).await?;
+        }
+        for e in &outcome.events {
+            self.event(primary, e).await;
+        }
+        if !finalizer_in_metadata && outcome.finalizer == FinalizerAction::Remove {
+            self.remove_finalizer(primary, finalizer).await?;
+        }
+        Ok(())
+    }
+
+    /// Applies objects that belong to no primary (admission side effects) under plugin
+    /// `plugin`'s field manager. Objects must name their namespace.
+    pub async fn apply_objects(&self, plugin: &str, objects: &[Desired]) -> Result<(), ApplyError> {
+        let fm = field_manager(plugin);
+        for d in objects {
+            let unowned = Desired {
+                object: d.object.clone(),
+                ownership: Ownership::None,
+            };
+            self.apply_desired(plugin, &fm, None, &unowned).await?;
+        }
+        Ok(())
+    }
+}
+
+impl crate::webhook::SideEffectSink for Applier {
+    fn apply<'a>(
+        &'a self,
+        plugin: &'a str,
+        objects: Vec<Desired>,
+    ) -> crate::webhook::SideEffectFuture<'a> {
+        Box::pin(async move {
+            self.apply_objects(plugin, &objects)
+                .await
+                .map_err(anyhow::Error::new)
+        })
+    }
+}

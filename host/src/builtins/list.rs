@@ -1,0 +1,51 @@
+// The plugin registration list: every built-in plugin, in the order upstream registers their
+// webhooks, and how the process environment configures each. Self-contained (no imports):
+// `host/build.rs` includes this file too, to know which plugin crates to build and embed.
+//
+// Adding a built-in plugin: one entry here, the crate in the workspace (see
+// docs/plugin-authors.md, "Adding a built-in plugin").
+
+/// Where a starting setting comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FromProcess {
+    /// The variable's value; unset or empty leaves the setting out.
+    Env(&'static str),
+    /// Whether the variable is set to exactly this value.
+    EnvIs(&'static str, &'static str),
+    /// The process's own bearer token (a kubeconfig token or the in-cluster ServiceAccount
+    /// token, read once at start), only when the variable is set to exactly this value.
+    TokenWhen(&'static str, &'static str),
+}
+
+/// One built-in plugin.
+#[derive(Debug, Clone, Copy)]
+pub struct Builtin {
+    /// The plugin's name (its manifest's) and the cargo package under `plugins/`.
+    pub name: &'static str,
+    /// Served by `run` when no `--plugin` is given.
+    pub default: bool,
+    /// Starting settings as (JSON pointer, source), refined by the plugins ConfigMap.
+    pub settings: &'static [(&'static str, FromProcess)],
+    /// The kinds whose webhooks stay served in the webhook-only profile (`ODH_PLATFORM_TYPE=xKS`).
+    pub webhook_only_kinds: &'static [&'static str],
+}
+
+pub const BUILTINS: &[Builtin] = &[Builtin {
+    name: "isvc",
+    default: true,
+    settings: &[
+        ("/podNamespace", FromProcess::Env("POD_NAMESPACE")),
+        (
+            "/modelRegistry/enabled",
+            FromProcess::EnvIs("MODELREGISTRY_STATE", "managed"),
+        ),
+        (
+            "/modelRegistry/bearerToken",
+            FromProcess::TokenWhen("MODELREGISTRY_STATE", "managed"),
+        ),
+    ],
+    webhook_only_kinds: &[],
+}];
+
+/// The process environment that picks the webhook-only profile, and its value.
+pub const WEBHOOK_ONLY_PROFILE: (&str, &str) = ("ODH_PLATFORM_TYPE", "xKS");

@@ -1,0 +1,128 @@
+//! The built-in plugins: compiled into the binary by `host/build.rs` from the registration
+//! list in `list.rs`, so a fresh deploy works with no ConfigMap; and their starting settings,
+//! derived from the process environment as the list declares.
+
+mod list;
+
+pub use list::{BUILTINS, Builtin, FromProcess, WEBHOOK_ONLY_PROFILE};
+use serde_json::Value;
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
+}
+
+/// The registration entry of a built-in plugin.
+pub fn find(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
+
+/// The embedded component bytes of a built-in plugin.
+pub fn component(name: &str) -> Option<&'static [u8]> {
+    embedded::COMPONENTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, b)| *b)
+}
+
+/// Names of every built-in plugin.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    BUILTINS.iter().map(|b| b.name)
+}
+
+/// The built-ins `run` serves when no `--plugin` is given.
+pub fn defaults() -> impl Iterator<Item = &'static Builtin> {
+    BUILTINS.iter().filter(|b| b.default)
+}
+
+impl Builtin {
+    /// The settings this plugin starts with: each declared source read through `env` (a
+    /// variable lookup) and `token` (the process's bearer token), set at its JSON pointer.
+    pub fn starting_settings(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+        token: Option<&str>,
+    ) -> Value {
+        let mut settings = Value::Object(Default::default());
+        for (pointer, source) in self.settings {
+            let value = match *source {
+                FromProcess::Env(var) => env(var).filter(|v| !v.is_empty()).map(Value::String),
+                FromProcess::EnvIs(var, want) => Some(Value::Bool(env(var).as_deref() == Some(want))),
+                FromProcess::TokenWhen(var, want) => token
+                    .filter(|_| env(var).as_deref() == Some(want))
+                    .map(|t| Value::String(t.to_string())),
+            };
+            if let Some(value) = value {
+                set_pointer(&mut settings, pointer, value);
+            }
+        }
+        settings
+    }
+}
+
+/// Sets `value` at a JSON pointer of objects (`/a/b`), creating the objects on the way.
+fn set_pointer(target: &mut Value, pointer: &str, value: Value) {
+    let mut at = target;
+    let mut keys = pointer.trim_start_matches('/').split('/').peekable();
+    while let Some(key) = keys.next() {
+        if !at.is_object() {
+            *at = Value::Object(Default::default());
+        }
+        let map = at.as_object_mut().expect("made an object above");
+        if keys.peek().is_none() {
+            map.insert(key.to_string(), value);
+            return;
+        }
+        at = map
+            .entry(key.to_string())
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    const PLUGIN: Builtin = Builtin {
+        name: "p",
+        default: true,
+        settings: &[
+            ("/namespace", FromProcess::Env("NS")),
+            ("/feature/enabled", FromProcess::EnvIs("STATE", "managed")),
+            ("/feature/token", FromProcess::TokenWhen("STATE", "managed")),
+        ],
+        webhook_only_kinds: &[],
+    };
+
+    #[test]
+    fn settings_follow_the_declared_sources() {
+        assert_eq!(
+            PLUGIN.starting_settings(env(&[("NS", "odh"), ("STATE", "managed")]), Some("t")),
+            json!({"namespace": "odh", "feature": {"enabled": true, "token": "t"}})
+        );
+        assert_eq!(
+            PLUGIN.starting_settings(env(&[("NS", ""), ("STATE", "Managed")]), Some("t")),
+            json!({"feature": {"enabled": false}}),
+            "empty variables are unset; the token goes only where its condition holds"
+        );
+    }
+
+    #[test]
+    fn every_builtin_is_embedded_and_named_uniquely() {
+        let mut seen = std::collections::BTreeSet::new();
+        for b in BUILTINS {
+            assert!(seen.insert(b.name), "{} is listed twice", b.name);
+            assert!(component(b.name).is_some(), "{} is not embedded", b.name);
+        }
+        assert!(defaults().count() > 0);
+    }
+}
