@@ -16,8 +16,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use odh_model_controller::plugin::{
-    EngineOptions, Grants, Limits, LoadRequest, NoCluster, Plugin, PluginEngine, PluginSource,
-    builtin,
+    EngineOptions, Limits, LoadRequest, LoadedPlugin, NoCluster, PluginEngine,
 };
 use odh_model_controller::webhook::{
     NoSideEffects, WebhookServerConfig, WebhookTable, serve_on, webhook_router,
@@ -163,15 +162,10 @@ fn main() {
 
     let engine = PluginEngine::new(EngineOptions::default()).unwrap();
     let limits = Limits::default();
-    let hello = Plugin::load(
+    let (source, bytes) = odh_test_support::host::component("hello");
+    let hello = LoadedPlugin::load(
         &engine,
-        LoadRequest {
-            source: PluginSource::Builtin("hello".into()),
-            bytes: builtin::get("hello").expect("hello is built in"),
-            grants: Grants::default(),
-            limits: limits.clone(),
-            settings: json!({}),
-        },
+        LoadRequest::new(source, &bytes).limits(limits.clone()),
     )
     .expect("load hello");
     let cert_dir = std::env::temp_dir().join(format!("odh-admission-bench-{}", std::process::id()));

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use odh_model_controller::plugin::wire::RequestKey;
 use odh_model_controller::plugin::{
-    ClusterView, EngineOptions, Grants, Limits, LoadRequest, MemoryCluster, Plugin, PluginEngine,
-    PluginSource, ReconcileInput,
+    CallEnv, ClusterView, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster, PluginEngine,
+    ReconcileInput, Source,
 };
 use serde_json::json;
 
@@ -28,16 +28,10 @@ fn plugin_path(name: &str) -> PathBuf {
     odh_test_support::plugin_wasm(name).expect("make plugins")
 }
 
-fn load(engine: &PluginEngine, path: &std::path::Path, bytes: &[u8]) -> Plugin {
-    Plugin::load(
+fn load(engine: &PluginEngine, path: &std::path::Path, bytes: &[u8]) -> LoadedPlugin {
+    LoadedPlugin::load(
         engine,
-        LoadRequest {
-            source: PluginSource::File(path.to_path_buf()),
-            bytes,
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
+        LoadRequest::new(Source::File(path.to_path_buf()), bytes),
     )
     .expect("load")
 }
@@ -105,15 +99,16 @@ fn main() {
         object: Some(object.clone()),
     };
     let cluster: Arc<dyn ClusterView> = Arc::new(MemoryCluster::default());
+    let env = CallEnv::live(cluster.clone());
 
     // Per call: a fresh store + instance from the pre-instantiated component, then reconcile.
     for _ in 0..500 {
-        hello.reconcile_blocking(&input, cluster.clone()).unwrap();
+        hello.reconcile_blocking(&input, &env).unwrap();
     }
     let mut samples = Vec::with_capacity(iterations);
     for _ in 0..iterations {
         let t = Instant::now();
-        let out = hello.reconcile_blocking(&input, cluster.clone()).unwrap();
+        let out = hello.reconcile_blocking(&input, &env).unwrap();
         samples.push(t.elapsed());
         std::hint::black_box(out);
     }
@@ -130,8 +125,9 @@ fn main() {
         let mut s = Vec::with_capacity(iterations / 4);
         for _ in 0..iterations / 4 {
             let t = Instant::now();
+            let (input, env) = (input.clone(), env.clone());
             hello
-                .reconcile(input.clone(), cluster.clone())
+                .offload(move |p| p.reconcile_blocking(&input, &env))
                 .await
                 .unwrap();
             s.push(t.elapsed());
@@ -149,7 +145,7 @@ fn main() {
     let isvc_path = plugin_path("isvc");
     let isvc_bytes = std::fs::read(&isvc_path).unwrap();
     let isvc = load(&engine, &isvc_path, &isvc_bytes);
-    let isvc_cluster: Arc<dyn ClusterView> = Arc::new(isvc_cluster());
+    let isvc_env = CallEnv::live(Arc::new(isvc_cluster()));
     let isvc_input = ReconcileInput {
         controller: "inferenceservice".into(),
         key: RequestKey {
@@ -159,15 +155,12 @@ fn main() {
         object: Some(isvc_object()),
     };
     for _ in 0..200 {
-        isvc.reconcile_blocking(&isvc_input, isvc_cluster.clone())
-            .unwrap();
+        isvc.reconcile_blocking(&isvc_input, &isvc_env).unwrap();
     }
     let mut isvc_samples = Vec::with_capacity(iterations / 4);
     for _ in 0..iterations / 4 {
         let t = Instant::now();
-        let out = isvc
-            .reconcile_blocking(&isvc_input, isvc_cluster.clone())
-            .unwrap();
+        let out = isvc.reconcile_blocking(&isvc_input, &isvc_env).unwrap();
         isvc_samples.push(t.elapsed());
         std::hint::black_box(out);
     }

@@ -43,8 +43,7 @@ impl ApiRoutes {
         for slot in slots {
             let plugin = slot.current();
             for r in plugin.routes() {
-                if !crate::webhook::routable(&r.path) || RESERVED_PATHS.contains(&r.path.as_str())
-                {
+                if !crate::webhook::routable(&r.path) || RESERVED_PATHS.contains(&r.path.as_str()) {
                     return Err(format!(
                         "plugin {:?} declares API route {:?}, which the server cannot route to it",
                         plugin.name(),
@@ -177,7 +176,10 @@ pub fn json_error(status: StatusCode, message: &str) -> Response {
 /// Upstream's security headers, on every response of the server.
 pub fn secured(mut response: Response) -> Response {
     let h = response.headers_mut();
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
@@ -234,12 +236,10 @@ impl TokenCaller {
             },
             ..Default::default()
         };
-        let request = http::Request::post(
-            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-        )
-        .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(serde_json::to_vec(&review)?)?;
+        let request = http::Request::post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(serde_json::to_vec(&review)?)?;
         let answer: SelfSubjectAccessReview = self.client.request(request).await?;
         let status = answer.status.unwrap_or_default();
         if let Some(error) = status.evaluation_error.filter(|e| !e.is_empty()) {

@@ -504,7 +504,10 @@ mod tests {
             vec![watch("Secret", Some(managed)), watch("Namespace", None)],
         )]);
         let filters = CacheFilters::from_manifests([&a, &b]);
-        assert_eq!(filters.of(&gvk("Secret")).map(|s| s.to_string()), Some(managed.into()));
+        assert_eq!(
+            filters.of(&gvk("Secret")).map(|s| s.to_string()),
+            Some(managed.into())
+        );
         assert_eq!(
             filters.of(&gvk("Pod")).map(|s| s.to_string()),
             Some("component=predictor".into())
@@ -513,7 +516,11 @@ mod tests {
         assert!(filters.of(&gvk("Namespace")).is_none());
         assert!(filters.of(&gvk("Service")).is_none());
 
-        let wider = manifest(vec![controller("Service", None, vec![watch("Secret", None)])]);
+        let wider = manifest(vec![controller(
+            "Service",
+            None,
+            vec![watch("Secret", None)],
+        )]);
         assert!(
             CacheFilters::from_manifests([&a, &wider])
                 .of(&gvk("Secret"))

@@ -94,7 +94,11 @@ pub struct RunArgs {
     pub model_serving_api_bind_address: String,
     /// Directory holding the model-serving-api server's `tls.crt` and `tls.key` (reloaded on
     /// change); upstream's `TLS_CERT_DIR`.
-    #[arg(long, env = "TLS_CERT_DIR", default_value = "/tmp/model-serving-api/serving-certs")]
+    #[arg(
+        long,
+        env = "TLS_CERT_DIR",
+        default_value = "/tmp/model-serving-api/serving-certs"
+    )]
     pub model_serving_api_cert_dir: PathBuf,
     /// Workers per controller.
     #[arg(long, default_value_t = 1)]

@@ -10,7 +10,9 @@ use serde_json::Value;
 use tracing::warn;
 
 use crate::metrics::Metrics;
-use crate::plugin::wire::{AdmissionDecision, ApiRequest, ApiResponse, Outcome, RequestKey, WebhookType};
+use crate::plugin::wire::{
+    AdmissionDecision, ApiRequest, ApiResponse, Outcome, RequestKey, WebhookType,
+};
 use crate::plugin::{
     AdmissionInput, CallEnv, CallError, Export, LoadedPlugin, PluginSlot, ReconcileInput,
     WatchEventInput,
@@ -90,7 +92,10 @@ pub async fn handle(
     env: CallEnv,
 ) -> Result<ApiResponse, CallError> {
     let plugin = slot.current();
-    metered(&plugin, Export::Handle, move |p| p.handle_blocking(&request, &env)).await
+    metered(&plugin, Export::Handle, move |p| {
+        p.handle_blocking(&request, &env)
+    })
+    .await
 }
 
 async fn metered<R: Send + 'static>(

@@ -85,7 +85,10 @@ impl LabelSelector {
     /// Whether every object this selector matches is matched by `wider` too, judged by the
     /// requirements (`a=1,b=2` is narrower than `a=1`); false when unsure.
     pub fn is_within(&self, wider: &LabelSelector) -> bool {
-        wider.requirements.iter().all(|r| self.requirements.contains(r))
+        wider
+            .requirements
+            .iter()
+            .all(|r| self.requirements.contains(r))
     }
 
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {

@@ -36,7 +36,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-
 /// The `Content-Type` of [`Metrics::render`]'s output (Prometheus text format 0.0.4), the same
 /// as Go's `promhttp` sends by default.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;

@@ -106,10 +106,11 @@ fn resolve(spec: &str) -> anyhow::Result<(Source, Vec<u8>)> {
 fn load(spec: &str, settings: Value) -> Result<LoadedPlugin, EvalError> {
     let engine = engine().map_err(usage)?;
     let (source, bytes) = resolve(spec).map_err(usage)?;
-    LoadedPlugin::load(&engine, LoadRequest::new(source, &bytes).settings(settings))
-    .map_err(|e| match e {
-        crate::plugin::LoadError::Call(c) => EvalError::Plugin(c),
-        other => usage(anyhow::anyhow!("{other}")),
+    LoadedPlugin::load(&engine, LoadRequest::new(source, &bytes).settings(settings)).map_err(|e| {
+        match e {
+            crate::plugin::LoadError::Call(c) => EvalError::Plugin(c),
+            other => usage(anyhow::anyhow!("{other}")),
+        }
     })
 }
 
@@ -297,8 +298,8 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
 /// The resource name kubectl would guess for a kind (`NetworkPolicy` → `networkpolicies`).
 fn plural(kind: &str) -> String {
     let lower = kind.to_ascii_lowercase();
-    let consonant_y = lower.ends_with('y')
-        && !lower[..lower.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
+    let consonant_y =
+        lower.ends_with('y') && !lower[..lower.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
     if consonant_y {
         format!("{}ies", &lower[..lower.len() - 1])
     } else if lower.ends_with('s') || lower.ends_with("ch") || lower.ends_with('x') {

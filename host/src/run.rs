@@ -57,11 +57,27 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         std::env::var("POD_NAME").ok(),
     ));
     if env.webhooks_enabled {
-        serve_webhooks(&args, &env, &slots, &caches, &applier, &shutdown, &mut servers)?;
+        serve_webhooks(
+            &args,
+            &env,
+            &slots,
+            &caches,
+            &applier,
+            &shutdown,
+            &mut servers,
+        )?;
     } else {
         info!("Webhooks are disabled via environment variable.");
     }
-    serve_model_serving_api(&args, &config, &slots, &caches, &ready, &shutdown, &mut servers)?;
+    serve_model_serving_api(
+        &args,
+        &config,
+        &slots,
+        &caches,
+        &ready,
+        &shutdown,
+        &mut servers,
+    )?;
 
     let controllers_wanted = env.profile.runs_controllers()
         && plugins.iter().any(|p| !p.manifest().controllers.is_empty());
@@ -274,8 +290,11 @@ fn load_plugins(
                 .unwrap_or_default(),
             _ => serde_json::json!({}),
         };
-        let plugin = LoadedPlugin::load(&engine, LoadRequest::new(source.clone(), bytes).settings(settings))
-            .map_err(|e| anyhow::anyhow!("loading plugin {source}: {e}"))?;
+        let plugin = LoadedPlugin::load(
+            &engine,
+            LoadRequest::new(source.clone(), bytes).settings(settings),
+        )
+        .map_err(|e| anyhow::anyhow!("loading plugin {source}: {e}"))?;
         info!(
             plugin = plugin.name(),
             version = plugin.manifest().version,

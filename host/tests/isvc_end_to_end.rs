@@ -22,10 +22,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use kube::{Client, ResourceExt};
-use odh_model_controller::plugin::{
-    EngineOptions, Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSource, builtin,
-};
-use odh_model_controller::process_env::Mode;
+use odh_model_controller::builtins;
+use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
+use odh_model_controller::profile::{self, Profile};
 use odh_model_controller::webhook::WebhookTable;
 use odh_test_support::{TestContext, Timing, eventually};
 use serde_json::{Value, json};
@@ -35,19 +34,13 @@ const MUTATING: &str = "minferenceservice-v1beta1.odh-model-controller.opendatah
 
 #[test]
 fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() {
-    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
-    let plugins: Vec<Plugin> = builtin::DEFAULTS
-        .iter()
-        .map(|name| {
-            Plugin::load(
+    let engine = odh_test_support::host::engine();
+    let plugins: Vec<LoadedPlugin> = builtins::defaults()
+        .map(|b| {
+            let bytes = builtins::component(b.name).unwrap();
+            LoadedPlugin::load(
                 &engine,
-                LoadRequest {
-                    source: PluginSource::Builtin(name.to_string()),
-                    bytes: builtin::get(name).unwrap(),
-                    grants: Grants::default(),
-                    limits: Limits::default(),
-                    settings: json!({}),
-                },
+                LoadRequest::new(Source::Builtin(b.name.into()), bytes),
             )
             .unwrap()
         })
@@ -56,10 +49,10 @@ fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() 
     // Upstream's full list is Pod, NIMAccount, InferenceService, InferenceGraph,
     // LLMInferenceService; the plugins built so far serve InferenceService.
     assert_eq!(
-        table.clone().for_mode(Mode::Full).kinds(),
+        profile::webhook_kinds(&Profile::Full.webhooks(table.clone())),
         ["InferenceService"]
     );
-    assert!(table.for_mode(Mode::Xks).kinds().is_empty());
+    assert!(profile::webhook_kinds(&Profile::WebhookOnly.webhooks(table)).is_empty());
 }
 
 struct Host(Child);

@@ -39,22 +39,38 @@ fn tmpdir(name: &str) -> PathBuf {
 const DEMO: &str =
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n  namespace: ns1\ndata:\n  a: b\n";
 
+/// The example plugin's component (`make plugins`): examples are not built into the host.
+fn hello() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        odh_test_support::plugin_wasm("hello")
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
 #[test]
 fn inspect_prints_the_manifest_with_the_wit_version() {
-    let (code, out, err) = run(&["plugin", "inspect", "hello"]);
+    let (code, out, err) = run(&["plugin", "inspect", hello()]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out["name"], "hello");
-    assert_eq!(out["wit"], "odh:controller@0.1.0");
-    assert_eq!(out["source"], "builtin:hello");
+    assert_eq!(out["wit"], "odh:controller@0.1.1");
+    assert_eq!(out["source"], format!("file://{}", hello()));
     assert_eq!(out["sha256"].as_str().map(str::len), Some(64));
     assert_eq!(out["controllers"][0]["primary"]["kind"], "ConfigMap");
     assert_eq!(out["webhooks"][0]["path"], "/mutate-hello-configmap");
+    assert_eq!(out["routes"][0]["path"], "/api/v1/hello");
 
-    let file = odh_test_support::plugin_wasm("hello").unwrap();
+    let (code, builtin, err) = run(&["plugin", "inspect", "isvc"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(builtin["name"], "isvc");
+    assert_eq!(builtin["source"], "builtin:isvc");
+    let file = odh_test_support::plugin_wasm("isvc").unwrap();
     let (code, by_file, err) = run(&["plugin", "inspect", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
-        by_file["sha256"], out["sha256"],
+        by_file["sha256"], builtin["sha256"],
         "the built-in is the same component as the file"
     );
 }
@@ -67,7 +83,7 @@ fn eval_reconcile_prints_the_outcome() {
         "plugin",
         "eval",
         "--plugin",
-        "hello",
+        hello(),
         "--op",
         "reconcile",
         "--object",
@@ -94,7 +110,7 @@ fn eval_mutate_and_validate_print_decisions() {
         "plugin",
         "eval",
         "--plugin",
-        "hello",
+        hello(),
         "--op",
         "mutate",
         "--object",
@@ -112,7 +128,7 @@ fn eval_mutate_and_validate_print_decisions() {
         "plugin",
         "eval",
         "--plugin",
-        "hello",
+        hello(),
         "--op",
         "validate",
         "--object",
@@ -226,7 +242,7 @@ fn bad_arguments_and_input_exit_2() {
             "plugin",
             "eval",
             "--plugin",
-            "hello",
+            hello(),
             "--op",
             "reconcile",
             "--object",
@@ -236,7 +252,7 @@ fn bad_arguments_and_input_exit_2() {
             "plugin",
             "eval",
             "--plugin",
-            "hello",
+            hello(),
             "--op",
             "reconcile",
             "--object",
@@ -246,7 +262,7 @@ fn bad_arguments_and_input_exit_2() {
             "plugin",
             "eval",
             "--plugin",
-            "hello",
+            hello(),
             "--op",
             "reconcile",
             "--object",
@@ -256,7 +272,7 @@ fn bad_arguments_and_input_exit_2() {
             "plugin",
             "eval",
             "--plugin",
-            "hello",
+            hello(),
             "--op",
             "explode",
             "--object",

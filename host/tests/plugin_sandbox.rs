@@ -8,43 +8,26 @@ use std::time::{Duration, Instant};
 
 use odh_model_controller::plugin::wire::RequestKey;
 use odh_model_controller::plugin::{
-    CallError, ClusterView, EngineOptions, Grants, GuestError, Limits, LoadRequest, MemoryCluster,
-    Plugin, PluginEngine, PluginSource, ReconcileInput, builtin,
+    CallEnv, CallError, ClusterView, EngineOptions, Grants, GuestError, LoadRequest, LoadedPlugin,
+    MemoryCluster, PluginEngine, ReconcileInput, Source,
 };
+use odh_test_support::host::component;
 use serde_json::{Value, json};
 
 struct Fixture {
     engine: PluginEngine,
-    misbehave: Plugin,
-    hello: Plugin,
+    misbehave: LoadedPlugin,
+    hello: LoadedPlugin,
 }
 
+/// Both test plugins on an engine of their own (a failure must not harm the engine).
 fn fixture_with(grants: Grants) -> Fixture {
     let engine = PluginEngine::new(EngineOptions::default()).expect("engine");
-    let path = odh_test_support::plugin_wasm("misbehave").expect("misbehave plugin");
-    let bytes = std::fs::read(&path).unwrap();
-    let misbehave = Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::File(path),
-            bytes: &bytes,
-            grants,
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )
-    .expect("load misbehave");
-    let hello = Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::Builtin("hello".into()),
-            bytes: builtin::get("hello").expect("hello is built in"),
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )
-    .expect("load hello");
+    let (source, bytes) = component("misbehave");
+    let misbehave = LoadedPlugin::load(&engine, LoadRequest::new(source, &bytes).grants(grants))
+        .expect("load misbehave");
+    let (source, bytes) = component("hello");
+    let hello = LoadedPlugin::load(&engine, LoadRequest::new(source, &bytes)).expect("load hello");
     Fixture {
         engine,
         misbehave,
@@ -63,7 +46,7 @@ fn config_map(name: &str, data: Value) -> String {
 }
 
 fn reconcile(
-    plugin: &Plugin,
+    plugin: &LoadedPlugin,
     controller: &str,
     object: String,
     cluster: Arc<dyn ClusterView>,
@@ -81,7 +64,7 @@ fn reconcile(
         object: Some(object),
     };
     plugin
-        .reconcile_blocking(&input, cluster)
+        .reconcile_blocking(&input, &CallEnv::live(cluster))
         .map(|o| serde_json::to_value(o).unwrap())
 }
 
@@ -185,7 +168,7 @@ fn a_read_of_an_ungranted_kind_is_denied() {
     let f = fixture();
     let err = misbehave(&f, "read-ungranted", json!({})).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("may not read v1/Secret"), "{msg}");
+    assert!(msg.contains("may not read Secret/v1"), "{msg}");
     assert_still_healthy(&f);
 }
 
@@ -211,7 +194,7 @@ fn a_read_of_a_granted_kind_sees_the_cluster_and_a_narrowed_grant_denies_it() {
     });
     let err = reconcile(&narrowed.misbehave, "misbehave", obj, cluster).unwrap_err();
     assert!(
-        err.to_string().contains("may not read v1/ConfigMap"),
+        err.to_string().contains("may not read ConfigMap/v1"),
         "{err}"
     );
 }
@@ -281,7 +264,7 @@ fn typed_guest_errors_keep_their_kind() {
 async fn async_calls_run_off_the_executor() {
     let f = fixture();
     // Two endless loops and one good call at once: the good one is not starved by the bad ones.
-    let bad = |p: Plugin| async move {
+    let bad = |p: LoadedPlugin| async move {
         let input = ReconcileInput {
             controller: "misbehave".into(),
             key: RequestKey {
@@ -290,24 +273,24 @@ async fn async_calls_run_off_the_executor() {
             },
             object: Some(config_map("victim", json!({"behaviour": "loop"}))),
         };
-        p.reconcile(input, Arc::new(MemoryCluster::default())).await
+        let env = CallEnv::live(Arc::new(MemoryCluster::default()));
+        p.offload(move |p| p.reconcile_blocking(&input, &env)).await
     };
     let a = tokio::spawn(bad(f.misbehave.clone()));
     let b = tokio::spawn(bad(f.misbehave.clone()));
     tokio::time::sleep(Duration::from_millis(50)).await;
+    let input = ReconcileInput {
+        controller: "hello".into(),
+        key: RequestKey {
+            namespace: Some("ns".into()),
+            name: "demo".into(),
+        },
+        object: Some(config_map("demo", json!({}))),
+    };
+    let env = CallEnv::live(Arc::new(MemoryCluster::default()));
     let good = f
         .hello
-        .reconcile(
-            ReconcileInput {
-                controller: "hello".into(),
-                key: RequestKey {
-                    namespace: Some("ns".into()),
-                    name: "demo".into(),
-                },
-                object: Some(config_map("demo", json!({}))),
-            },
-            Arc::new(MemoryCluster::default()),
-        )
+        .offload(move |p| p.reconcile_blocking(&input, &env))
         .await
         .expect("good call");
     assert_eq!(good.apply.len(), 1);
@@ -323,21 +306,13 @@ async fn async_calls_run_off_the_executor() {
 #[test]
 fn a_non_component_is_rejected_with_a_clear_error() {
     let engine = PluginEngine::new(EngineOptions::default()).unwrap();
-    let err = Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::Other("test:garbage".into()),
-            bytes: b"not wasm at all",
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )
-    .err()
-    .expect("garbage must not load");
+    let source = Source::File("/test/garbage.wasm".into());
+    let err = LoadedPlugin::load(&engine, LoadRequest::new(source, b"not wasm at all"))
+        .err()
+        .expect("garbage must not load");
     let msg = err.to_string();
     assert!(
-        msg.contains("test:garbage") && msg.contains("not a valid WebAssembly component"),
+        msg.contains("/test/garbage.wasm") && msg.contains("not a valid WebAssembly component"),
         "{msg}"
     );
 }

@@ -7,9 +7,7 @@ use std::io::Write;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
-use odh_model_controller::plugin::{
-    EngineOptions, LoadRequest, Plugin, PluginEngine, PluginSource,
-};
+use odh_model_controller::plugin::{EngineOptions, LoadRequest, LoadedPlugin, PluginEngine};
 use odh_model_controller::registry::{RegistryConfig, fetch};
 use odh_test_support::TestContext;
 use sha2::{Digest, Sha256};
@@ -50,15 +48,12 @@ async fn a_gzipped_component_in_binary_data_is_fetched_verified_and_loads() -> a
         .map_err(anyhow::Error::msg)?;
     assert_eq!(bytes, wasm);
     let engine = PluginEngine::new(EngineOptions::default())?;
-    let plugin = Plugin::load(
+    let plugin = LoadedPlugin::load(
         &engine,
-        LoadRequest {
-            source: PluginSource::Other(entry.source.to_string()),
-            bytes: &bytes,
-            grants: entry.grants.clone(),
-            limits: entry.limits.clone(),
-            settings: entry.settings.clone(),
-        },
+        LoadRequest::new(entry.source.clone(), &bytes)
+            .grants(entry.grants.clone())
+            .limits(entry.limits.clone())
+            .settings(entry.settings.clone()),
     )?;
     assert_eq!(plugin.name(), "misbehave");
     assert_eq!(plugin.sha256(), digest);

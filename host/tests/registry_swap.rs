@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
 use odh_model_controller::gvk::Gvk;
-use odh_model_controller::plugin::wire::Operation;
-use odh_model_controller::plugin::{AdmissionInput, NoCluster, PluginSlot};
+use odh_model_controller::plugin::wire::{Operation, WebhookType};
+use odh_model_controller::plugin::{AdmissionInput, CallEnv, NoCluster, PluginSlot};
 use odh_model_controller::registry::{Registry, STATUS_CONFIGMAP_NAME, SwapResult};
 use odh_test_support::TestContext;
 use serde_json::{Value, json};
@@ -110,17 +110,20 @@ impl Fixture {
             namespace: Some("ns".into()),
             name: Some("x".into()),
             object: Some(
-                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
-                    .to_string(),
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}),
             ),
             old_object: None,
             dry_run: false,
-            user_info: "{}".into(),
+            user_info: json!({}),
         };
         let d = self
             .slot
             .current()
-            .mutate_blocking(&input, Arc::new(NoCluster))
+            .admit_blocking(
+                WebhookType::Mutating,
+                &input,
+                &CallEnv::live(Arc::new(NoCluster)),
+            )
             .expect("mutate");
         d.mutated.unwrap()["metadata"]["labels"]["misbehave/ok"]
             .as_str()
@@ -201,6 +204,38 @@ async fn a_good_candidate_swaps_in_and_a_removed_entry_reverts() -> anyhow::Resu
     Ok(())
 }
 
+/// One grants rule: a grant narrows what the manifest declares (kinds by equality, HTTP hosts by
+/// coverage); a candidate that declares more is swapped in with the narrower capabilities, not
+/// refused.
+#[tokio::test]
+async fn grants_narrow_a_candidate_instead_of_refusing_it() -> anyhow::Result<()> {
+    let f = fixture("swap-narrow").await?;
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let digest = sha(&f.misbehave);
+    let entry = f.entry(
+        "configmap://misbehave-plugin/plugin.wasm.gz",
+        &digest,
+        "    settings:\n      okLabel: narrow\n    grants:\n      reads: []\n      httpHosts: [\"127.0.0.1:8443\"]\n",
+    );
+    assert_eq!(f.configure(&entry).await?, SwapResult::Swapped(digest));
+    assert_eq!(f.decision(), "narrow");
+    let serving = f.slot.current();
+    let caps = serving.capabilities();
+    let cm = Gvk::new("", "v1", "ConfigMap");
+    assert!(serving.manifest().reads.contains(&cm), "still declared");
+    assert!(!caps.may_read(&cm), "but not granted");
+    assert!(caps.may_connect("127.0.0.1:8443"));
+    assert!(
+        !caps.may_connect("127.0.0.1:9000"),
+        "the declared host narrowed to one port"
+    );
+    assert_eq!(
+        caps.withheld(serving.manifest()),
+        ["reads ConfigMap/v1", "HTTP host 127.0.0.1"]
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported()
 -> anyhow::Result<()> {
@@ -216,8 +251,8 @@ async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported
 
     let corrupt = b"\0asm\x0d\0\x01\0 but not really a component".to_vec();
     f.put_component("corrupt-plugin", &corrupt).await?;
-    let hello = odh_model_controller::plugin::builtin::get("hello").unwrap();
-    f.put_component("hello-plugin", hello).await?;
+    let (_, hello) = odh_test_support::host::component("hello");
+    f.put_component("hello-plugin", &hello).await?;
     // A valid component that does not export odh:controller@0.1.0 (another WIT version or world).
     let foreign = b"\0asm\x0d\0\x01\0".to_vec();
     f.put_component("foreign-plugin", &foreign).await?;
@@ -245,7 +280,7 @@ async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported
         ),
         (
             "another plugin",
-            f.entry("configmap://hello-plugin/plugin.wasm.gz", &sha(hello), ""),
+            f.entry("configmap://hello-plugin/plugin.wasm.gz", &sha(&hello), ""),
             "is plugin \"hello\", not \"misbehave\"",
         ),
         (
@@ -255,21 +290,12 @@ async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported
                 &sha(&foreign),
                 "",
             ),
-            "does not export the odh:controller@0.1.0 plugin interface",
+            "does not export the odh:controller@0.1.1 plugin interface",
         ),
         (
             "oversized component",
             f.entry("configmap://bomb-plugin/plugin.wasm.gz", &sha(&bomb), ""),
             "larger than 32 MiB",
-        ),
-        (
-            "manifest beyond its grants",
-            f.entry(
-                "configmap://misbehave-plugin/plugin.wasm.gz",
-                &digest,
-                "    grants:\n      reads: []\n",
-            ),
-            "declares reads beyond its grants: v1/ConfigMap",
         ),
         (
             "invalid settings",

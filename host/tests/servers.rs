@@ -1,21 +1,17 @@
-//! The health-probe, metrics and model-serving-api servers over real TCP on 127.0.0.1:0.
+//! The health-probe and metrics servers over real TCP on 127.0.0.1:0 (the model-serving-api
+//! server: `api_routes.rs`).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
 use odh_model_controller::metrics::{Metrics, ReconcileResult};
-use odh_model_controller::servers::{
-    self, ApiHandler, ModelServingApi, Server, bind_health, bind_metrics, bind_model_serving_api,
-};
+use odh_model_controller::servers::{self, Server, bind_health, bind_metrics};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 mod common;
-use common::{get, request};
+use common::get;
 
 /// Serves `server` until the returned sender fires (or is dropped).
 fn spawn(server: Server) -> (oneshot::Sender<()>, JoinHandle<anyhow::Result<()>>) {
@@ -123,76 +119,6 @@ async fn metrics_serve_recorded_reconciles_in_prometheus_text() -> anyhow::Resul
             .contains("# TYPE controller_runtime_reconcile_total counter")
     );
     assert_eq!(get(addr, "/other").await?.status, 404);
-
-    stop.send(()).ok();
-    handle.await??;
-    Ok(())
-}
-
-#[tokio::test]
-async fn model_serving_api_without_the_plugin_answers_501() -> anyhow::Result<()> {
-    let (_ready_tx, ready) = watch::channel(true);
-    let metrics = Metrics::new();
-    metrics.set_leader(true);
-    let api = ModelServingApi {
-        ready,
-        metrics,
-        gateways: None,
-    };
-    let server = bind_model_serving_api(loopback(), api).await?;
-    let addr = server.local_addr();
-    let (stop, handle) = spawn(server);
-
-    let r = get(addr, "/api/v1/gateways").await?;
-    assert_eq!(r.status, 501);
-    assert!(
-        r.header("content-type")
-            .is_some_and(|c| c.starts_with("application/json"))
-    );
-    let body: serde_json::Value = serde_json::from_str(&r.body)?;
-    assert_eq!(
-        body,
-        serde_json::json!({"error": "the llm-gateway plugin is not loaded"})
-    );
-    assert_eq!(request(addr, "POST", "/api/v1/gateways").await?.status, 501);
-
-    assert_eq!(get(addr, "/healthz").await?.status, 200);
-    assert_eq!(get(addr, "/readyz").await?.status, 200);
-    let m = get(addr, "/metrics").await?;
-    assert_eq!(m.status, 200);
-    assert!(m.body.contains("odh_leader 1\n"), "{}", m.body);
-
-    stop.send(()).ok();
-    handle.await??;
-    Ok(())
-}
-
-#[tokio::test]
-async fn model_serving_api_routes_gateways_to_a_plugged_handler() -> anyhow::Result<()> {
-    let (_ready_tx, ready) = watch::channel(true);
-    let handler: ApiHandler = Arc::new(|req| {
-        Box::pin(async move {
-            let seen = format!("{} {}", req.method(), req.uri());
-            (
-                StatusCode::OK,
-                axum::Json(serde_json::json!({"seen": seen})),
-            )
-                .into_response()
-        })
-    });
-    let api = ModelServingApi {
-        ready,
-        metrics: Metrics::new(),
-        gateways: Some(handler),
-    };
-    let server = bind_model_serving_api(loopback(), api).await?;
-    let addr = server.local_addr();
-    let (stop, handle) = spawn(server);
-
-    let r = get(addr, "/api/v1/gateways?namespace=x").await?;
-    assert_eq!(r.status, 200);
-    let body: serde_json::Value = serde_json::from_str(&r.body)?;
-    assert_eq!(body["seen"], "GET /api/v1/gateways?namespace=x");
 
     stop.send(()).ok();
     handle.await??;

@@ -16,10 +16,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
-use odh_model_controller::plugin::{
-    EngineOptions, Grants, Limits, LoadRequest, NoCluster, Plugin, PluginEngine, PluginSource,
-    builtin,
-};
+use odh_model_controller::plugin::{LoadedPlugin, NoCluster};
 use odh_model_controller::webhook::{
     NoSideEffects, WebhookServerConfig, WebhookTable, WebhookTableError, serve_on, webhook_router,
 };
@@ -40,35 +37,15 @@ use tokio_rustls::TlsConnector;
 // runtime; each call runs on the calling test's blocking pool).
 
 struct Plugins {
-    hello: Plugin,
-    misbehave: Plugin,
+    hello: LoadedPlugin,
+    misbehave: LoadedPlugin,
 }
 
 fn plugins() -> &'static Plugins {
     static PLUGINS: OnceLock<Plugins> = OnceLock::new();
-    PLUGINS.get_or_init(|| {
-        let engine = PluginEngine::new(EngineOptions::default()).expect("engine");
-        let load = |source: PluginSource, bytes: &[u8]| {
-            Plugin::load(
-                &engine,
-                LoadRequest {
-                    source,
-                    bytes,
-                    grants: Grants::default(),
-                    limits: Limits::default(),
-                    settings: json!({}),
-                },
-            )
-            .expect("load plugin")
-        };
-        let hello = load(
-            PluginSource::Builtin("hello".into()),
-            builtin::get("hello").expect("hello is built in"),
-        );
-        let path = odh_test_support::plugin_wasm("misbehave").expect("misbehave plugin");
-        let bytes = std::fs::read(&path).expect("read misbehave");
-        let misbehave = load(PluginSource::File(path), &bytes);
-        Plugins { hello, misbehave }
+    PLUGINS.get_or_init(|| Plugins {
+        hello: odh_test_support::host::load("hello"),
+        misbehave: odh_test_support::host::load("misbehave"),
     })
 }
 
@@ -174,7 +151,7 @@ fn init_logging() {
 }
 
 impl Server {
-    async fn start(plugins: &[&Plugin], options: Options) -> Self {
+    async fn start(plugins: &[&LoadedPlugin], options: Options) -> Self {
         init_logging();
         let table = WebhookTable::new(plugins.iter().copied()).expect("webhook table");
         let router = webhook_router(&table, Arc::new(NoCluster), Arc::new(NoSideEffects));
@@ -189,6 +166,7 @@ impl Server {
             cert_dir: dir.clone(),
             enable_http2: options.http2,
             body_limit: options.body_limit,
+            ..Default::default()
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(serve_on(listener, config, router, async move {

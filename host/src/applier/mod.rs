@@ -24,8 +24,8 @@ use crate::cache::{Caches, ResolvedKind};
 use crate::gvk::Gvk;
 use crate::plugin::wire::{Desired, FinalizerAction, Outcome, Ownership};
 
-pub use apply::contains;
 use apply::AppliedKey;
+pub use apply::contains;
 
 /// Field manager of a plugin's writes.
 pub fn field_manager(plugin: &str) -> String {

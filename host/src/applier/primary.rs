@@ -52,12 +52,16 @@ impl Applier {
         obj: &DynamicObject,
         list: Vec<String>,
     ) -> Result<(), ApplyError> {
-        self.patch_metadata(&primary_api(&self.client, primary), obj, json!({"finalizers": list}))
-            .await
-            .map_err(|source| ApplyError::Kube {
-                what: format!("updating the finalizers of {}", primary.name),
-                source,
-            })
+        self.patch_metadata(
+            &primary_api(&self.client, primary),
+            obj,
+            json!({"finalizers": list}),
+        )
+        .await
+        .map_err(|source| ApplyError::Kube {
+            what: format!("updating the finalizers of {}", primary.name),
+            source,
+        })
     }
 
     /// A JSON merge patch of `obj`'s metadata carrying its resourceVersion: a compare-and-swap,
@@ -125,7 +129,8 @@ impl Applier {
             primary.name.to_string(),
         );
         let digest = hash_value(status);
-        if self.unchanged(&key, digest) && obj.data.get("status").is_some_and(|s| contains(s, status))
+        if self.unchanged(&key, digest)
+            && obj.data.get("status").is_some_and(|s| contains(s, status))
         {
             return Ok(());
         }

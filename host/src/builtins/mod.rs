@@ -46,7 +46,9 @@ impl Builtin {
         for (pointer, source) in self.settings {
             let value = match *source {
                 FromProcess::Env(var) => env(var).filter(|v| !v.is_empty()).map(Value::String),
-                FromProcess::EnvIs(var, want) => Some(Value::Bool(env(var).as_deref() == Some(want))),
+                FromProcess::EnvIs(var, want) => {
+                    Some(Value::Bool(env(var).as_deref() == Some(want)))
+                }
                 FromProcess::TokenWhen(var, want) => token
                     .filter(|_| env(var).as_deref() == Some(want))
                     .map(|t| Value::String(t.to_string())),

@@ -7,7 +7,9 @@ wasmtime::component::bindgen!({
     world: "api-policy",
 });
 
-pub use odh::controller::{admission_types, api_types, caller, manifest_types, reconcile_types, types};
+pub use odh::controller::{
+    admission_types, api_types, caller, manifest_types, reconcile_types, types,
+};
 
 /// The WIT package (name and version) the host was built against.
 pub const WIT_PACKAGE: &str = "odh:controller@0.1.1";

@@ -278,7 +278,11 @@ mod tests {
         };
         let caps = Capabilities::new(&m, &grants);
         assert_eq!(caps.withheld(&m), ["reads Secret/v1", "HTTP host *"]);
-        assert!(Capabilities::new(&m, &Grants::default()).withheld(&m).is_empty());
+        assert!(
+            Capabilities::new(&m, &Grants::default())
+                .withheld(&m)
+                .is_empty()
+        );
     }
 
     #[test]

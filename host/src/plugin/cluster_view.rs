@@ -37,7 +37,13 @@ pub trait ClusterView: Send + Sync {
 pub struct NoCluster;
 
 impl ClusterView for NoCluster {
-    fn get(&self, _: &Gvk, _: Option<&str>, _: &str, _: Duration) -> anyhow::Result<Option<String>> {
+    fn get(
+        &self,
+        _: &Gvk,
+        _: Option<&str>,
+        _: &str,
+        _: Duration,
+    ) -> anyhow::Result<Option<String>> {
         Ok(None)
     }
 

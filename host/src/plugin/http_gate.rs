@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use hyper::body::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use hyper::body::Bytes;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::call_env::Effects;
@@ -25,7 +25,8 @@ pub(super) struct HttpGate {
 }
 
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
-type SendFuture = Box<dyn Future<Output = Result<(http::Response<WasiBody>, IoFuture), Error>> + Send>;
+type SendFuture =
+    Box<dyn Future<Output = Result<(http::Response<WasiBody>, IoFuture), Error>> + Send>;
 
 impl HttpGate {
     pub(super) fn new(
@@ -87,9 +88,13 @@ impl WasiHttpHooks for HttpGate {
             return Self::refuse(Error::ConnectionTimeout);
         }
         let total = self.total_timeout.min(left);
-        let cap = |asked: Option<Duration>, ours: Duration| Some(asked.map_or(ours, |a| a.min(ours)));
+        let cap =
+            |asked: Option<Duration>, ours: Duration| Some(asked.map_or(ours, |a| a.min(ours)));
         let options = RequestOptions {
-            connect_timeout: cap(options.and_then(|o| o.connect_timeout), self.connect_timeout.min(total)),
+            connect_timeout: cap(
+                options.and_then(|o| o.connect_timeout),
+                self.connect_timeout.min(total),
+            ),
             first_byte_timeout: cap(options.and_then(|o| o.first_byte_timeout), total),
             between_bytes_timeout: cap(options.and_then(|o| o.between_bytes_timeout), total),
         };

@@ -22,8 +22,8 @@ use super::export::Export;
 use super::limits::Limits;
 use super::source::Source;
 use super::wire::{
-    AdmissionDecision, ApiRequest, ApiResponse, ApiRoute, Manifest, Operation, Outcome,
-    OutputSize, RequestKey, WebhookType,
+    AdmissionDecision, ApiRequest, ApiResponse, ApiRoute, Manifest, Operation, Outcome, OutputSize,
+    RequestKey, WebhookType,
 };
 use crate::gvk::Gvk;
 
@@ -411,10 +411,7 @@ impl LoadedPlugin {
             kinds.push(gvk);
         }
         kinds.extend(deletes.iter().map(|k| k.gvk.clone()));
-        match kinds
-            .into_iter()
-            .find(|k| !self.inner.caps.may_write(k))
-        {
+        match kinds.into_iter().find(|k| !self.inner.caps.may_write(k)) {
             None => Ok(()),
             Some(kind) => Err(CallError::WriteRefused {
                 plugin: self.name().to_string(),
@@ -451,16 +448,11 @@ impl LoadedPlugin {
         ) -> wasmtime::Result<Result<R, types::Error>>,
     ) -> Result<R, CallError> {
         let exports = &self.inner.exports;
-        self.bootstrap().call_with(
-            &self.inner.engine,
-            exports,
-            op,
-            env,
-            |store, instance| {
+        self.bootstrap()
+            .call_with(&self.inner.engine, exports, op, env, |store, instance| {
                 let guest = exports.plugin.load(&mut *store, instance)?;
                 f(&guest, store)
-            },
-        )
+            })
     }
 }
 
@@ -518,10 +510,7 @@ impl Bootstrap<'_> {
         exports: &Exports,
         op: Export,
         env: &CallEnv,
-        f: impl FnOnce(
-            &mut Store<CallState>,
-            &Instance,
-        ) -> wasmtime::Result<Result<R, types::Error>>,
+        f: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<Result<R, types::Error>>,
     ) -> Result<R, CallError> {
         let limits = self.limits;
         let (deadline, budget) = if op.is_interactive() {

@@ -106,9 +106,13 @@ async fn decide(state: &RouterState, route: &WebhookRoute, input: AdmissionInput
     let (uid, dry_run) = (input.uid.clone(), input.dry_run);
     let original = input.object.clone();
     // The version serving now answers the whole request, even if a swap happens meanwhile.
-    let (plugin, result) =
-        dispatch::admit(&route.plugin, route.kind, input, CallEnv::live(state.cluster.clone()))
-            .await;
+    let (plugin, result) = dispatch::admit(
+        &route.plugin,
+        route.kind,
+        input,
+        CallEnv::live(state.cluster.clone()),
+    )
+    .await;
     let mut decision = match result {
         Ok(d) => d,
         Err(e) => {

@@ -10,11 +10,8 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use odh_model_controller::plugin::{
-    Grants, Limits, LoadRequest, Plugin, PluginEngine, PluginSlot, PluginSource,
-};
+use odh_model_controller::plugin::{PluginEngine, PluginSlot};
 use rustls::pki_types::{CertificateDer, ServerName};
-use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -91,25 +88,16 @@ pub fn remove_dir(dir: &Path) {
 
 /// The misbehave test plugin in a slot, its component bytes and the engine that loaded it.
 pub fn misbehave_slot() -> anyhow::Result<(PluginEngine, PluginSlot, Vec<u8>)> {
-    let engine = odh_model_controller::plugin::PluginEngine::new(
-        odh_model_controller::plugin::EngineOptions::default(),
-    )?;
-    let path = odh_test_support::plugin_wasm("misbehave")?;
-    let wasm = std::fs::read(&path)?;
-    let plugin = Plugin::load(
-        &engine,
-        LoadRequest {
-            source: PluginSource::File(path),
-            bytes: &wasm,
-            grants: Grants::default(),
-            limits: Limits::default(),
-            settings: json!({}),
-        },
-    )?;
-    Ok((engine, PluginSlot::new(plugin), wasm))
+    let (_, wasm) = odh_test_support::host::component("misbehave");
+    let plugin = odh_test_support::host::load("misbehave");
+    Ok((
+        odh_test_support::host::engine(),
+        PluginSlot::new(plugin),
+        wasm,
+    ))
 }
 
-/// A registry for the test's namespace serving just `slot` (no controllers to re-sync).
+/// A registry for the test's namespace serving just `slot`.
 pub fn registry(
     t: &odh_test_support::TestContext,
     engine: PluginEngine,
@@ -120,7 +108,6 @@ pub fn registry(
         t.namespace.clone(),
         engine,
         std::slice::from_ref(slot),
-        None,
     )
 }
 

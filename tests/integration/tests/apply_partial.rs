@@ -2,28 +2,22 @@
 //! the object as a Warning Event (a test binary of its own: the `owner` controllers of one
 //! binary see each other's primaries, and this primary keeps failing).
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
-use odh_model_controller::applier::Applier;
-use odh_model_controller::cache::Caches;
-use odh_model_controller::controller::{self, Shared};
+use odh_test_support::host::{load, start_controllers};
 use odh_test_support::{TestContext, Timing, eventually};
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::{load_plugin, owner_primary};
+use common::owner_primary;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_write_does_not_hold_back_the_others_and_is_reported() -> anyhow::Result<()> {
     let t = TestContext::new("apply-partial").await?;
-    let caches = Caches::new(t.client.clone());
-    let applier = Arc::new(Applier::new(t.client.clone(), caches.clone(), None));
-    let shared = Shared::new(caches.clone(), applier, 2);
     let shutdown = CancellationToken::new();
-    let mut controllers =
-        controller::start_all(shared, &[load_plugin("owner")], shutdown.clone()).await?;
+    let started =
+        start_controllers(t.client.clone(), vec![load("owner")], 2, shutdown.clone()).await?;
+    let mut controllers = started.tasks;
     let cms: Api<ConfigMap> = t.api();
     // The shared object (applied first) has a name the apiserver refuses.
     let mut cm = owner_primary("p", "v");

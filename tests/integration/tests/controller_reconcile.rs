@@ -2,33 +2,28 @@
 //! owned objects with controller references, hand edits reverted, no writes for a no-op
 //! reconcile, finalizers run on deletion.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use odh_model_controller::applier::Applier;
-use odh_model_controller::cache::Caches;
-use odh_model_controller::controller::{self, Shared};
+use odh_test_support::host::{load, start_controllers};
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::{load_plugin, owner_primary};
+use common::owner_primary;
 
 const FINALIZER: &str = "odh-test.opendatahub.io/cleanup";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owned_config_map_lifecycle() -> anyhow::Result<()> {
     let t = TestContext::new("reconcile").await?;
-    let caches = Caches::new(t.client.clone());
-    let applier = Arc::new(Applier::new(t.client.clone(), caches.clone(), None));
-    let shared = Shared::new(caches.clone(), applier.clone(), 2);
     let shutdown = CancellationToken::new();
-    let mut controllers =
-        controller::start_all(shared.clone(), &[load_plugin("owner")], shutdown.clone()).await?;
+    let started =
+        start_controllers(t.client.clone(), vec![load("owner")], 2, shutdown.clone()).await?;
+    let (shared, mut controllers) = (started.ctx, started.tasks);
 
     let cms: Api<ConfigMap> = t.api();
     let created = cms
@@ -98,7 +93,7 @@ async fn owned_config_map_lifecycle() -> anyhow::Result<()> {
         || async { Ok(()) },
     )
     .await?;
-    let writes_before = applier.write_count();
+    let writes_before = shared.applier.write_count();
     let reconciles_before = shared.reconcile_count();
     let owned_rv = cms.get("p1-owned").await?.resource_version();
     let touch = json!({"metadata": {"annotations": {"touched": "yes"}}});
@@ -121,9 +116,9 @@ async fn owned_config_map_lifecycle() -> anyhow::Result<()> {
         Timing::within(Duration::from_secs(1)),
         || async {
             anyhow::ensure!(
-                applier.write_count() == writes_before,
+                shared.applier.write_count() == writes_before,
                 "{} writes",
-                applier.write_count() - writes_before
+                shared.applier.write_count() - writes_before
             );
             Ok(())
         },
@@ -197,12 +192,10 @@ async fn owned_config_map_lifecycle() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_object_keeps_one_owner_reference_per_primary() -> anyhow::Result<()> {
     let t = TestContext::new("shared-owner").await?;
-    let caches = Caches::new(t.client.clone());
-    let applier = Arc::new(Applier::new(t.client.clone(), caches.clone(), None));
-    let shared = Shared::new(caches.clone(), applier, 2);
     let shutdown = CancellationToken::new();
-    let mut controllers =
-        controller::start_all(shared, &[load_plugin("owner")], shutdown.clone()).await?;
+    let started =
+        start_controllers(t.client.clone(), vec![load("owner")], 2, shutdown.clone()).await?;
+    let mut controllers = started.tasks;
     let cms: Api<ConfigMap> = t.api();
     let mut uids = Vec::new();
     for name in ["s1", "s2", "s3"] {

@@ -5,57 +5,25 @@
 //! The test apiserver has no garbage collector (like envtest): where upstream relies on GC,
 //! the tests assert the controller owner reference that makes GC remove the object.
 
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
+use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
-use kube::{Client, ResourceExt};
-use odh_model_controller::applier::Applier;
-use odh_model_controller::cache::Caches;
-use odh_model_controller::controller::{self, Shared};
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::load_plugin;
+use odh_test_support::host::load;
 
 const FINALIZER: &str = "odh.inferenceservice.finalizers";
 const KEDA: &str = "inference-prometheus-auth";
 
-/// Starts the controller once per test binary, on a runtime of its own (each test has its
-/// own runtime, and the controller must outlive every test).
+/// The isvc controllers, once per test binary (4 workers), on a runtime of their own.
 fn controller_running() {
-    static STARTED: OnceLock<()> = OnceLock::new();
-    STARTED.get_or_init(|| {
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("controller runtime");
-            runtime.block_on(async move {
-                let config = odh_test_support::namespace::client_config()
-                    .await
-                    .expect("test cluster config");
-                let client = Client::try_from(config).expect("client");
-                let caches = Caches::new(client.clone());
-                let applier = Arc::new(Applier::new(client, caches.clone(), None));
-                let shared = Shared::new(caches, applier, 4);
-                let _controllers =
-                    controller::start_all(shared, &[load_plugin("isvc")], CancellationToken::new())
-                        .await
-                        .expect("controllers start");
-                ready_tx.send(()).expect("test waiting");
-                std::future::pending::<()>().await;
-            });
-        });
-        ready_rx.recv().expect("controller thread started");
-    });
+    odh_test_support::host::controllers_running(|| vec![load("isvc")], 4);
 }
 
 /// A test namespace, with the controller running.

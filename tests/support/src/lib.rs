@@ -14,6 +14,7 @@
 
 mod apiserver;
 pub mod crds;
+pub mod host;
 pub mod namespace;
 mod wait;
 
@@ -21,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 pub use apiserver::{Cluster, cluster};
 pub use namespace::TestContext;
-pub use wait::{Timing, consistently, eventually};
+pub use wait::{Timing, absent, consistently, eventually, exists};
 
 /// The workspace root (where `Cargo.toml`, `deploy/` and `tests/` live).
 pub fn workspace_root() -> PathBuf {

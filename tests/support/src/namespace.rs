@@ -57,6 +57,33 @@ impl TestContext {
         })
     }
 
+    /// A dynamic API of a kind (its `group`, `version`, `kind` and resource name) in this
+    /// test's namespace.
+    pub fn dynamic(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+        plural: &str,
+    ) -> Api<kube::api::DynamicObject> {
+        let resource = kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(group, version, kind),
+            plural,
+        );
+        Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
+    }
+
+    /// Creates `object` (JSON, `apiVersion` and `kind` included) through `api`.
+    pub async fn create(
+        &self,
+        api: &Api<kube::api::DynamicObject>,
+        object: serde_json::Value,
+    ) -> anyhow::Result<kube::api::DynamicObject> {
+        Ok(api
+            .create(&PostParams::default(), &serde_json::from_value(object)?)
+            .await?)
+    }
+
     /// A namespaced API in this test's namespace.
     pub fn api<K>(&self) -> Api<K>
     where

@@ -1,0 +1,113 @@
+//! The host under test: plugins built by `make plugins`, loaded as the host loads them, and
+//! controllers of those plugins running against the test cluster.
+
+use std::sync::{Arc, OnceLock};
+
+use kube::Client;
+use odh_model_controller::applier::Applier;
+use odh_model_controller::cache::{CacheFilters, Caches};
+use odh_model_controller::controller::{self, ControllerContext};
+use odh_model_controller::plugin::{
+    EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, PluginSlot, Source,
+};
+use tokio_util::sync::CancellationToken;
+
+/// One engine per test process: compiled components are shared by its tests.
+pub fn engine() -> PluginEngine {
+    static ENGINE: OnceLock<PluginEngine> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| PluginEngine::new(EngineOptions::default()).expect("wasmtime engine"))
+        .clone()
+}
+
+/// The component bytes of a plugin (`target/plugins/<name>.wasm`, built if needed).
+pub fn component(name: &str) -> (Source, Vec<u8>) {
+    let path = crate::plugin_wasm(name).expect("plugin component");
+    let bytes = std::fs::read(&path).expect("reading the plugin component");
+    (Source::File(path), bytes)
+}
+
+/// A plugin loaded with the grants it declares, default limits and empty settings.
+pub fn load(name: &str) -> LoadedPlugin {
+    load_with(name, |r| r)
+}
+
+/// A plugin loaded with its request adjusted by `configure` (settings, grants, limits).
+pub fn load_with(
+    name: &str,
+    configure: impl FnOnce(LoadRequest<'_>) -> LoadRequest<'_>,
+) -> LoadedPlugin {
+    let (source, bytes) = component(name);
+    LoadedPlugin::load(&engine(), configure(LoadRequest::new(source, &bytes)))
+        .unwrap_or_else(|e| panic!("loading plugin {name}: {e}"))
+}
+
+/// Controllers running on a test's runtime, and what they run with.
+pub struct StartedControllers {
+    pub ctx: Arc<ControllerContext>,
+    /// One slot per plugin, in the order given: swap a version in through these.
+    pub slots: Vec<PluginSlot>,
+    /// The controller tasks: dropping them stops the controllers.
+    pub tasks: tokio::task::JoinSet<()>,
+}
+
+/// The controllers of `plugins`, started on the calling test's runtime with `client` and
+/// running until `shutdown` (or until the returned tasks are dropped): caches filtered as the
+/// manifests declare, `workers` per controller.
+pub async fn start_controllers(
+    client: Client,
+    plugins: Vec<LoadedPlugin>,
+    workers: usize,
+    shutdown: CancellationToken,
+) -> anyhow::Result<StartedControllers> {
+    let filters = CacheFilters::from_manifests(plugins.iter().map(LoadedPlugin::manifest));
+    let slots: Vec<PluginSlot> = plugins.into_iter().map(PluginSlot::new).collect();
+    let caches = Caches::new(client.clone(), filters);
+    let applier = Arc::new(Applier::new(client, caches.clone(), None));
+    let ctx = ControllerContext::new(caches, applier, workers);
+    let tasks = controller::start(ctx.clone(), &slots, shutdown).await?;
+    Ok(StartedControllers { ctx, slots, tasks })
+}
+
+/// What [`controllers_running`] started.
+pub struct RunningControllers {
+    pub ctx: Arc<ControllerContext>,
+    pub slots: Vec<PluginSlot>,
+}
+
+/// Runs the controllers of `plugins` for the whole test binary, on a runtime of their own
+/// (each test has its own runtime; the controllers must outlive every test), with caches
+/// filtered as the plugins' manifests declare. Started once: later calls return the running
+/// set, whatever they pass.
+pub fn controllers_running(
+    plugins: impl FnOnce() -> Vec<LoadedPlugin>,
+    workers: usize,
+) -> &'static RunningControllers {
+    static RUNNING: OnceLock<RunningControllers> = OnceLock::new();
+    RUNNING.get_or_init(|| {
+        let plugins = plugins();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("controller runtime");
+            runtime.block_on(async move {
+                let config = crate::namespace::client_config()
+                    .await
+                    .expect("test cluster config");
+                let client = Client::try_from(config).expect("client");
+                let started = start_controllers(client, plugins, workers, CancellationToken::new())
+                    .await
+                    .expect("controllers start");
+                tx.send((started.ctx.clone(), started.slots.clone()))
+                    .expect("test waiting");
+                let _tasks = started.tasks;
+                std::future::pending::<()>().await;
+            });
+        });
+        let (ctx, slots) = rx.recv().expect("controller thread started");
+        RunningControllers { ctx, slots }
+    })
+}
