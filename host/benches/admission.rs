@@ -19,7 +19,7 @@ use odh_model_controller::plugin::{
     EngineOptions, Limits, LoadRequest, LoadedPlugin, NoCluster, PluginEngine,
 };
 use odh_model_controller::webhook::{
-    NoSideEffects, WebhookServerConfig, WebhookTable, serve_on, webhook_router,
+    NoSideEffects, TlsServerConfig, WebhookTable, serve_on, webhook_router,
 };
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -181,10 +181,10 @@ fn main() {
         let router = webhook_router(&table, Arc::new(NoCluster), Arc::new(NoSideEffects));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let config = WebhookServerConfig {
+        let config = TlsServerConfig {
             bind: addr,
             cert_dir: cert_dir.clone(),
-            ..WebhookServerConfig::default()
+            ..TlsServerConfig::default()
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(serve_on(listener, config, router, async move {

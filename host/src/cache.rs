@@ -492,10 +492,10 @@ mod tests {
 
     #[test]
     fn a_cache_holds_the_union_of_what_plugins_watch() {
-        let managed = "opendatahub.io/managed=true";
+        let managed = "example.com/managed=true";
         let a = manifest(vec![controller(
             "Pod",
-            Some("component=predictor"),
+            Some("tier=web"),
             vec![watch("Secret", Some(managed))],
         )]);
         let b = manifest(vec![controller(
@@ -510,7 +510,7 @@ mod tests {
         );
         assert_eq!(
             filters.of(&gvk("Pod")).map(|s| s.to_string()),
-            Some("component=predictor".into())
+            Some("tier=web".into())
         );
         assert!(filters.of(&gvk("ConfigMap")).is_none(), "owned: whole");
         assert!(filters.of(&gvk("Namespace")).is_none());

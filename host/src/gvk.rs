@@ -66,12 +66,9 @@ mod tests {
         let core = Gvk::from_api_version("v1", "Pod");
         assert_eq!(core, Gvk::new("", "v1", "Pod"));
         assert_eq!(core.api_version(), "v1");
-        let isvc = Gvk::from_api_version("serving.kserve.io/v1beta1", "InferenceService");
-        assert_eq!(isvc.api_version(), "serving.kserve.io/v1beta1");
-        assert_eq!(
-            isvc.to_string(),
-            "InferenceService.serving.kserve.io/v1beta1"
-        );
+        let widget = Gvk::from_api_version("example.com/v1beta1", "Widget");
+        assert_eq!(widget.api_version(), "example.com/v1beta1");
+        assert_eq!(widget.to_string(), "Widget.example.com/v1beta1");
         assert_eq!(core.to_string(), "Pod/v1");
     }
 }

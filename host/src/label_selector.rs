@@ -174,12 +174,12 @@ mod tests {
 
     #[test]
     fn equality_existence_and_sets() {
-        let l = labels(&[("component", "predictor"), ("tier", "gold")]);
+        let l = labels(&[("component", "web"), ("tier", "gold")]);
         for (sel, want) in [
             ("", true),
-            ("component=predictor", true),
-            ("component==predictor", true),
-            ("component!=predictor", false),
+            ("component=web", true),
+            ("component==web", true),
+            ("component!=web", false),
             ("component", true),
             ("!component", false),
             ("missing", false),
@@ -187,7 +187,7 @@ mod tests {
             ("tier in (gold, silver)", true),
             ("tier notin (gold)", false),
             ("missing notin (x)", true),
-            ("component=predictor,tier in (bronze)", false),
+            ("component=web,tier in (bronze)", false),
         ] {
             assert_eq!(
                 LabelSelector::parse(sel).unwrap().matches(&l),
@@ -199,8 +199,8 @@ mod tests {
 
     #[test]
     fn json_labels_match_like_maps() {
-        let sel = LabelSelector::parse("opendatahub.io/managed=true").unwrap();
-        assert!(sel.matches_json(Some(&serde_json::json!({"opendatahub.io/managed": "true"}))));
+        let sel = LabelSelector::parse("example.com/managed=true").unwrap();
+        assert!(sel.matches_json(Some(&serde_json::json!({"example.com/managed": "true"}))));
         assert!(!sel.matches_json(None));
     }
 

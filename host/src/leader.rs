@@ -613,7 +613,7 @@ mod tests {
     #[test]
     fn config_defaults_and_validation_follow_client_go() {
         let c = LeaseConfig::new("ns");
-        assert_eq!(c.name, "odh-model-controller.opendatahub.io");
+        assert_eq!(c.name, DEFAULT_LEASE_NAME);
         assert_eq!(
             (c.lease_duration, c.renew_deadline, c.retry_period),
             (
@@ -694,8 +694,8 @@ mod tests {
             "empty env counts as unset"
         );
 
-        std::fs::write(&file, "opendatahub\n").unwrap();
-        assert_eq!(lease_namespace_from(None, &file).unwrap(), "opendatahub");
+        std::fs::write(&file, "controller-ns\n").unwrap();
+        assert_eq!(lease_namespace_from(None, &file).unwrap(), "controller-ns");
         assert_eq!(
             lease_namespace_from(Some("env".into()), &file).unwrap(),
             "env"

@@ -527,32 +527,32 @@ mod tests {
     #[test]
     fn registered_controller_exposes_zeroed_series_like_controller_runtime() {
         let m = Metrics::new();
-        m.register_controller("inferenceservice", 1);
+        m.register_controller("widget", 1);
         let text = m.render();
         for result in ["success", "error", "requeue", "requeue_after"] {
             let line = format!(
-                r#"controller_runtime_reconcile_total{{controller="inferenceservice",result="{result}"}}"#
+                r#"controller_runtime_reconcile_total{{controller="widget",result="{result}"}}"#
             );
             assert_eq!(sample(&text, &line), Some(0.0), "{line} in\n{text}");
         }
         assert_eq!(
             sample(
                 &text,
-                r#"controller_runtime_max_concurrent_reconciles{controller="inferenceservice"}"#
+                r#"controller_runtime_max_concurrent_reconciles{controller="widget"}"#
             ),
             Some(1.0)
         );
         assert_eq!(
             sample(
                 &text,
-                r#"controller_runtime_active_workers{controller="inferenceservice"}"#
+                r#"controller_runtime_active_workers{controller="widget"}"#
             ),
             Some(0.0)
         );
         assert_eq!(
             sample(
                 &text,
-                r#"workqueue_depth{name="inferenceservice",controller="inferenceservice"}"#
+                r#"workqueue_depth{name="widget",controller="widget"}"#
             ),
             Some(0.0)
         );

@@ -332,7 +332,7 @@ mod tests {
             ("NetworkPolicy", "networkpolicies"),
             ("Gateway", "gateways"),
             ("Ingress", "ingresses"),
-            ("InferenceService", "inferenceservices"),
+            ("InferenceGadget", "inferencegadgets"),
         ] {
             assert_eq!(plural(kind), resource);
         }

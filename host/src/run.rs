@@ -23,7 +23,7 @@ use crate::plugin::{EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, Plug
 use crate::profile::ProcessEnv;
 use crate::registry::Registry;
 use crate::servers::{self, parse_bind_address};
-use crate::webhook::{self, WebhookServerConfig, WebhookTable};
+use crate::webhook::{self, TlsServerConfig, WebhookTable};
 
 type Servers = JoinSet<anyhow::Result<()>>;
 
@@ -175,7 +175,7 @@ fn serve_webhooks(
     }
     let bind = parse_bind_address(&args.webhook_bind_address)?
         .context("the webhook server needs an address")?;
-    let config = WebhookServerConfig {
+    let config = TlsServerConfig {
         bind,
         cert_dir: args.webhook_cert_dir.clone(),
         enable_http2: args.enable_http2,
@@ -207,7 +207,7 @@ fn serve_model_serving_api(
         ready.clone(),
         Metrics::global().clone(),
     );
-    let config = WebhookServerConfig {
+    let config = TlsServerConfig {
         name: "model-serving-api",
         bind,
         cert_dir: args.model_serving_api_cert_dir.clone(),

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use odh_model_controller::plugin::{NoCluster, PluginSlot};
 use odh_model_controller::registry::SwapResult;
-use odh_model_controller::webhook::{self, NoSideEffects, WebhookServerConfig, WebhookTable};
+use odh_model_controller::webhook::{self, NoSideEffects, TlsServerConfig, WebhookTable};
 use odh_test_support::TestContext;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -104,7 +104,7 @@ impl Server {
         let addr = listener.local_addr()?;
         let table = WebhookTable::from_slots(std::slice::from_ref(slot))?;
         let router = webhook::webhook_router(&table, Arc::new(NoCluster), Arc::new(NoSideEffects));
-        let config = WebhookServerConfig {
+        let config = TlsServerConfig {
             bind: addr,
             cert_dir: cert_dir.clone(),
             ..Default::default()

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
 use odh_model_controller::plugin::{LoadedPlugin, NoCluster};
 use odh_model_controller::webhook::{
-    NoSideEffects, WebhookServerConfig, WebhookTable, WebhookTableError, serve_on, webhook_router,
+    NoSideEffects, TlsServerConfig, WebhookTable, WebhookTableError, serve_on, webhook_router,
 };
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use rcgen::{
@@ -135,7 +135,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             http2: false,
-            body_limit: WebhookServerConfig::default().body_limit,
+            body_limit: TlsServerConfig::default().body_limit,
         }
     }
 }
@@ -161,7 +161,7 @@ impl Server {
         write_serving_cert(&dir, &cert);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let config = WebhookServerConfig {
+        let config = TlsServerConfig {
             bind: addr,
             cert_dir: dir.clone(),
             enable_http2: options.http2,

@@ -48,6 +48,7 @@ func run() error {
 	exitOnStdin := flag.Bool("exit-on-stdin-close", false, "stop when standard input reaches EOF")
 	leaseDir := flag.String("lease-dir", "", "stop when no process holds a lock on a file in this directory for --idle-timeout")
 	idleTimeout := flag.Duration("idle-timeout", 15*time.Second, "with --lease-dir: how long to wait without leases before stopping")
+	lockFile := flag.String("lock-file", "", "with --lease-dir: the file clients flock while joining; held while deciding to stop, so no client joins a stopping server")
 	port := flag.Int("port", 0, "apiserver secure port (0 = a free port)")
 	flag.Parse()
 	if *dir == "" {
@@ -72,7 +73,7 @@ func run() error {
 		if err := os.MkdirAll(*leaseDir, 0o755); err != nil {
 			return err
 		}
-		go reapWhenIdle(ctx, cancel, *leaseDir, *idleTimeout)
+		go reapWhenIdle(ctx, cancel, reaper{dir: *leaseDir, idle: *idleTimeout, lockFile: *lockFile, readyFile: *readyFile})
 	}
 
 	pki, err := generatePKI(filepath.Join(*dir, "pki"))
@@ -131,9 +132,7 @@ func run() error {
 	case <-apiErr:
 	case <-time.After(10 * time.Second):
 	}
-	if *readyFile != "" {
-		_ = os.Remove(*readyFile)
-	}
+	removeReadyFileIfOurs(*readyFile)
 	return nil
 }
 

@@ -35,7 +35,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Where and how the webhook server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookServerConfig {
+pub struct TlsServerConfig {
     /// What the server is called in logs.
     pub name: &'static str,
     pub bind: SocketAddr,
@@ -47,7 +47,7 @@ pub struct WebhookServerConfig {
     pub body_limit: usize,
 }
 
-impl Default for WebhookServerConfig {
+impl Default for TlsServerConfig {
     /// Upstream's defaults: port 9443 on all (IPv4) interfaces, controller-runtime's cert dir,
     /// HTTP/1.1 only, 8 MiB bodies.
     fn default() -> Self {
@@ -87,7 +87,7 @@ pub fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// Binds `config.bind` and serves `router` until `shutdown` completes.
 pub async fn serve(
-    config: WebhookServerConfig,
+    config: TlsServerConfig,
     router: Router,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
@@ -100,7 +100,7 @@ pub async fn serve(
 /// [`serve`] on a listener bound already (`config.bind` is ignored), e.g. to port 0.
 pub async fn serve_on(
     listener: TcpListener,
-    config: WebhookServerConfig,
+    config: TlsServerConfig,
     router: Router,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {

@@ -139,7 +139,7 @@ mod tests {
     fn upstream_paths_are_routable_and_captures_are_not() {
         for p in [
             "/mutate--v1-pod",
-            "/validate-serving-kserve-io-v1beta1-inferenceservice",
+            "/validate-example-com-v1beta1-widget",
             "/mutate-hello-configmap",
         ] {
             assert!(routable(p), "{p}");

@@ -61,6 +61,39 @@ impl Client {
         Ok(Self { sender, addr })
     }
 
+    /// One request with extra headers; returns the status, the headers and the body.
+    pub async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> anyhow::Result<Reply> {
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(http::header::HOST, self.addr.to_string());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.sender.ready().await?;
+        let response = self
+            .sender
+            .send_request(request.body(Full::new(Bytes::new()))?)
+            .await?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or_default().to_string()))
+            .collect();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok(Reply {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    }
+
     /// POSTs JSON to `path`; returns the status and the body.
     pub async fn post(
         &mut self,

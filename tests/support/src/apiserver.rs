@@ -119,6 +119,8 @@ fn launch(dir: &Path, ready_file: &Path) -> anyhow::Result<Ready> {
         .arg(ready_file)
         .arg("--lease-dir")
         .arg(dir.join("leases"))
+        .arg("--lock-file")
+        .arg(dir.join("lock"))
         .arg("--idle-timeout")
         .arg(idle_timeout())
         .stdin(Stdio::null())

@@ -16,6 +16,7 @@ mod apiserver;
 pub mod crds;
 pub mod host;
 pub mod namespace;
+pub mod proxy;
 mod wait;
 
 use std::path::{Path, PathBuf};
