@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use odh_model_controller::plugin::wire::RequestKey;
 use odh_model_controller::plugin::{
-    CallEnv, ClusterView, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster, PluginEngine,
-    ReconcileInput, Source,
+    CallEnv, ClusterView, EngineOptions, Export, LoadRequest, LoadedPlugin, MemoryCluster,
+    PluginEngine, ReconcileInput, Source,
 };
 use serde_json::json;
 
@@ -127,7 +127,9 @@ fn main() {
             let t = Instant::now();
             let (input, env) = (input.clone(), env.clone());
             hello
-                .offload(move |p| p.reconcile_blocking(&input, &env))
+                .offload(Export::Reconcile, move |p| {
+                    p.reconcile_blocking(&input, &env)
+                })
                 .await
                 .unwrap();
             s.push(t.elapsed());

@@ -104,7 +104,7 @@ async fn metered<R: Send + 'static>(
     f: impl FnOnce(&LoadedPlugin) -> Result<R, CallError> + Send + 'static,
 ) -> Result<R, CallError> {
     let started = Instant::now();
-    let result = plugin.offload(f).await;
+    let result = plugin.offload(op, f).await;
     Metrics::global().plugin_call(
         plugin.name(),
         op.as_str(),
@@ -134,7 +134,7 @@ where
     if let Some((shadow, input, env)) = shadow {
         let active = comparable(&result);
         tokio::spawn(async move {
-            let candidate = shadow.offload(move |p| run(p, &input, &env)).await;
+            let candidate = shadow.offload(op, move |p| run(p, &input, &env)).await;
             let candidate = comparable(&candidate);
             if candidate != active {
                 Metrics::global().shadow_difference(shadow.name(), op.as_str());

@@ -6,10 +6,11 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use odh_model_controller::plugin::wire::RequestKey;
+use odh_model_controller::gvk::Gvk;
+use odh_model_controller::plugin::wire::{Operation, RequestKey, WebhookType};
 use odh_model_controller::plugin::{
-    CallEnv, CallError, ClusterView, EngineOptions, Grants, GuestError, LoadRequest, LoadedPlugin,
-    MemoryCluster, PluginEngine, ReconcileInput, Source,
+    AdmissionInput, CallEnv, CallError, ClusterView, EngineOptions, Export, Grants, GuestError,
+    Limits, LoadRequest, LoadedPlugin, MemoryCluster, PluginEngine, ReconcileInput, Source,
 };
 use odh_test_support::host::component;
 use serde_json::{Value, json};
@@ -245,6 +246,143 @@ fn http_reaches_granted_hosts_only() {
     );
 }
 
+/// A loopback HTTP server that accepts connections and answers each request after `delay`, or
+/// never (`None`); returns its URL and the number of requests begun.
+fn slow_server(delay: Option<Duration>) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf);
+                match delay {
+                    Some(d) => {
+                        std::thread::sleep(d);
+                        let _ = conn.write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\nslow",
+                        );
+                    }
+                    // Holds the connection open and says nothing.
+                    None => std::thread::sleep(Duration::from_secs(60)),
+                }
+            });
+        }
+    });
+    (format!("http://{addr}/slow"), seen)
+}
+
+fn misbehave_with(limits: Limits) -> LoadedPlugin {
+    let (source, bytes) = component("misbehave");
+    LoadedPlugin::load(
+        &PluginEngine::new(EngineOptions::default()).unwrap(),
+        LoadRequest::new(source, &bytes).limits(limits),
+    )
+    .expect("load misbehave")
+}
+
+/// The execution deadline measures the plugin, not the network: a response that takes longer
+/// than the whole deadline still arrives, because time blocked in the host is not counted.
+#[test]
+fn time_spent_in_host_calls_does_not_count_against_the_execution_deadline() {
+    let plugin = misbehave_with(Limits {
+        reconcile_timeout_ms: 500,
+        ..Limits::default()
+    });
+    let (url, _) = slow_server(Some(Duration::from_millis(1200)));
+    let started = Instant::now();
+    let out = reconcile(
+        &plugin,
+        "misbehave",
+        config_map("slow", json!({"behaviour": "http", "url": url})),
+        Arc::new(MemoryCluster::default()),
+    )
+    .expect("the slow response is not the plugin's time");
+    assert!(started.elapsed() >= Duration::from_millis(1200));
+    assert_eq!(out["status"]["body"], "slow");
+}
+
+/// A host call that hangs fails that call after the plugin's HTTP timeout, as an error the
+/// plugin sees; the call itself ends long before its deadline or budget.
+#[test]
+fn a_hanging_request_fails_after_the_http_timeout_not_the_call() {
+    let plugin = misbehave_with(Limits {
+        http_timeout_ms: 300,
+        ..Limits::default()
+    });
+    let (url, seen) = slow_server(None);
+    let started = Instant::now();
+    let err = reconcile(
+        &plugin,
+        "misbehave",
+        config_map("hang", json!({"behaviour": "http", "url": url})),
+        Arc::new(MemoryCluster::default()),
+    )
+    .unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(err.guest_error(), Some(GuestError::Transient(_))),
+        "the plugin saw the failure and reported it: {err}"
+    );
+    assert!(err.to_string().contains("Timeout"), "{err}");
+    assert!(
+        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(2),
+        "{elapsed:?}"
+    );
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// An admission call is bounded on the wall clock by its budget (within the webhook's
+/// `timeoutSeconds`), whatever the HTTP timeout: the host call is cut to what is left.
+#[test]
+fn an_admission_call_ends_within_its_budget() {
+    let plugin = misbehave_with(Limits {
+        admission_timeout_ms: 500,
+        admission_budget_ms: 700,
+        http_timeout_ms: 30_000,
+        ..Limits::default()
+    });
+    let (url, _) = slow_server(None);
+    let input = AdmissionInput {
+        uid: "u".into(),
+        path: "/mutate-misbehave".into(),
+        gvk: Gvk::new("", "v1", "ConfigMap"),
+        resource: "configmaps".into(),
+        sub_resource: None,
+        operation: Operation::Create,
+        namespace: Some("ns".into()),
+        name: Some("hang".into()),
+        object: Some(
+            serde_json::from_str(&config_map(
+                "hang",
+                json!({"behaviour": "http", "url": url}),
+            ))
+            .unwrap(),
+        ),
+        old_object: None,
+        dry_run: false,
+        user_info: json!({}),
+    };
+    let started = Instant::now();
+    let err = plugin
+        .admit_blocking(
+            WebhookType::Mutating,
+            &input,
+            &CallEnv::live(Arc::new(MemoryCluster::default())),
+        )
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(err.to_string().contains("Timeout"), "{err}");
+    assert!(
+        elapsed >= Duration::from_millis(650) && elapsed < Duration::from_millis(1500),
+        "{elapsed:?}"
+    );
+}
+
 #[test]
 fn typed_guest_errors_keep_their_kind() {
     let f = fixture();
@@ -274,7 +412,10 @@ async fn async_calls_run_off_the_executor() {
             object: Some(config_map("victim", json!({"behaviour": "loop"}))),
         };
         let env = CallEnv::live(Arc::new(MemoryCluster::default()));
-        p.offload(move |p| p.reconcile_blocking(&input, &env)).await
+        p.offload(Export::Reconcile, move |p| {
+            p.reconcile_blocking(&input, &env)
+        })
+        .await
     };
     let a = tokio::spawn(bad(f.misbehave.clone()));
     let b = tokio::spawn(bad(f.misbehave.clone()));
@@ -290,7 +431,9 @@ async fn async_calls_run_off_the_executor() {
     let env = CallEnv::live(Arc::new(MemoryCluster::default()));
     let good = f
         .hello
-        .offload(move |p| p.reconcile_blocking(&input, &env))
+        .offload(Export::Reconcile, move |p| {
+            p.reconcile_blocking(&input, &env)
+        })
         .await
         .expect("good call");
     assert_eq!(good.apply.len(), 1);

@@ -93,6 +93,13 @@ pub enum CallError {
         op: &'static str,
         kind: crate::gvk::Gvk,
     },
+    /// Every concurrency slot of the plugin stayed busy for the call's whole budget.
+    #[error("plugin {plugin:?} {op} found no free call slot within {waited:?}")]
+    Busy {
+        plugin: String,
+        op: &'static str,
+        waited: Duration,
+    },
     #[error("plugin {plugin:?} could not be instantiated: {message}")]
     Instantiate { plugin: String, message: String },
     #[error("plugin {plugin:?} is shutting down")]
@@ -118,6 +125,7 @@ impl CallError {
             Self::OutputTooLarge { .. } => "output_too_large",
             Self::MalformedOutput { .. } => "malformed_output",
             Self::WriteRefused { .. } => "write_refused",
+            Self::Busy { .. } => "busy",
             Self::Instantiate { .. } => "instantiate",
             Self::Closed { .. } => "closed",
         }

@@ -366,21 +366,37 @@ impl LoadedPlugin {
         .map(Into::into)
     }
 
-    /// Waits for one of the plugin's concurrency permits, then runs `f` on the blocking pool,
-    /// so guest code never occupies an executor thread.
+    /// Waits for one of the plugin's concurrency permits, then runs `f` (one call of `op`) on
+    /// the blocking pool, so guest code never occupies an executor thread. A call waits for a
+    /// permit at most its budget: a webhook must answer within its timeout even when every
+    /// slot is taken.
     pub async fn offload<R: Send + 'static>(
         &self,
+        op: Export,
         f: impl FnOnce(&LoadedPlugin) -> Result<R, CallError> + Send + 'static,
     ) -> Result<R, CallError> {
-        let permit = self
-            .inner
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| CallError::Closed {
-                plugin: self.name().to_string(),
-            })?;
+        let limits = &self.inner.limits;
+        let wait = if op.is_interactive() {
+            limits.admission_budget()
+        } else {
+            limits.reconcile_budget()
+        };
+        let acquire = self.inner.permits.clone().acquire_owned();
+        let permit = match tokio::time::timeout(wait, acquire).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => {
+                return Err(CallError::Closed {
+                    plugin: self.name().to_string(),
+                });
+            }
+            Err(_) => {
+                return Err(CallError::Busy {
+                    plugin: self.name().to_string(),
+                    op: op.as_str(),
+                    waited: wait,
+                });
+            }
+        };
         let this = self.clone();
         let result = tokio::task::spawn_blocking(move || {
             let _permit = permit;
@@ -390,7 +406,7 @@ impl LoadedPlugin {
         result.unwrap_or_else(|e| {
             Err(CallError::Trap {
                 plugin: self.name().to_string(),
-                op: "call",
+                op: op.as_str(),
                 message: format!("host task failed: {e}"),
             })
         })
