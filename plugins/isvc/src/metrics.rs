@@ -103,12 +103,7 @@ pub fn desired_dashboard(
 }
 
 /// A cluster without the kind (no monitoring CRDs) fails the read: nothing to remove.
-fn remove_if_present(
-    gvk: &Gvk,
-    isvc: &Object,
-    cluster: &dyn Cluster,
-    plan: &mut Plan,
-) {
+fn remove_if_present(gvk: &Gvk, isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) {
     let _ = plan.delete_existing(cluster, gvk, isvc.namespace(), &metrics_name(isvc));
 }
 

@@ -16,8 +16,8 @@
 
 use serde::Serialize;
 
-pub use crate::bindings::odh::controller::api_types::{ApiAuth, ApiRequest, ApiResponse, ApiRoute};
 use crate::Error;
+pub use crate::bindings::odh::controller::api_types::{ApiAuth, ApiRequest, ApiResponse, ApiRoute};
 
 impl ApiRoute {
     /// A route anyone may call.
@@ -149,6 +149,11 @@ mod tests {
         assert_eq!(ApiRoute::bearer("/x").auth, ApiAuth::Bearer);
         let req = ApiRequest::new("POST", "/x").with_body(r#"{"a":1}"#);
         assert_eq!(req.json::<Value>().unwrap(), json!({"a": 1}));
-        assert!(ApiRequest::new("POST", "/x").with_body("{").json::<Value>().is_err());
+        assert!(
+            ApiRequest::new("POST", "/x")
+                .with_body("{")
+                .json::<Value>()
+                .is_err()
+        );
     }
 }

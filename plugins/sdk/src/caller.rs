@@ -15,8 +15,8 @@
 
 use std::cell::RefCell;
 
-pub use crate::bindings::odh::controller::caller::AccessAttributes;
 use crate::Error;
+pub use crate::bindings::odh::controller::caller::AccessAttributes;
 
 impl AccessAttributes {
     /// `verb` on `resource` of API `group` (`""` for the core API), cluster-wide.
@@ -139,7 +139,10 @@ mod tests {
         assert_eq!(caller.allowed(&get.clone().name("e")), Ok(false));
         assert_eq!(caller.asked().len(), 2);
         let failing = Fake::new().fail(Error::transient("apiserver down"));
-        assert_eq!(failing.allowed(&get), Err(Error::Transient("apiserver down".into())));
+        assert_eq!(
+            failing.allowed(&get),
+            Err(Error::Transient("apiserver down".into()))
+        );
     }
 
     #[cfg(not(target_arch = "wasm32"))]

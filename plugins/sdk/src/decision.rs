@@ -93,7 +93,8 @@ mod tests {
             json!({"a": 1})
         );
         assert_eq!(m.warnings, vec!["careful".to_string()]);
-        let s = AdmissionDecision::allow().side_effect(json!({"kind": "ServiceAccount"}), Ownership::None);
+        let s = AdmissionDecision::allow()
+            .side_effect(json!({"kind": "ServiceAccount"}), Ownership::None);
         assert_eq!(s.side_effects[0].object, r#"{"kind":"ServiceAccount"}"#);
     }
 }

@@ -143,7 +143,10 @@ mod tests {
     #[test]
     fn serde_errors_are_invalid_input() {
         let e: Error = serde_json::from_str::<u32>("\"x\"").unwrap_err().into();
-        assert!(matches!(&e, Error::Invalid(m) if m.starts_with("invalid type: string")), "{e}");
+        assert!(
+            matches!(&e, Error::Invalid(m) if m.starts_with("invalid type: string")),
+            "{e}"
+        );
         fn parse(s: &str) -> Result<u32, Error> {
             Ok(serde_json::from_str(s)?)
         }

@@ -120,14 +120,21 @@ mod tests {
         let (seen, o) = run(&object(false, &[]), Release::OnSuccess, false);
         assert_eq!((seen, o.finalizer), (Some("apply"), FinalizerAction::Add));
         let (_, o) = run(&object(false, &[F]), Release::OnSuccess, true);
-        assert_eq!(o.finalizer, FinalizerAction::Add, "added even when apply fails");
+        assert_eq!(
+            o.finalizer,
+            FinalizerAction::Add,
+            "added even when apply fails"
+        );
         assert!(o.error.is_some());
     }
 
     #[test]
     fn a_deleting_object_with_our_finalizer_is_cleaned_up_then_released() {
         let (seen, o) = run(&object(true, &["other", F]), Release::OnSuccess, false);
-        assert_eq!((seen, o.finalizer), (Some("cleanup"), FinalizerAction::Remove));
+        assert_eq!(
+            (seen, o.finalizer),
+            (Some("cleanup"), FinalizerAction::Remove)
+        );
         assert_eq!(o.error, None);
     }
 
@@ -141,18 +148,31 @@ mod tests {
         assert_eq!(released.error, Some(Error::Transient("step failed".into())));
         // An error returned by the closure counts as a failure too.
         let mut plan = Plan::new();
-        finalizer(&mut plan, &object(true, &[F]), F, Release::OnSuccess, |_, _| {
-            Err(Error::internal("bug"))
-        });
+        finalizer(
+            &mut plan,
+            &object(true, &[F]),
+            F,
+            Release::OnSuccess,
+            |_, _| Err(Error::internal("bug")),
+        );
         let o = plan.into_outcome();
-        assert_eq!((o.finalizer, o.error), (FinalizerAction::Keep, Some(Error::Internal("bug".into()))));
+        assert_eq!(
+            (o.finalizer, o.error),
+            (FinalizerAction::Keep, Some(Error::Internal("bug".into())))
+        );
     }
 
     #[test]
     fn an_earlier_failure_does_not_count_against_the_cleanup() {
         let mut plan = Plan::new();
         plan.fail(Error::transient("earlier"));
-        finalizer(&mut plan, &object(true, &[F]), F, Release::OnSuccess, |_, _| Ok(()));
+        finalizer(
+            &mut plan,
+            &object(true, &[F]),
+            F,
+            Release::OnSuccess,
+            |_, _| Ok(()),
+        );
         assert_eq!(plan.into_outcome().finalizer, FinalizerAction::Remove);
     }
 

@@ -19,12 +19,8 @@ pub fn parse_bool(value: &str) -> Option<bool> {
 /// text as an [`Error::Transient`] (upstream controllers return it as a reconcile error):
 /// `strconv.ParseInt: parsing "abc": invalid syntax` or `... value out of range`.
 pub fn parse_int(value: &str, bits: u32) -> Result<i64, Error> {
-    let fail = |why: &str| {
-        Error::Transient(format!(
-            "strconv.ParseInt: parsing {}: {why}",
-            quote(value)
-        ))
-    };
+    let fail =
+        |why: &str| Error::Transient(format!("strconv.ParseInt: parsing {}: {why}", quote(value)));
     let digits = value.strip_prefix(['+', '-']).unwrap_or(value);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(fail("invalid syntax"));
@@ -240,7 +236,10 @@ mod tests {
     fn escaping_and_status_lines() {
         assert_eq!(query_escape("a b/c&d=é"), "a+b%2Fc%26d%3D%C3%A9");
         assert_eq!(path_escape("4/x y"), "4%2Fx%20y");
-        assert_eq!(query_unescape("a+b%2Fc%26d%3D%C3%A9").as_deref(), Some("a b/c&d=é"));
+        assert_eq!(
+            query_unescape("a+b%2Fc%26d%3D%C3%A9").as_deref(),
+            Some("a b/c&d=é")
+        );
         assert_eq!(query_unescape("%zz"), None);
         assert_eq!(query_unescape("%4"), None);
         assert_eq!(status_line(404), "404 Not Found");

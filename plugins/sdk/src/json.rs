@@ -183,8 +183,12 @@ mod tests {
         remove_metadata_entry(&mut bare, "labels", "a");
         assert_eq!(bare, json!({}));
         assert!(!is_deleting(&bare));
-        assert!(is_deleting(&json!({"metadata": {"deletionTimestamp": "t"}})));
-        assert!(!is_deleting(&json!({"metadata": {"deletionTimestamp": null}})));
+        assert!(is_deleting(
+            &json!({"metadata": {"deletionTimestamp": "t"}})
+        ));
+        assert!(!is_deleting(
+            &json!({"metadata": {"deletionTimestamp": null}})
+        ));
     }
 
     #[test]

@@ -207,7 +207,11 @@ mod tests {
             gvk("serving.kserve.io", "v1beta1", "InferenceService"),
             gvk("route.openshift.io", "v1", "Route"),
             core_gvk("Secret"),
-            gvk("datasciencecluster.opendatahub.io", "v1", "DataScienceCluster"),
+            gvk(
+                "datasciencecluster.opendatahub.io",
+                "v1",
+                "DataScienceCluster",
+            ),
         );
         let m = Manifest::new("p", "1.0.0")
             .reads([dsc.clone(), route.clone()])

@@ -128,7 +128,10 @@ impl Plan {
     /// Reconcile again within `ms` milliseconds even if nothing changes; of several asks the
     /// soonest wins.
     pub fn requeue_within(&mut self, ms: u64) {
-        let soonest = self.outcome.requeue_after_ms.map_or(ms, |mine| mine.min(ms));
+        let soonest = self
+            .outcome
+            .requeue_after_ms
+            .map_or(ms, |mine| mine.min(ms));
         self.outcome.requeue_after_ms = Some(soonest);
     }
 
@@ -252,13 +255,21 @@ mod tests {
         plan.delete(key.clone());
         plan.delete(key.clone());
         let cluster = FakeCluster::new().with(cm("e"));
-        plan.delete_existing(&cluster, &core_gvk("ConfigMap"), Some("ns"), "e").unwrap();
-        plan.delete_existing(&cluster, &core_gvk("ConfigMap"), Some("ns"), "gone").unwrap();
+        plan.delete_existing(&cluster, &core_gvk("ConfigMap"), Some("ns"), "e")
+            .unwrap();
+        plan.delete_existing(&cluster, &core_gvk("ConfigMap"), Some("ns"), "gone")
+            .unwrap();
         let denied = FakeCluster::new().deny(core_gvk("ConfigMap"));
-        assert!(plan.delete_existing(&denied, &core_gvk("ConfigMap"), Some("ns"), "e").is_err());
+        assert!(
+            plan.delete_existing(&denied, &core_gvk("ConfigMap"), Some("ns"), "e")
+                .is_err()
+        );
         let o = plan.into_outcome();
         let owners: Vec<Ownership> = o.apply.iter().map(|d| d.ownership).collect();
-        assert_eq!(owners, [Ownership::Controller, Ownership::Owner, Ownership::None]);
+        assert_eq!(
+            owners,
+            [Ownership::Controller, Ownership::Owner, Ownership::None]
+        );
         let deleted: Vec<&str> = o.delete.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(deleted, ["d", "e"]);
         assert_eq!(o.error, None);

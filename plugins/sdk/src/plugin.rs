@@ -187,9 +187,7 @@ macro_rules! plugin {
                 }
             }
 
-            impl $crate::bindings::exports::odh::controller::http_api::Guest
-                for __OdhPluginExport
-            {
+            impl $crate::bindings::exports::odh::controller::http_api::Guest for __OdhPluginExport {
                 fn routes() -> ::std::vec::Vec<$crate::ApiRoute> {
                     $crate::__private::glue::routes::<$plugin>()
                 }
@@ -317,12 +315,16 @@ mod tests {
 
     #[test]
     fn the_glue_parses_settings_before_each_export() {
-        let request = ReconcileRequest::new("c", None, "x").with_settings(serde_json::json!({"word": "hi"}));
+        let request =
+            ReconcileRequest::new("c", None, "x").with_settings(serde_json::json!({"word": "hi"}));
         let outcome = <Glue as Guest>::reconcile(request).unwrap();
         assert_eq!(outcome.events[0].message, "hi");
         let mut bare = ReconcileRequest::new("c", None, "x");
         bare.settings = String::new();
-        assert_eq!(<Glue as Guest>::reconcile(bare).unwrap().events[0].message, "");
+        assert_eq!(
+            <Glue as Guest>::reconcile(bare).unwrap().events[0].message,
+            ""
+        );
         let mut typo = ReconcileRequest::new("c", None, "x");
         typo.settings = r#"{"wrod": "hi"}"#.into();
         assert!(matches!(
@@ -340,7 +342,9 @@ mod tests {
         assert_eq!(<Glue as Guest>::validate_settings("{}".into()), Ok(()));
         assert_eq!(
             <Glue as Guest>::validate_settings(r#"{"word": "two words"}"#.into()),
-            Err(Error::Invalid("invalid plugin settings: word: one word only".into()))
+            Err(Error::Invalid(
+                "invalid plugin settings: word: one word only".into()
+            ))
         );
         assert!(matches!(
             <Glue as Guest>::validate_settings("[1]".into()),

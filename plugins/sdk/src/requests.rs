@@ -156,7 +156,10 @@ mod tests {
         assert_eq!(a.name.as_deref(), Some("c"));
         assert_eq!(a.object().unwrap(), Some(cm));
         assert_eq!(a.old_object().unwrap(), None);
-        assert_eq!(a.with_namespace("other").namespace.as_deref(), Some("other"));
+        assert_eq!(
+            a.with_namespace("other").namespace.as_deref(),
+            Some("other")
+        );
         assert_eq!(guess_resource("NetworkPolicy"), "networkpolicies");
         assert_eq!(guess_resource("Gateway"), "gateways");
         assert_eq!(guess_resource("Ingress"), "ingresses");

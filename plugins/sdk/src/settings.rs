@@ -95,7 +95,10 @@ mod tests {
     #[test]
     fn settings_parse_and_report() {
         assert_eq!(parse_settings::<S>("").unwrap(), S { replicas: 0 });
-        assert_eq!(parse_settings::<S>(r#"{"replicas": 3}"#).unwrap(), S { replicas: 3 });
+        assert_eq!(
+            parse_settings::<S>(r#"{"replicas": 3}"#).unwrap(),
+            S { replicas: 3 }
+        );
         let Err(Error::Invalid(msg)) = parse_settings::<S>(r#"{"x": 1}"#) else {
             panic!("expected Invalid")
         };
@@ -115,20 +118,28 @@ mod tests {
                 "invalid plugin settings: replicas: 11 is more than 10".into()
             ))
         );
-        assert!(matches!(validate_settings::<S>("{"), Err(Error::Invalid(_))));
+        assert!(matches!(
+            validate_settings::<S>("{"),
+            Err(Error::Invalid(_))
+        ));
     }
 
     #[test]
     fn no_settings_takes_any_object_only() {
         assert_eq!(validate_settings::<NoSettings>(""), Ok(()));
-        assert_eq!(validate_settings::<NoSettings>(r#"{"a": [1, {"b": null}]}"#), Ok(()));
+        assert_eq!(
+            validate_settings::<NoSettings>(r#"{"a": [1, {"b": null}]}"#),
+            Ok(())
+        );
         for bad in ["[1]", "[]", "3", "\"x\"", "{"] {
             let Err(Error::Invalid(m)) = validate_settings::<NoSettings>(bad) else {
                 panic!("{bad} accepted")
             };
             assert!(m.starts_with("invalid plugin settings: "), "{m}");
         }
-        let Err(Error::Invalid(m)) = validate_settings::<NoSettings>("[1]") else { panic!() };
+        let Err(Error::Invalid(m)) = validate_settings::<NoSettings>("[1]") else {
+            panic!()
+        };
         assert!(m.contains("expected a JSON object"), "{m}");
     }
 }

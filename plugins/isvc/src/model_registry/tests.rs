@@ -527,10 +527,7 @@ fn e_05_deleted_isvc_undeploys_mr_inference_service_and_drops_finalizer() {
     );
     // The host then removes the last finalizers and the ISVC disappears: a NotFound request
     // is a no-op.
-    assert_eq!(
-        run_gone(&cluster(), &mr).unwrap(),
-        Outcome::default()
-    );
+    assert_eq!(run_gone(&cluster(), &mr).unwrap(), Outcome::default());
 }
 
 #[test]
@@ -634,10 +631,7 @@ fn dsc_registries_namespace_error_texts() {
     let mr = FakeMr::prefilled();
     let check = |dsc: Value, expected: &str| {
         let cluster = FakeCluster::new().with(dsc);
-        assert_eq!(
-            transient(run_gone(&cluster, &mr)),
-            expected
-        );
+        assert_eq!(transient(run_gone(&cluster, &mr)), expected);
     };
     let prefix = "failed to get Model Registry Namespace from DataScienceCluster";
     let mut missing = dsc("dsc", json!("x"));

@@ -157,9 +157,15 @@ mod tests {
             }],
         });
         let parsed: AccountStatus = serde_json::from_value(status.clone()).unwrap();
-        assert_eq!(parsed.conditions.as_ref().unwrap()[0].type_, "AccountStatus");
+        assert_eq!(
+            parsed.conditions.as_ref().unwrap()[0].type_,
+            "AccountStatus"
+        );
         assert_eq!(serde_json::to_value(&parsed).unwrap(), status);
-        assert_eq!(serde_json::to_value(AccountStatus::default()).unwrap(), json!({}));
+        assert_eq!(
+            serde_json::to_value(AccountStatus::default()).unwrap(),
+            json!({})
+        );
     }
 }
 

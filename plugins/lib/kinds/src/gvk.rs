@@ -163,9 +163,18 @@ pub fn network_policy() -> Gvk {
 mod tests {
     #[test]
     fn api_versions_are_upstreams() {
-        assert_eq!(super::inference_service().api_version(), "serving.kserve.io/v1beta1");
-        assert_eq!(super::dsc_initialization().api_version(), "dscinitialization.opendatahub.io/v1");
+        assert_eq!(
+            super::inference_service().api_version(),
+            "serving.kserve.io/v1beta1"
+        );
+        assert_eq!(
+            super::dsc_initialization().api_version(),
+            "dscinitialization.opendatahub.io/v1"
+        );
         assert_eq!(super::secret().api_version(), "v1");
-        assert_eq!(super::trigger_authentication().to_string(), "TriggerAuthentication.keda.sh/v1alpha1");
+        assert_eq!(
+            super::trigger_authentication().to_string(),
+            "TriggerAuthentication.keda.sh/v1alpha1"
+        );
     }
 }

@@ -18,7 +18,8 @@ impl<'a> InferenceService<'a> {
 
     /// `spec.predictor.model.runtime`: the ServingRuntime it names, if any.
     pub fn runtime_name(&self) -> Option<&'a str> {
-        self.object().str_at(&["spec", "predictor", "model", "runtime"])
+        self.object()
+            .str_at(&["spec", "predictor", "model", "runtime"])
     }
 
     /// `spec.predictor.model.modelFormat.name`, `""` when unset.
@@ -82,7 +83,9 @@ impl<'a> InferenceService<'a> {
             .array_at(&["spec", "predictor", "autoScaling", "metrics"])
             .iter()
             .any(|m| {
-                m.pointer("/external/metric/backend").and_then(Value::as_str) == Some("prometheus")
+                m.pointer("/external/metric/backend")
+                    .and_then(Value::as_str)
+                    == Some("prometheus")
             })
     }
 
@@ -118,7 +121,9 @@ mod tests {
         assert!(InferenceService::of(&strict).auth_enabled());
         assert!(!InferenceService::of(&lenient).auth_enabled());
         assert!(InferenceService::of(&lenient).auth_enabled_lenient());
-        assert!(!InferenceService::of(&Object(isvc("m").auth("yes").build())).auth_enabled_lenient());
+        assert!(
+            !InferenceService::of(&Object(isvc("m").auth("yes").build())).auth_enabled_lenient()
+        );
     }
 
     #[test]

@@ -93,7 +93,13 @@ mod tests {
     #[test]
     fn selectors_match_their_labels() {
         assert_eq!(selector::MANAGED, format!("{}=true", label::MANAGED));
-        assert_eq!(selector::KEDA, format!("{}={}", label::KEDA, label::KEDA_VALUE));
-        assert_eq!(selector::PREDICTOR_PODS, format!("{}=predictor", label::COMPONENT));
+        assert_eq!(
+            selector::KEDA,
+            format!("{}={}", label::KEDA, label::KEDA_VALUE)
+        );
+        assert_eq!(
+            selector::PREDICTOR_PODS,
+            format!("{}=predictor", label::COMPONENT)
+        );
     }
 }

@@ -24,8 +24,15 @@ mod tests {
 
     #[test]
     fn applications_namespace() {
-        let set = Object(dsc_initialization("d").applications_namespace("odh").build());
-        assert_eq!(DscInitialization::of(&set).applications_namespace(), Some("odh"));
+        let set = Object(
+            dsc_initialization("d")
+                .applications_namespace("odh")
+                .build(),
+        );
+        assert_eq!(
+            DscInitialization::of(&set).applications_namespace(),
+            Some("odh")
+        );
         let empty = Object(dsc_initialization("d").applications_namespace("").build());
         assert_eq!(DscInitialization::of(&empty).applications_namespace(), None);
     }

@@ -20,7 +20,10 @@ impl<'a> Secret<'a> {
         };
         let encoded = value.as_str().unwrap_or_default();
         base64::decode(encoded).map(Some).ok_or_else(|| {
-            Error::Invalid(format!("Secret data key {} is not valid base64", quote(key)))
+            Error::Invalid(format!(
+                "Secret data key {} is not valid base64",
+                quote(key)
+            ))
         })
     }
 
@@ -59,7 +62,9 @@ mod tests {
         assert_eq!(v.data("missing").unwrap(), None);
         assert_eq!(
             v.data("bad"),
-            Err(Error::Invalid("Secret data key \"bad\" is not valid base64".into()))
+            Err(Error::Invalid(
+                "Secret data key \"bad\" is not valid base64".into()
+            ))
         );
         assert_eq!(v.type_(), Some("Opaque"));
         assert_eq!(Secret::of(&Object(json!({}))).data("a").unwrap(), None);

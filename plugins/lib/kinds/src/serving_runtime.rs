@@ -107,13 +107,20 @@ mod tests {
 
     #[test]
     fn reads_a_runtime() {
-        let sr = Object(ovms_runtime().annotation(annotation::NIM_RUNTIME, "true").build());
+        let sr = Object(
+            ovms_runtime()
+                .annotation(annotation::NIM_RUNTIME, "true")
+                .build(),
+        );
         let v = ServingRuntime::of(&sr);
         assert_eq!(v.spec_annotation("prometheus.io/port"), Some("8888"));
         assert!(v.is_nim() && !v.is_disabled());
         assert_eq!(v.multi_model(), Some(false));
         assert_eq!(v.created(), "2026-01-01T00:00:00Z");
-        assert!(!v.auto_selects("onnx"), "single-model runtimes are not auto-selected");
+        assert!(
+            !v.auto_selects("onnx"),
+            "single-model runtimes are not auto-selected"
+        );
         let multi = Object(serving_runtime("m").auto_selects(&["onnx"]).build());
         assert!(ServingRuntime::of(&multi).auto_selects("onnx"));
         assert!(!ServingRuntime::of(&multi).auto_selects("pytorch"));
@@ -127,7 +134,9 @@ mod tests {
         let missing = resolve_runtime(&Object(isvc("m").runtime("gone").build()), &cluster);
         assert_eq!(
             missing,
-            Err(Error::Transient("servingruntimes.serving.kserve.io \"gone\" not found".into()))
+            Err(Error::Transient(
+                "servingruntimes.serving.kserve.io \"gone\" not found".into()
+            ))
         );
     }
 
@@ -148,11 +157,17 @@ mod tests {
                     .created("2026-03-01T00:00:00Z"),
             );
         let auto = Object(isvc("m").auto_runtime().build());
-        assert_eq!(resolve_runtime(&auto, &cluster).unwrap().unwrap().name(), "newer");
+        assert_eq!(
+            resolve_runtime(&auto, &cluster).unwrap().unwrap().name(),
+            "newer"
+        );
         assert_eq!(
             resolve_runtime(&auto, &FakeCluster::new()),
             Err(Error::Transient(NO_SUITABLE_RUNTIME.into()))
         );
-        assert_eq!(resolve_runtime(&Object(isvc("m").raw().build()), &cluster), Ok(None));
+        assert_eq!(
+            resolve_runtime(&Object(isvc("m").raw().build()), &cluster),
+            Ok(None)
+        );
     }
 }

@@ -36,7 +36,10 @@ impl Fake {
     }
 
     /// Answers the requests no canned answer matches, builder style.
-    pub fn handler(mut self, handler: impl Fn(&Request) -> Result<Response, Error> + 'static) -> Fake {
+    pub fn handler(
+        mut self,
+        handler: impl Fn(&Request) -> Result<Response, Error> + 'static,
+    ) -> Fake {
         self.handler = Some(Box::new(handler));
         self
     }
@@ -87,10 +90,17 @@ mod tests {
     #[test]
     fn canned_handler_and_unanswered() {
         let fake = Fake::new()
-            .respond("GET", "http://x/a", Response::with_json(200, &json!({"a": 1})))
+            .respond(
+                "GET",
+                "http://x/a",
+                Response::with_json(200, &json!({"a": 1})),
+            )
             .fail("POST", "http://x/a", Error::transient("refused"))
             .handler(|r| Ok(Response::new(404, r.url.clone())));
-        assert_eq!(fake.request(&Request::get("http://x/a")).unwrap().status, 200);
+        assert_eq!(
+            fake.request(&Request::get("http://x/a")).unwrap().status,
+            200
+        );
         assert_eq!(
             fake.request(&Request::post("http://x/a")),
             Err(Error::Transient("refused".into()))
@@ -107,7 +117,9 @@ mod tests {
         let bare = Fake::new();
         assert_eq!(
             bare.request(&Request::get("http://y/")),
-            Err(Error::Transient("http::Fake: no response for GET http://y/".into()))
+            Err(Error::Transient(
+                "http::Fake: no response for GET http://y/".into()
+            ))
         );
         assert_eq!(bare.requests().len(), 1);
     }

@@ -66,7 +66,6 @@ impl<'a> Url<'a> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

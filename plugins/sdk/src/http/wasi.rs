@@ -21,12 +21,10 @@ pub(super) fn send(
         other => Error::Transient(format!("{}: {other:?}", context())),
     };
     let stream_fail = |e: StreamError| match e {
-        StreamError::LastOperationFailed(err) => {
-            match wasip2::http::types::http_error_code(&err) {
-                Some(code) => fail(code),
-                None => Error::Transient(format!("{}: {}", context(), err.to_debug_string())),
-            }
-        }
+        StreamError::LastOperationFailed(err) => match wasip2::http::types::http_error_code(&err) {
+            Some(code) => fail(code),
+            None => Error::Transient(format!("{}: {}", context(), err.to_debug_string())),
+        },
         StreamError::Closed => Error::Transient(format!("{}: stream closed", context())),
     };
 

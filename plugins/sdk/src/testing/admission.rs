@@ -70,7 +70,11 @@ impl Case {
     ) -> AdmissionDecision {
         let decision = decide(&self.request)
             .unwrap_or_else(|e| panic!("case {:?}: the call failed: {e}", self.name));
-        assert_eq!(decision.allowed, self.allowed, "case {:?}: allowed; {decision:?}", self.name);
+        assert_eq!(
+            decision.allowed, self.allowed,
+            "case {:?}: allowed; {decision:?}",
+            self.name
+        );
         if let Some(message) = &self.message {
             assert_eq!(
                 decision.message.as_deref(),
@@ -92,7 +96,11 @@ mod tests {
     use crate::{Object, Operation, core_gvk};
 
     fn request() -> AdmissionRequest {
-        AdmissionRequest::for_object("/v", Operation::Create, &Object::new(&core_gvk("Pod"), Some("ns"), "p"))
+        AdmissionRequest::for_object(
+            "/v",
+            Operation::Create,
+            &Object::new(&core_gvk("Pod"), Some("ns"), "p"),
+        )
     }
 
     #[test]

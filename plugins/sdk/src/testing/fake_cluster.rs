@@ -141,8 +141,7 @@ impl Cluster for FakeCluster {
             .objects
             .iter()
             .filter(|o| {
-                in_scope(o, gvk, namespace)
-                    && selector.matches_json(o.at(&["metadata", "labels"]))
+                in_scope(o, gvk, namespace) && selector.matches_json(o.at(&["metadata", "labels"]))
             })
             .map(|o| o.0.clone())
             .collect())

@@ -104,7 +104,9 @@ mod tests {
 
     fn outcome() -> crate::Outcome {
         let mut plan = Plan::new();
-        plan.apply_owned(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}));
+        plan.apply_owned(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
+        );
         plan.apply_shared(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}));
         plan.delete(object_key(&core_gvk("Secret"), Some("ns"), "old"));
         plan.set_primary_label("l", Some("v"));
@@ -115,7 +117,10 @@ mod tests {
     #[test]
     fn finds_applied_and_deleted_objects() {
         let o = outcome();
-        assert_eq!(o.applied("Secret", "s").unwrap().ownership, Ownership::Owner);
+        assert_eq!(
+            o.applied("Secret", "s").unwrap().ownership,
+            Ownership::Owner
+        );
         assert!(o.applied("Secret", "a").is_none());
         assert_eq!(o.applied_object("ConfigMap", "a").name(), "a");
         assert_eq!(o.applied_kinds(), ["ConfigMap/a", "Secret/s"]);
@@ -125,7 +130,8 @@ mod tests {
 
     #[test]
     fn patched_primary_applies_the_metadata_patch() {
-        let primary = Object(json!({"metadata": {"name": "p", "labels": {"gone": "1", "kept": "2"}}}));
+        let primary =
+            Object(json!({"metadata": {"name": "p", "labels": {"gone": "1", "kept": "2"}}}));
         let patched = outcome().patched_primary(&primary);
         assert_eq!(
             patched.0,
@@ -139,10 +145,16 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "writes kinds its manifest does not declare in `writes`: Route.route.openshift.io/v1")]
+    #[should_panic(
+        expected = "writes kinds its manifest does not declare in `writes`: Route.route.openshift.io/v1"
+    )]
     fn undeclared_writes_panic() {
         let mut plan = Plan::new();
-        plan.delete(object_key(&gvk("route.openshift.io", "v1", "Route"), Some("ns"), "r"));
+        plan.delete(object_key(
+            &gvk("route.openshift.io", "v1", "Route"),
+            Some("ns"),
+            "r",
+        ));
         plan.into_outcome().assert_declared(&manifest());
     }
 

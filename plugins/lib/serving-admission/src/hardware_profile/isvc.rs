@@ -5,9 +5,8 @@ use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{Error, Operation, Value};
 
 use super::{
-    apply_kueue_label, apply_node_scheduling, apply_resources,
-    clear_node_scheduling, profile_changed, profile_ref, remove_kueue_label,
-    remove_node_scheduling, resolve,
+    apply_kueue_label, apply_node_scheduling, apply_resources, clear_node_scheduling,
+    profile_changed, profile_ref, remove_kueue_label, remove_node_scheduling, resolve,
 };
 use odh_plugin_sdk::json::{
     annotation, existing_object_mut, object_mut, remove_metadata_entry, set_metadata_entry, str_at,

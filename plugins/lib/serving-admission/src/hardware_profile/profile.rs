@@ -7,10 +7,10 @@ use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::serde_json::Map;
 use odh_plugin_sdk::{Error, Value};
 
+use crate::quantity::Quantity;
 use odh_kinds::gvk;
 use odh_plugin_sdk::go;
 use odh_plugin_sdk::json::at;
-use crate::quantity::Quantity;
 
 /// The injectable content of a HardwareProfile.
 #[derive(Clone, Debug, Default, PartialEq)]
