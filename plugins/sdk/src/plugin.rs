@@ -199,7 +199,7 @@ macro_rules! plugin {
             }
 
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::export!(__OdhPluginExport with_types_in $crate::bindings);
+    $crate::bindings::export!(__OdhPluginExport with_types_in $crate::bindings);
         };
     };
 }
