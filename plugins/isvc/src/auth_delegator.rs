@@ -1,21 +1,17 @@
 //! The `system:auth-delegator` ClusterRoleBinding of a predictor ServiceAccount (spec §2.2).
 
+use odh_kinds::{InferenceService, gvk};
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{Error, Object, Value, json};
-
-use crate::kinds;
-use crate::plan::Plan;
+use odh_plugin_sdk::{Error, Object, Plan, Value, json};
 
 /// Upstream's CRB check: only the exact value `true` turns auth on.
 pub fn auth_enabled(isvc: &Object) -> bool {
-    isvc.annotation(kinds::ENABLE_AUTH) == Some("true")
+    InferenceService::of(isvc).auth_enabled()
 }
 
 /// The predictor's ServiceAccount, `default` when unset.
 pub fn service_account(isvc: &Object) -> &str {
-    isvc.str_at(&["spec", "predictor", "serviceAccountName"])
-        .filter(|s| !s.is_empty())
-        .unwrap_or("default")
+    InferenceService::of(isvc).service_account()
 }
 
 pub fn name(namespace: &str, service_account: &str) -> String {
@@ -30,7 +26,7 @@ fn others_with_auth(
     except: &Object,
     cluster: &dyn Cluster,
 ) -> Result<bool, Error> {
-    let isvcs = cluster.list_objects(&kinds::inference_service(), Some(namespace), None)?;
+    let isvcs = cluster.list_objects(&gvk::inference_service(), Some(namespace), None)?;
     Ok(isvcs.iter().any(|other| {
         other.name() != except.name()
             && !other.is_deleting()
@@ -79,7 +75,7 @@ pub fn delete(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(
 fn remove(namespace: &str, sa: &str, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
     plan.delete_existing(
         cluster,
-        &kinds::cluster_role_binding(),
+        &gvk::cluster_role_binding(),
         None,
         &name(namespace, sa),
     )

@@ -7,17 +7,14 @@
 //! `57b43aad41aea718861b6c70b38a16794fc4ac8e`), placeholder substitution, and the ConfigMap
 //! `data`/labels. Resolving the ServingRuntime and writing the object is the reconciler's job.
 
+use odh_kinds::annotation::{
+    KSERVE_RUNTIME as KSERVE_RUNTIME_ANNOTATION, NIM_RUNTIME as NIM_RUNTIME_ANNOTATION,
+};
 use odh_plugin_sdk::serde_json::Map;
 use odh_plugin_sdk::{Value, json};
 
 /// Name suffix of the dashboard ConfigMap: `<isvc name>-metrics-dashboard`.
 pub const DASHBOARD_SUFFIX: &str = "-metrics-dashboard";
-
-/// ServingRuntime **metadata** annotation marking an NVIDIA NIM runtime (value `"true"`).
-pub const NIM_RUNTIME_ANNOTATION: &str = "runtimes.opendatahub.io/nvidia-nim";
-
-/// ServingRuntime **spec** annotation naming the runtime flavour (`ovms`, `vllm`, ...).
-pub const KSERVE_RUNTIME_ANNOTATION: &str = "opendatahub.io/kserve-runtime";
 
 /// Value substituted for `${RATE_INTERVAL}`.
 pub const RATE_INTERVAL: &str = "1m";
@@ -595,27 +592,26 @@ pub const AUTOGLUON_TEMPLATE: &str = r#"{
 mod tests {
     use super::*;
     use odh_plugin_sdk::serde_json;
+    use odh_test_fixtures::serving_runtime;
 
     const NS: &str = "test-namespace";
 
     /// A ServingRuntime with the given metadata and spec annotations.
     fn sr(name: &str, meta_annotations: Value, spec_annotations: Value) -> Value {
-        let mut sr = json!({
-            "apiVersion": "serving.kserve.io/v1alpha1",
-            "kind": "ServingRuntime",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {
-                "supportedModelFormats": [{"name": "onnx", "autoSelect": true}],
-                "containers": [{"name": "kserve-container", "image": "example/runtime:latest"}]
-            }
-        });
+        let mut sr = serving_runtime(name)
+            .namespace(NS)
+            .auto_selects(&["onnx"])
+            .set(
+                "/spec/containers",
+                json!([{"name": "kserve-container", "image": "example/runtime:latest"}]),
+            );
         if !meta_annotations.is_null() {
-            sr["metadata"]["annotations"] = meta_annotations;
+            sr = sr.set("/metadata/annotations", meta_annotations);
         }
         if !spec_annotations.is_null() {
-            sr["spec"]["annotations"] = spec_annotations;
+            sr = sr.set("/spec/annotations", spec_annotations);
         }
-        sr
+        sr.build()
     }
 
     fn kserve_runtime_sr(name: &str, runtime: &str) -> Value {

@@ -2,33 +2,26 @@
 //! per-namespace objects named `inference-prometheus-auth`, co-owned by every InferenceService
 //! of the namespace that scales on a Prometheus metric.
 
+use odh_kinds::label::{KEDA as KEDA_LABEL, KEDA_VALUE as KEDA_LABEL_VALUE};
+use odh_kinds::{InferenceService, annotation, gvk};
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{Error, Gvk, Object, Value, json, object_key};
+use odh_plugin_sdk::{Error, Gvk, Object, Plan, Value, json, object_key};
 
-use crate::kinds::{self, KEDA_LABEL, KEDA_LABEL_VALUE, KEDA_NAME};
-use crate::plan::Plan;
+use crate::names::KEDA_NAME;
 
 /// Whether `isvc` autoscales on an external Prometheus metric.
 pub fn uses_keda(isvc: &Object) -> bool {
-    isvc.at(&["spec", "predictor", "autoScaling", "metrics"])
-        .and_then(Value::as_array)
-        .is_some_and(|metrics| {
-            metrics.iter().any(|m| {
-                m.pointer("/external/metric/backend")
-                    .and_then(Value::as_str)
-                    == Some("prometheus")
-            })
-        })
+    InferenceService::of(isvc).uses_keda()
 }
 
 /// The five kinds, in upstream's order.
 pub fn kinds() -> [Gvk; 5] {
     [
-        kinds::service_account(),
-        kinds::secret(),
-        kinds::role(),
-        kinds::role_binding(),
-        kinds::trigger_authentication(),
+        gvk::service_account(),
+        gvk::secret(),
+        gvk::role(),
+        gvk::role_binding(),
+        gvk::trigger_authentication(),
     ]
 }
 
@@ -47,7 +40,7 @@ pub fn desired(namespace: &str, keda_served: bool) -> Vec<Value> {
                 "name": KEDA_NAME,
                 "namespace": namespace,
                 "labels": {KEDA_LABEL: KEDA_LABEL_VALUE},
-                "annotations": {"kubernetes.io/service-account.name": KEDA_NAME},
+                "annotations": {annotation::SERVICE_ACCOUNT_NAME: KEDA_NAME},
             },
             "type": "kubernetes.io/service-account-token",
         }),
@@ -85,7 +78,7 @@ pub fn desired(namespace: &str, keda_served: bool) -> Vec<Value> {
 /// Whether the cluster serves TriggerAuthentications (KEDA installed).
 fn keda_served(namespace: &str, cluster: &dyn Cluster) -> bool {
     cluster
-        .list(&kinds::trigger_authentication(), Some(namespace), None)
+        .list(&gvk::trigger_authentication(), Some(namespace), None)
         .is_ok()
 }
 
@@ -104,18 +97,11 @@ fn existing(namespace: &str, cluster: &dyn Cluster) -> Vec<Object> {
         .filter_map(read)
         .collect();
     if !found.is_empty()
-        && let Some(secret) = read(&kinds::secret())
+        && let Some(secret) = read(&gvk::secret())
     {
         found.push(secret);
     }
     found
-}
-
-fn owned_by(object: &Object, uid: &str) -> bool {
-    object
-        .owner_references()
-        .iter()
-        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
 }
 
 /// Lets go of (or deletes, when nobody else needs them) the objects.
@@ -125,8 +111,7 @@ fn release_or_remove(
     cluster: &dyn Cluster,
     plan: &mut Plan,
 ) -> Result<(), Error> {
-    let uid = isvc.uid().unwrap_or_default();
-    let isvcs = cluster.list_objects(&kinds::inference_service(), Some(namespace), None)?;
+    let isvcs = cluster.list_objects(&gvk::inference_service(), Some(namespace), None)?;
     let still_needed = isvcs
         .iter()
         .any(|other| other.name() != isvc.name() && uses_keda(other));
@@ -135,7 +120,7 @@ fn release_or_remove(
         if !still_needed {
             // The host deletes what it manages and only releases what others co-own.
             plan.delete(key);
-        } else if owned_by(&object, uid) && object.owner_references().len() > 1 {
+        } else if object.is_owned_by(isvc) && object.owner_references().len() > 1 {
             plan.delete(key); // released: the other owners keep it
         }
     }

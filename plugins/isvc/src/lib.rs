@@ -5,118 +5,100 @@
 pub mod auth_delegator;
 pub mod dashboard;
 pub mod keda;
-pub mod kinds;
 pub mod metrics;
 pub mod model_registry;
-pub mod plan;
+pub mod names;
 pub mod reconcile;
 pub mod route;
-pub mod runtime;
 pub mod settings;
 pub mod webhooks;
 
-use odh_plugin_sdk::cluster::Host;
+use odh_kinds::{finalizer, gvk, selector};
+use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{
-    AdmissionDecision, AdmissionRequest, Controller, Error, Manifest, Mapping, Operation, Outcome,
-    Plugin, ReconcileRequest, RequestKey, Watch, WatchEvent, Webhook, request_key,
+    AdmissionDecision, AdmissionRequest, Controller, Ctx, Error, Manifest, Mapping, Operation,
+    Outcome, Plugin, ReconcileRequest, RequestKey, Watch, WatchEvent, Webhook, request_key,
 };
 
-use kinds::*;
+use names::{CONTROLLER, RAY_SECRETS};
 use settings::Settings;
 
 pub struct Isvc;
 
 impl Plugin for Isvc {
+    type Settings = Settings;
+
     fn manifest() -> Manifest {
-        let keda_selector = format!("{KEDA_LABEL}={KEDA_LABEL_VALUE}");
-        let controller = Controller::new(CONTROLLER, inference_service())
-            .finalizer(FINALIZER)
-            .owns(serving_runtime())
-            .owns(namespace())
-            .owns(route())
-            .owns(service())
-            .owns(config_map())
-            .owns(cluster_role_binding())
-            .owns(network_policy())
-            .owns(service_monitor())
-            .owns(pod_monitor())
-            .watches(Watch::new(service_account(), Mapping::Owner))
-            .watches(Watch::new(secret(), Mapping::Owner))
-            .watches(Watch::new(role(), Mapping::Owner).label_selector(&keda_selector))
-            .watches(Watch::new(role_binding(), Mapping::Owner).label_selector(&keda_selector))
-            .watches(
-                Watch::new(trigger_authentication(), Mapping::Owner)
-                    .label_selector(&keda_selector)
-                    .optional(),
-            )
-            .watches(Watch::new(serving_runtime(), Mapping::Custom))
-            .watches(Watch::new(secret(), Mapping::Custom));
+        let keda = |kind| Watch::new(kind, Mapping::Owner).label_selector(selector::KEDA);
+        // Upstream caches only managed Secrets; the host's Secret cache is the union of what the
+        // watches select, so each Secret watch says so.
+        let managed_secrets =
+            |mapping| Watch::new(gvk::secret(), mapping).label_selector(selector::MANAGED);
+        // Upstream `Owns` these too, but the plugin never writes them: watching them by owner
+        // reference keeps them out of `writes` (owned kinds are writable). The host maps such a
+        // watch by every InferenceService owner reference rather than the controller one only;
+        // nothing here sets owner references on them, so at most a no-op reconcile differs.
+        let owner_only = |kind| Watch::new(kind, Mapping::Owner).optional();
+        let controller = Controller::new(CONTROLLER, gvk::inference_service())
+            .finalizer(finalizer::INFERENCE_SERVICE)
+            .owns(gvk::route())
+            .owns(gvk::service())
+            .owns(gvk::config_map())
+            .owns(gvk::cluster_role_binding())
+            .owns(gvk::service_monitor())
+            .watches(owner_only(gvk::serving_runtime()))
+            .watches(owner_only(gvk::namespace()))
+            .watches(owner_only(gvk::network_policy()))
+            .watches(owner_only(gvk::pod_monitor()))
+            .watches(Watch::new(gvk::service_account(), Mapping::Owner))
+            .watches(managed_secrets(Mapping::Owner))
+            .watches(keda(gvk::role()))
+            .watches(keda(gvk::role_binding()))
+            .watches(keda(gvk::trigger_authentication()).optional())
+            .watches(Watch::new(gvk::serving_runtime(), Mapping::Custom))
+            .watches(managed_secrets(Mapping::Custom));
         Manifest::new("isvc", env!("CARGO_PKG_VERSION"))
             .description("InferenceService controller and webhooks: auth-delegator binding, Route, metrics Service and ServiceMonitor, metrics dashboard, KEDA Prometheus auth, Model Registry sync; ConnectionsAPI and HardwareProfile defaulting")
             .controller(controller)
             .webhook(Webhook::validating(
                 webhooks::VALIDATING_PATH,
-                inference_service(),
+                gvk::inference_service(),
                 [Operation::Create, Operation::Update],
             ))
             .webhook(Webhook::mutating(
                 webhooks::MUTATING_PATH,
-                inference_service(),
+                gvk::inference_service(),
                 [Operation::Create, Operation::Update],
             ))
+            // Beyond the controller's kinds: the platform objects and the webhooks' profiles.
             .reads([
-                inference_service(),
-                serving_runtime(),
-                route(),
-                service(),
-                service_monitor(),
-                config_map(),
-                secret(),
-                service_account(),
-                cluster_role_binding(),
-                role(),
-                role_binding(),
-                trigger_authentication(),
-                data_science_cluster(),
-                dsc_initialization(),
-                hardware_profile(),
+                gvk::data_science_cluster(),
+                gvk::dsc_initialization(),
+                gvk::hardware_profile(),
             ])
-            .writes([
-                route(),
-                service(),
-                service_monitor(),
-                config_map(),
-                secret(),
-                service_account(),
-                cluster_role_binding(),
-                role(),
-                role_binding(),
-                trigger_authentication(),
-            ])
+            // Beyond the owned kinds: the KEDA objects (shared, not controlled).
+            .writes(keda::kinds())
             // The Model Registry's address is found at run time (a Service or a Route).
             .http_hosts(["*"])
     }
 
-    fn validate_settings(settings: &str) -> Result<(), Error> {
-        parse_settings(settings).map(|_| ())
+    fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {
+        reconcile::reconcile(request, cx)
     }
 
-    fn reconcile(request: ReconcileRequest) -> Result<Outcome, Error> {
-        let settings = parse_settings(&request.settings)?;
-        reconcile::reconcile(&request, &settings, &Host, &model_registry::HostHttp)
+    fn map(event: &WatchEvent, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
+        map_event(event, cx.cluster)
     }
 
-    fn map(event: WatchEvent) -> Result<Vec<RequestKey>, Error> {
-        map_event(&event, &Host)
+    fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {
+        denial_on_error(webhooks::mutate(request, cx.cluster))
     }
 
-    fn mutate(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
-        denial_on_error(webhooks::mutate(&request, &Host))
-    }
-
-    fn validate(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
-        let settings = parse_settings(&request.settings)?;
-        denial_on_error(webhooks::validate(&request, &settings, &Host))
+    fn validate(
+        request: &AdmissionRequest,
+        cx: &Ctx<Settings>,
+    ) -> Result<AdmissionDecision, Error> {
+        denial_on_error(webhooks::validate(request, cx.settings, cx.cluster))
     }
 }
 
@@ -133,30 +115,20 @@ pub fn denial_on_error(
     }
 }
 
-pub fn parse_settings(json: &str) -> Result<Settings, Error> {
-    if json.trim().is_empty() {
-        return Ok(Settings::default());
-    }
-    odh_plugin_sdk::settings(json)
-}
-
 /// The custom mappings of §3: a ServingRuntime change concerns every InferenceService of its
 /// namespace; a managed Secret concerns the InferenceService of the same name, if any.
-pub fn map_event(
-    event: &WatchEvent,
-    cluster: &dyn odh_plugin_sdk::cluster::Cluster,
-) -> Result<Vec<RequestKey>, Error> {
+pub fn map_event(event: &WatchEvent, cluster: &dyn Cluster) -> Result<Vec<RequestKey>, Error> {
     let object = event.object()?;
     let namespace = object.namespace();
     match event.gvk.kind.as_str() {
         "ServingRuntime" => Ok(cluster
-            .list_objects(&inference_service(), namespace, None)?
+            .list_objects(&gvk::inference_service(), namespace, None)?
             .iter()
             .map(|isvc| request_key(namespace, isvc.name()))
             .collect()),
         "Secret" if RAY_SECRETS.contains(&object.name()) => Ok(Vec::new()),
         "Secret" => Ok(cluster
-            .get(&inference_service(), namespace, object.name())?
+            .get(&gvk::inference_service(), namespace, object.name())?
             .map(|_| request_key(namespace, object.name()))
             .into_iter()
             .collect()),

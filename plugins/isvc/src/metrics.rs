@@ -1,41 +1,28 @@
 //! Metrics plumbing that follows the ServingRuntime: the `<isvc>-metrics` Service and
 //! ServiceMonitor (spec §2.4, §2.5) and the metrics-dashboard ConfigMap (§2.6).
 
+use odh_kinds::annotation::{PROMETHEUS_PATH, PROMETHEUS_PORT};
+use odh_kinds::label::{INFERENCE_SERVICE_NAME, SCRAPE};
+use odh_kinds::{InferenceService, NO_SUITABLE_RUNTIME, ServingRuntime, gvk};
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{Error, Object, Value, json};
+use odh_plugin_sdk::{Error, Gvk, Object, Plan, Value, go, json};
 
 use crate::dashboard;
-use crate::kinds;
-use crate::plan::Plan;
-use crate::runtime::{self, NO_SUITABLE_RUNTIME};
 
 pub fn metrics_name(isvc: &Object) -> String {
     format!("{}-metrics", isvc.name())
 }
 
-/// Go's `strconv.ParseInt(s, 10, 32)` error text, which upstream returns as is.
-fn parse_port(value: &str) -> Result<i64, Error> {
-    let digits = value.strip_prefix(['+', '-']).unwrap_or(value);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(Error::Transient(format!(
-            "strconv.ParseInt: parsing \"{value}\": invalid syntax"
-        )));
-    }
-    match value.parse::<i32>() {
-        Ok(p) => Ok(i64::from(p)),
-        Err(_) => Err(Error::Transient(format!(
-            "strconv.ParseInt: parsing \"{value}\": value out of range"
-        ))),
-    }
-}
-
 /// The metrics Service, when the runtime declares a Prometheus port.
 pub fn desired_service(isvc: &Object, sr: &Object) -> Result<Option<Value>, Error> {
-    let Some(port) = runtime::spec_annotation(sr, "prometheus.io/port").filter(|p| !p.is_empty())
+    let Some(port) = ServingRuntime::of(sr)
+        .spec_annotation(PROMETHEUS_PORT)
+        .filter(|p| !p.is_empty())
     else {
         return Ok(None);
     };
-    let port = parse_port(port)?;
+    // Go's `strconv.ParseInt(s, 10, 32)`, whose error text upstream returns as is.
+    let port = go::parse_int(port, 32)?;
     let name = metrics_name(isvc);
     Ok(Some(json!({
         "apiVersion": "v1",
@@ -43,7 +30,7 @@ pub fn desired_service(isvc: &Object, sr: &Object) -> Result<Option<Value>, Erro
         "metadata": {
             "name": name,
             "namespace": isvc.namespace(),
-            "labels": {"name": name, kinds::SCRAPE_LABEL: "true"},
+            "labels": {"name": name, SCRAPE: "true"},
         },
         "spec": {
             "type": "ClusterIP",
@@ -53,7 +40,7 @@ pub fn desired_service(isvc: &Object, sr: &Object) -> Result<Option<Value>, Erro
                 "port": port,
                 "targetPort": port,
             }],
-            "selector": {kinds::ISVC_NAME_LABEL: isvc.name()},
+            "selector": {INFERENCE_SERVICE_NAME: isvc.name()},
         },
     })))
 }
@@ -61,7 +48,8 @@ pub fn desired_service(isvc: &Object, sr: &Object) -> Result<Option<Value>, Erro
 /// The ServiceMonitor scraping the metrics Service.
 pub fn desired_service_monitor(isvc: &Object, sr: &Object) -> Value {
     let mut endpoint = json!({"port": format!("{}-metrics", sr.name()), "scheme": "http"});
-    let path = runtime::spec_annotation(sr, "prometheus.io/path")
+    let path = ServingRuntime::of(sr)
+        .spec_annotation(PROMETHEUS_PATH)
         .map(str::trim)
         .unwrap_or_default();
     if !path.is_empty() {
@@ -78,7 +66,7 @@ pub fn desired_service_monitor(isvc: &Object, sr: &Object) -> Value {
         "metadata": {
             "name": metrics_name(isvc),
             "namespace": isvc.namespace(),
-            "labels": {kinds::SCRAPE_LABEL: "true"},
+            "labels": {SCRAPE: "true"},
         },
         "spec": {
             "endpoints": [endpoint],
@@ -94,9 +82,7 @@ pub fn desired_dashboard(
     runtime: &Result<Option<Object>, Error>,
 ) -> Result<Value, Error> {
     let namespace = isvc.namespace().unwrap_or_default();
-    let model = isvc
-        .at(&["spec", "predictor", "model"])
-        .filter(|m| !m.is_null());
+    let model = InferenceService::of(isvc).predictor_model();
     let sr = match (model, runtime) {
         (None, _) => None,
         (Some(_), Ok(sr)) => sr.as_ref(),
@@ -117,12 +103,7 @@ pub fn desired_dashboard(
 }
 
 /// A cluster without the kind (no monitoring CRDs) fails the read: nothing to remove.
-fn remove_if_present(
-    gvk: &odh_plugin_sdk::Gvk,
-    isvc: &Object,
-    cluster: &dyn Cluster,
-    plan: &mut Plan,
-) {
+fn remove_if_present(gvk: &Gvk, isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) {
     let _ = plan.delete_existing(cluster, gvk, isvc.namespace(), &metrics_name(isvc));
 }
 
@@ -139,7 +120,7 @@ pub fn reconcile_service(
     };
     match desired {
         Some(service) => plan.apply_owned(service),
-        None => remove_if_present(&kinds::service(), isvc, cluster, plan),
+        None => remove_if_present(&gvk::service(), isvc, cluster, plan),
     }
     Ok(())
 }
@@ -157,7 +138,7 @@ pub fn reconcile_service_monitor(
             Ok(())
         }
         Ok(None) => {
-            remove_if_present(&kinds::service_monitor(), isvc, cluster, plan);
+            remove_if_present(&gvk::service_monitor(), isvc, cluster, plan);
             Ok(())
         }
     }

@@ -6,16 +6,27 @@
 //! Model Registry id is mirrored into the registry's REST API (OpenAPI `v1alpha3`) as a
 //! `ServingEnvironment` (one per ISVC namespace) and an `InferenceService` record.
 //!
-//! The plugin only decides: the REST calls go out through [`Http`] (the host's `wasi:http`
-//! in production, a fake in tests), while the writes the Go library makes to the ISVC itself
+//! The REST calls go out through the context's [`Client`] (the host's `wasi:http` in
+//! production, a fake in tests), while the writes the Go library makes to the ISVC itself
 //! (adding/removing the MR finalizer, setting the `inference-service-id` label, each a full
-//! UPDATE there) are returned as one [`IsvcChange`] for the host to apply.
+//! UPDATE there) become a patch of the primary's metadata in the [`Plan`]. The library never
+//! asks for a requeue; if it did, [`Plan::requeue_within`] would keep the soonest (§1.4 step
+//! 2.3).
 
-use std::collections::BTreeMap;
-
+use odh_kinds::annotation::{MR_EXTERNAL_ADDRESS_REST, MR_URL};
+use odh_kinds::finalizer::MODEL_REGISTRY as MR_FINALIZER;
+use odh_kinds::label::{
+    MR_INFERENCE_SERVICE_ID as INFERENCE_SERVICE_ID_LABEL,
+    MR_MODEL_VERSION_ID as MODEL_VERSION_ID_LABEL, MR_NAME as MR_NAME_LABEL,
+    MR_NAMESPACE as MR_NAMESPACE_LABEL, MR_REGISTERED_MODEL_ID as REGISTERED_MODEL_ID_LABEL,
+};
+use odh_kinds::{InferenceService, gvk};
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::http::Response;
-use odh_plugin_sdk::{Error, Gvk, Object, Value, core_gvk, gvk, json, log};
+use odh_plugin_sdk::http::Client;
+use odh_plugin_sdk::json::nested_field;
+use odh_plugin_sdk::{Error, Object, Plan, Value, json, log};
+
+use crate::settings::ModelRegistrySettings;
 
 mod client;
 mod service_url;
@@ -24,129 +35,27 @@ mod tests;
 
 use client::MrClient;
 
-/// ISVC label holding the id of the Model Registry `InferenceService` record.
-pub const INFERENCE_SERVICE_ID_LABEL: &str = "modelregistry.opendatahub.io/inference-service-id";
-/// ISVC label holding the id of the registered model to serve.
-pub const REGISTERED_MODEL_ID_LABEL: &str = "modelregistry.opendatahub.io/registered-model-id";
-/// ISVC label holding the id of the model version to serve (optional).
-pub const MODEL_VERSION_ID_LABEL: &str = "modelregistry.opendatahub.io/model-version-id";
-/// ISVC label overriding the namespace of the Model Registry.
-pub const MR_NAMESPACE_LABEL: &str = "modelregistry.opendatahub.io/namespace";
-/// ISVC label naming the Model Registry Service.
-pub const MR_NAME_LABEL: &str = "modelregistry.opendatahub.io/name";
-/// ISVC annotation giving the Model Registry base URL directly.
-pub const MR_URL_ANNOTATION: &str = "modelregistry.opendatahub.io/url";
-/// Finalizer the sync puts on every ISVC it mirrors.
-pub const MR_FINALIZER: &str = "modelregistry.opendatahub.io/finalizer";
-/// Model Registry Service annotation with the external REST address (`https://` is prepended).
-pub const SERVICE_URL_ANNOTATION: &str = "routing.opendatahub.io/external-address-rest";
 /// Path prefix of the Model Registry REST API.
 pub const API_PREFIX: &str = "/api/model_registry/v1alpha3";
 /// Name of the Model Registry Service port serving the REST API.
 pub const HTTP_API_PORT_NAME: &str = "http-api";
 
-/// `datasciencecluster.opendatahub.io/v1` `DataScienceCluster` (cluster-scoped).
-pub fn dsc_gvk() -> Gvk {
-    gvk(
-        "datasciencecluster.opendatahub.io",
-        "v1",
-        "DataScienceCluster",
-    )
-}
-
-/// Outgoing HTTP, abstracted so the sync can be tested natively.
-pub trait Http {
-    /// One request; any HTTP status is an `Ok` response, transport failures are errors.
-    fn request(
-        &self,
-        method: &str,
-        url: &str,
-        headers: &[(&str, &str)],
-        body: Option<&[u8]>,
-    ) -> Result<Response, Error>;
-}
-
-/// [`Http`] through the plugin host (`odh_plugin_sdk::http::request`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct HostHttp;
-
-impl Http for HostHttp {
-    fn request(
-        &self,
-        method: &str,
-        url: &str,
-        headers: &[(&str, &str)],
-        body: Option<&[u8]>,
-    ) -> Result<Response, Error> {
-        odh_plugin_sdk::http::request(method, url, headers, body)
-    }
-}
-
-/// Settings of the Model Registry client.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Config {
-    /// Sent as `Authorization: Bearer <token>` on every Model Registry call, only when non-empty.
-    pub bearer_token: Option<String>,
-}
-
-/// What the sync wants done to the ISVC itself (applied by the host as a metadata update of
-/// the primary).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct IsvcChange {
-    /// Labels to set (`Some`) or remove (`None`); labels not listed are left alone.
-    pub labels: BTreeMap<String, Option<String>>,
-    /// The complete desired `metadata.finalizers` list (other finalizers kept in their order).
-    pub finalizers: Vec<String>,
-}
-
-impl IsvcChange {
-    /// Applies the change to an ISVC held as JSON (what the host does; handy in tests).
-    pub fn apply_to(&self, isvc: &mut Value) {
-        let mut object = Object(std::mem::take(isvc));
-        for (key, value) in &self.labels {
-            match value {
-                Some(value) => object.set_label(key, value),
-                None => {
-                    object.remove_label(key);
-                }
-            }
-        }
-        object.set(&["metadata", "finalizers"], json!(self.finalizers));
-        *isvc = object.into_value();
-    }
-}
-
-/// Result of one Model Registry reconcile.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MrOutcome {
-    /// The ISVC update to make, if any.
-    pub change: Option<IsvcChange>,
-    /// Requeue after this many milliseconds (the Go library never asks for one; kept for the
-    /// merge rule of §1.4 step 2.3).
-    pub requeue_after_ms: Option<u64>,
-}
-
 /// Step 2 of §1.4 (the `DataScienceCluster` lookup, with its exact error texts) followed by the
 /// Model Registry reconcile of §1.8. `isvc` is none when the request's ISVC does not exist (the
 /// DSC lookup still runs and can still fail).
 pub fn reconcile(
-    isvc: Option<&Value>,
+    isvc: Option<&Object>,
     cluster: &dyn Cluster,
-    http: &dyn Http,
-    config: &Config,
-) -> Result<MrOutcome, Error> {
+    http: &dyn Client,
+    settings: &ModelRegistrySettings,
+    plan: &mut Plan,
+) -> Result<(), Error> {
     let default_namespace = registries_namespace(cluster)?;
     let Some(isvc) = isvc else {
         log::debug!("Stop ModelRegistry InferenceService reconciliation, ISVC not found.");
-        return Ok(MrOutcome::default());
+        return Ok(());
     };
-    sync(
-        &Object(isvc.clone()),
-        &default_namespace,
-        cluster,
-        http,
-        config,
-    )
+    sync(isvc, &default_namespace, cluster, http, settings, plan)
 }
 
 /// `spec.components.modelregistry.registriesNamespace` of the one `DataScienceCluster`.
@@ -154,7 +63,7 @@ pub fn registries_namespace(cluster: &dyn Cluster) -> Result<String, Error> {
     const GET_DSC: &str = "failed to get DataScienceCluster";
     const GET_NS: &str = "failed to get Model Registry Namespace from DataScienceCluster";
     let dscs = cluster
-        .list(&dsc_gvk(), None, None)
+        .list(&gvk::data_science_cluster(), None, None)
         .map_err(|e| Error::Transient(format!("{GET_DSC}: {}", e.message())))?;
     let [dsc] = dscs.as_slice() else {
         return Err(Error::Transient(format!(
@@ -176,64 +85,15 @@ pub fn registries_namespace(cluster: &dyn Cluster) -> Result<String, Error> {
     }
 }
 
-/// `unstructured.NestedFieldNoCopy`: the value at `fields` (none when a step is absent or
-/// null), or the accessor error when a step is not a map.
-fn nested_field<'a>(object: &'a Value, fields: &[&str]) -> Result<Option<&'a Value>, String> {
-    let mut value = object;
-    for (i, field) in fields.iter().enumerate() {
-        if value.is_null() {
-            return Ok(None);
-        }
-        let Some(map) = value.as_object() else {
-            let (text, type_name) = go_value(value);
-            return Err(format!(
-                ".{} accessor error: {text} is of the type {type_name}, expected map[string]interface{{}}",
-                fields[..i].join(".")
-            ));
-        };
-        match map.get(*field) {
-            Some(next) => value = next,
-            None => return Ok(None),
-        }
-    }
-    Ok(Some(value))
-}
-
-/// A JSON value as Go's `%v` and `%T` print it after unstructured decoding.
-fn go_value(value: &Value) -> (String, &'static str) {
-    match value {
-        Value::Null => ("<nil>".into(), "<nil>"),
-        Value::Bool(b) => (b.to_string(), "bool"),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => (i.to_string(), "int64"),
-            None => (n.to_string(), "float64"),
-        },
-        Value::String(s) => (s.clone(), "string"),
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(|v| go_value(v).0).collect();
-            (format!("[{}]", items.join(" ")), "[]interface {}")
-        }
-        Value::Object(map) => {
-            let entries: Vec<String> = map
-                .iter()
-                .map(|(k, v)| format!("{k}:{}", go_value(v).0))
-                .collect();
-            (
-                format!("map[{}]", entries.join(" ")),
-                "map[string]interface {}",
-            )
-        }
-    }
-}
-
 /// §1.8 for one existing ISVC.
 fn sync(
     isvc: &Object,
     default_namespace: &str,
     cluster: &dyn Cluster,
-    http: &dyn Http,
-    config: &Config,
-) -> Result<MrOutcome, Error> {
+    http: &dyn Client,
+    settings: &ModelRegistrySettings,
+    plan: &mut Plan,
+) -> Result<(), Error> {
     let labels = isvc.labels();
     let isvc_id = labels.get(INFERENCE_SERVICE_ID_LABEL).map(String::as_str);
     let registered_model_id = labels.get(REGISTERED_MODEL_ID_LABEL).map(String::as_str);
@@ -242,7 +102,7 @@ fn sync(
         .map(String::as_str)
         .unwrap_or_default();
     let mr_name = labels.get(MR_NAME_LABEL).map(String::as_str);
-    let mr_url = isvc.annotation(MR_URL_ANNOTATION);
+    let mr_url = isvc.annotation(MR_URL);
     let namespace = isvc.namespace().unwrap_or_default();
     let name = isvc.name();
 
@@ -250,7 +110,7 @@ fn sync(
         log::info!(
             "missing model registry specific label, unable to link ISVC to Model Registry, skipping InferenceService: {name}"
         );
-        return Ok(MrOutcome::default());
+        return Ok(());
     }
     let mr_namespace = labels
         .get(MR_NAMESPACE_LABEL)
@@ -258,7 +118,7 @@ fn sync(
         .unwrap_or(default_namespace);
     if mr_name.is_none() && mr_url.is_none() {
         log::info!(
-            "missing {MR_NAME_LABEL} or {MR_URL_ANNOTATION}, will try to connect to the Model Registry service in the namespace {mr_namespace}"
+            "missing {MR_NAME_LABEL} or {MR_URL}, will try to connect to the Model Registry service in the namespace {mr_namespace}"
         );
     }
     let mr_name = mr_name.unwrap_or_default();
@@ -267,10 +127,10 @@ fn sync(
 
     if isvc.is_deleting() {
         if !finalizers.iter().any(|f| f == MR_FINALIZER) {
-            return Ok(MrOutcome::default());
+            return Ok(());
         }
         // Best effort: the finalizer goes even when the registry cannot be told.
-        match MrClient::connect(cluster, http, config, mr_name, mr_namespace, mr_url) {
+        match MrClient::connect(cluster, http, settings, mr_name, mr_namespace, mr_url) {
             Err(e) => log::info!(
                 "Model Registry service unavailable during deletion, skipping state update: {}",
                 e.message()
@@ -293,20 +153,15 @@ fn sync(
             }
         }
         log::info!("Removing Finalizer for modelRegistry");
-        let finalizers = finalizers
+        let finalizers: Vec<String> = finalizers
             .into_iter()
             .filter(|f| f != MR_FINALIZER)
             .collect();
-        return Ok(MrOutcome {
-            change: Some(IsvcChange {
-                labels: BTreeMap::new(),
-                finalizers,
-            }),
-            requeue_after_ms: None,
-        });
+        plan.set_primary_finalizers(&finalizers);
+        return Ok(());
     }
 
-    let client = MrClient::connect(cluster, http, config, mr_name, mr_namespace, mr_url)?;
+    let client = MrClient::connect(cluster, http, settings, mr_name, mr_namespace, mr_url)?;
 
     let mut finalizers = finalizers;
     let mut finalizer_added = false;
@@ -317,7 +172,7 @@ fn sync(
     }
 
     let serving_environment = client.get_or_create_serving_environment(namespace)?;
-    let status_url = isvc.str_at(&["status", "url"]);
+    let status_url = InferenceService::of(isvc).status_url();
 
     let mr_is = if let Some(id) = isvc_id {
         log::info!("Retrieving model registry InferenceService by id {id}");
@@ -352,18 +207,15 @@ fn sync(
             "unexpected nil model registry InferenceService".into(),
         ));
     };
-    let mut label_changes = BTreeMap::new();
-    if isvc_id != Some(mr_is_id.as_str()) {
-        label_changes.insert(INFERENCE_SERVICE_ID_LABEL.to_string(), Some(mr_is_id));
+    let id_changed = isvc_id != Some(mr_is_id.as_str());
+    if id_changed {
+        plan.set_primary_label(INFERENCE_SERVICE_ID_LABEL, Some(&mr_is_id));
     }
-    let change = (finalizer_added || !label_changes.is_empty()).then_some(IsvcChange {
-        labels: label_changes,
-        finalizers,
-    });
-    Ok(MrOutcome {
-        change,
-        requeue_after_ms: None,
-    })
+    // Go updates the whole object, finalizers included, whenever anything changed.
+    if finalizer_added || id_changed {
+        plan.set_primary_finalizers(&finalizers);
+    }
+    Ok(())
 }
 
 /// `checkURLDiff`: whether the registry's `url` property must follow the ISVC `status.url`.

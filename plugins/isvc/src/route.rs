@@ -1,37 +1,15 @@
 //! The OpenShift Route of an exposed InferenceService (spec §2.3).
 
+use odh_kinds::{InferenceService, annotation, gvk, label};
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{Error, Object, Value, json};
-
-use crate::kinds;
-use crate::plan::Plan;
+use odh_plugin_sdk::{Error, Object, Plan, Value, json};
 
 /// Seconds each component gets when it names no timeout (`DefaultOpenshiftRouteTimeout`).
 const DEFAULT_TIMEOUT: i64 = 30;
 
-/// Go's `strconv.ParseBool`, which the Route's TLS choice uses (more lenient than the
-/// ClusterRoleBinding's exact `true`).
-pub fn parse_bool(value: &str) -> Option<bool> {
-    match value {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
-fn ssl_enabled(isvc: &Object) -> bool {
-    isvc.annotation(kinds::ENABLE_AUTH)
-        .and_then(parse_bool)
-        .unwrap_or(false)
-}
-
 /// The Route's `spec.port.targetPort`: a port name, or a number when no port is named.
 pub fn target_port(ssl: bool, service: &Object) -> Result<Value, Error> {
-    let ports = service
-        .at(&["spec", "ports"])
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let ports = service.array_at(&["spec", "ports"]);
     let name_of = |p: &Value| {
         p.get("name")
             .and_then(Value::as_str)
@@ -57,14 +35,13 @@ pub fn target_port(ssl: bool, service: &Object) -> Result<Value, Error> {
 /// The Service a Route sends traffic to: a transformer if there is one, else the predictor.
 /// `None` when KServe has not created the InferenceService's Services (yet).
 pub fn target_service(isvc: &Object, cluster: &dyn Cluster) -> Result<Option<Object>, Error> {
-    let selector = format!("{}={}", kinds::ISVC_NAME_LABEL, isvc.name());
-    let mut services =
-        cluster.list_objects(&kinds::service(), isvc.namespace(), Some(&selector))?;
+    let selector = format!("{}={}", label::INFERENCE_SERVICE_NAME, isvc.name());
+    let mut services = cluster.list_objects(&gvk::service(), isvc.namespace(), Some(&selector))?;
     if services.is_empty() {
         return Ok(None);
     }
     services.sort_by(|a, b| a.name().cmp(b.name()));
-    let component = |s: &Object, c: &str| s.label("component") == Some(c);
+    let component = |s: &Object, c: &str| s.label(label::COMPONENT) == Some(c);
     let predictor_name = format!("{}-predictor", isvc.name());
     let chosen = services
         .iter()
@@ -83,39 +60,31 @@ pub fn target_service(isvc: &Object, cluster: &dyn Cluster) -> Result<Option<Obj
 
 /// `<N>s` summed over the components, or the InferenceService's own annotation verbatim.
 pub fn timeout(isvc: &Object) -> String {
-    if let Some(t) = isvc.annotation(kinds::ROUTE_TIMEOUT) {
+    if let Some(t) = isvc.annotation(annotation::ROUTE_TIMEOUT) {
         return t.to_string();
     }
-    let component_timeout = |c: &str| {
-        isvc.at(&["spec", c, "timeout"])
-            .and_then(Value::as_i64)
-            .unwrap_or(DEFAULT_TIMEOUT)
-    };
+    let isvc = InferenceService::of(isvc);
+    let component_timeout = |c: &str| isvc.component_timeout(c).unwrap_or(DEFAULT_TIMEOUT);
     let mut total = component_timeout("predictor");
     for optional in ["transformer", "explainer"] {
-        if isvc.at(&["spec", optional]).is_some_and(|v| !v.is_null()) {
+        if isvc.has_component(optional) {
             total += component_timeout(optional);
         }
     }
     format!("{total}s")
 }
 
-fn canaries(isvc: &Object) -> Vec<Value> {
-    isvc.at(&["spec", "canary"])
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
 /// The desired Route, or `None` when the InferenceService is not exposed or has no Services.
 pub fn desired(isvc: &Object, cluster: &dyn Cluster) -> Result<Option<Value>, Error> {
-    if isvc.label(kinds::VISIBILITY) != Some("exposed") {
+    let view = InferenceService::of(isvc);
+    if !view.is_exposed() {
         return Ok(None);
     }
     let Some(service) = target_service(isvc, cluster)? else {
         return Ok(None);
     };
-    let ssl = ssl_enabled(isvc);
+    // The Route's TLS choice reads the annotation with Go's `strconv.ParseBool`.
+    let ssl = view.auth_enabled_lenient();
     let mut port = target_port(ssl, &service)?;
     let mut route = json!({
         "apiVersion": "route.openshift.io/v1",
@@ -124,7 +93,7 @@ pub fn desired(isvc: &Object, cluster: &dyn Cluster) -> Result<Option<Value>, Er
             "name": isvc.name(),
             "namespace": isvc.namespace(),
             "labels": {"inferenceservice-name": isvc.name()},
-            "annotations": {kinds::ROUTE_TIMEOUT: timeout(isvc)},
+            "annotations": {annotation::ROUTE_TIMEOUT: timeout(isvc)},
         },
         "spec": {
             "to": {"kind": "Service", "name": service.name(), "weight": 100},
@@ -135,7 +104,7 @@ pub fn desired(isvc: &Object, cluster: &dyn Cluster) -> Result<Option<Value>, Er
             "wildcardPolicy": "None",
         },
     });
-    let canaries = canaries(isvc);
+    let canaries = view.canaries();
     if !canaries.is_empty() {
         if let Some(name) = port.as_str().map(str::to_string) {
             port = service_target_port(&service, &name)?;
@@ -152,13 +121,13 @@ pub fn desired(isvc: &Object, cluster: &dyn Cluster) -> Result<Option<Value>, Er
         }
         route["spec"]["to"]["weight"] = json!(stable);
         let mut backends = Vec::new();
-        for c in &canaries {
+        for c in canaries {
             let predictor = c
                 .pointer("/predictor/name")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let name = format!("{}-{predictor}-predictor", isvc.name());
-            match cluster.get(&kinds::service(), isvc.namespace(), &name)? {
+            match cluster.get(&gvk::service(), isvc.namespace(), &name)? {
                 Some(_) => {}
                 None => {
                     return Err(Error::Transient(format!(
@@ -179,13 +148,9 @@ pub fn desired(isvc: &Object, cluster: &dyn Cluster) -> Result<Option<Value>, Er
 /// The `targetPort` of the Service port named `name` (a canary Route addresses pods directly).
 fn service_target_port(service: &Object, name: &str) -> Result<Value, Error> {
     service
-        .at(&["spec", "ports"])
-        .and_then(Value::as_array)
-        .and_then(|ports| {
-            ports
-                .iter()
-                .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
-        })
+        .array_at(&["spec", "ports"])
+        .iter()
+        .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
         .map(|p| p.get("targetPort").cloned().unwrap_or(Value::Null))
         .ok_or_else(|| {
             Error::Transient(format!(
@@ -215,7 +180,7 @@ pub fn check_target_port(route: &mut Value, cluster: &dyn Cluster) -> Result<(),
         .unwrap_or_default()
         .to_string();
     let service = cluster
-        .get_object(&kinds::service(), namespace.as_deref(), &target)?
+        .get_object(&gvk::service(), namespace.as_deref(), &target)?
         .ok_or_else(|| Error::Transient(format!("services \"{target}\" not found")))?;
     let ssl = route
         .pointer("/spec/tls/termination")
@@ -231,7 +196,7 @@ pub fn reconcile(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Resul
         Some(route) => plan.apply_owned(route),
         None => {
             // A cluster without Routes (not OpenShift) fails the read: nothing to remove.
-            let _ = plan.delete_existing(cluster, &kinds::route(), isvc.namespace(), isvc.name());
+            let _ = plan.delete_existing(cluster, &gvk::route(), isvc.namespace(), isvc.name());
         }
     }
     Ok(())

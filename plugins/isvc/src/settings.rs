@@ -1,7 +1,8 @@
 //! The plugin's settings. The host fills them from upstream's environment variables
 //! (`POD_NAMESPACE`, `MODELREGISTRY_STATE`); an admin may override them in the plugins
-//! ConfigMap.
+//! ConfigMap. JSON: `{"podNamespace": "...", "modelRegistry": {"enabled": true, "bearerToken": "..."}}`.
 
+use odh_plugin_sdk::Validatable;
 use serde::Deserialize;
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -24,3 +25,6 @@ pub struct ModelRegistrySettings {
     #[serde(default)]
     pub bearer_token: Option<String>,
 }
+
+/// Every combination that parses is usable: upstream reads these without further checks.
+impl Validatable for Settings {}

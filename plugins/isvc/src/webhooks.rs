@@ -1,13 +1,11 @@
 //! The InferenceService admission webhooks (spec §4): validation of names, the protected
 //! namespace and canaries; defaulting of connection credentials and hardware profiles.
 
+use odh_kinds::{DscInitialization, InferenceService, gvk};
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{
-    AdmissionDecision, AdmissionRequest, Error, Object, Operation, Ownership, Value,
-};
-use odh_serving_admission::{connections, hardware_profile};
+use odh_plugin_sdk::{AdmissionDecision, AdmissionRequest, Error, Object, Operation, Ownership};
+use odh_serving_admission::{IsvcAdmission, default_inference_service};
 
-use crate::kinds;
 use crate::settings::Settings;
 
 pub const VALIDATING_PATH: &str = "/validate-serving-kserve-io-v1beta1-inferenceservice";
@@ -32,29 +30,19 @@ fn invalid(name: &str, field: &str, value: &str, detail: &str) -> AdmissionDecis
 pub fn application_namespace(settings: &Settings, cluster: &dyn Cluster) -> Result<String, Error> {
     let mut namespace = settings.pod_namespace.clone().unwrap_or_default();
     let dscis = cluster
-        .list(&kinds::dsc_initialization(), None, None)
+        .list_objects(&gvk::dsc_initialization(), None, None)
         .map_err(|e| {
             Error::Denied(format!(
                 "not able to read DSCInitializationList: {}",
                 e.message()
             ))
         })?;
-    for dsci in dscis {
-        if let Some(ns) = dsci
-            .pointer("/spec/applicationsNamespace")
-            .and_then(Value::as_str)
-            .filter(|ns| !ns.is_empty())
-        {
+    for dsci in &dscis {
+        if let Some(ns) = DscInitialization::of(dsci).applications_namespace() {
             namespace = ns.to_string();
         }
     }
     Ok(namespace)
-}
-
-fn canary_count(isvc: &Object) -> usize {
-    isvc.at(&["spec", "canary"])
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len)
 }
 
 pub fn validate(
@@ -91,7 +79,7 @@ pub fn validate(
             ));
         }
     }
-    let canaries = canary_count(&isvc);
+    let canaries = InferenceService::of(&isvc).canaries().len();
     if canaries > MAX_CANARIES {
         return Ok(AdmissionDecision::deny(format!(
             "canary count {canaries} exceeds maximum of {MAX_CANARIES} (OpenShift Route alternateBackends limit)"
@@ -111,33 +99,24 @@ pub fn mutate(
         return Ok(AdmissionDecision::allow());
     }
     let old = request.old_object()?;
-    let old = old.as_ref().map(Object::as_value);
     let namespace = request
         .namespace
         .clone()
         .or_else(|| isvc.namespace().map(str::to_string))
         .unwrap_or_default();
+    let admission = IsvcAdmission {
+        operation: request.operation,
+        old: old.as_ref().map(Object::as_value),
+        namespace: &namespace,
+        dry_run: request.dry_run,
+    };
     let mut object = isvc.into_value();
-    let accounts = connections::default_inference_service(
-        request.operation,
-        &mut object,
-        old,
-        &namespace,
-        request.dry_run,
-        cluster,
-    )?;
-    let warnings = hardware_profile::default_inference_service(
-        request.operation,
-        &mut object,
-        old,
-        &namespace,
-        cluster,
-    )?;
-    for w in warnings {
+    let defaulted = default_inference_service(&mut object, &admission, cluster)?;
+    for w in defaulted.warnings {
         odh_plugin_sdk::log::log(odh_plugin_sdk::log::Level::Warn, &w);
     }
     let mut decision = AdmissionDecision::mutated(object);
-    for account in accounts {
+    for account in defaulted.side_effects {
         decision = decision.side_effect(account, Ownership::None);
     }
     Ok(decision)

@@ -3,19 +3,7 @@
 mod common;
 
 use common::*;
-use odh_plugin_sdk::cluster::FakeCluster;
-use odh_plugin_sdk::{Value, json};
-
-const AUTH: &str = "security.opendatahub.io/enable-auth";
-
-fn with_sa(mut v: Value, sa: &str) -> Value {
-    v["spec"]["predictor"]["serviceAccountName"] = json!(sa);
-    v
-}
-
-fn authed(v: Value) -> Value {
-    with_annotation(v, AUTH, "true")
-}
+use odh_plugin_sdk::{Ownership, Value, json};
 
 fn crb(name: &str) -> Value {
     json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -25,13 +13,14 @@ fn crb(name: &str) -> Value {
 #[test]
 fn c_02_auth_on_the_default_service_account_binds_default() {
     let d = reconcile(
-        &FakeCluster::new().with(ovms_runtime()),
-        Some(&authed(raw_isvc("a"))),
+        &cluster().with(ovms_runtime()),
+        Some(&isvc("a").raw().with_auth(None).build()),
     );
-    let (b, ownership) = d
+    let binding = d
         .applied("ClusterRoleBinding", "test-ns-default-auth-delegator")
         .unwrap();
-    assert_eq!(ownership, odh_plugin_sdk::Ownership::None);
+    assert_eq!(binding.ownership, Ownership::None);
+    let b = binding.object;
     assert_eq!(
         b["subjects"],
         json!([{"kind": "ServiceAccount", "namespace": NS, "name": "default"}])
@@ -46,8 +35,8 @@ fn c_02_auth_on_the_default_service_account_binds_default() {
 #[test]
 fn c_03_auth_on_a_custom_service_account_binds_it() {
     let d = reconcile(
-        &FakeCluster::new(),
-        Some(&authed(with_sa(raw_isvc("a"), "custom-sa"))),
+        &cluster(),
+        Some(&isvc("a").raw().with_auth(Some("custom-sa")).build()),
     );
     assert!(
         d.applied("ClusterRoleBinding", "test-ns-custom-sa-auth-delegator")
@@ -57,10 +46,13 @@ fn c_03_auth_on_a_custom_service_account_binds_it() {
 
 #[test]
 fn c_04_an_inference_service_without_auth_keeps_a_shared_binding() {
-    let with = authed(with_sa(raw_isvc("isvc-with-auth"), "custom-sa"));
-    let without = with_sa(raw_isvc("isvc-without-auth"), "custom-sa");
-    let cluster = FakeCluster::new()
-        .with(with.clone())
+    let with = isvc("isvc-with-auth").raw().with_auth(Some("custom-sa"));
+    let without = isvc("isvc-without-auth")
+        .raw()
+        .service_account("custom-sa")
+        .build();
+    let cluster = cluster()
+        .with(with)
         .with(without.clone())
         .with(crb("test-ns-custom-sa-auth-delegator"));
     let d = reconcile(&cluster, Some(&without));
@@ -73,11 +65,11 @@ fn c_04_an_inference_service_without_auth_keeps_a_shared_binding() {
 
 #[test]
 fn c_12_bindings_go_only_with_the_last_inference_service_using_them() {
-    let d1 = authed(raw_isvc("default-1"));
-    let d2 = authed(raw_isvc("default-2"));
-    let c2 = authed(with_sa(raw_isvc("custom-2"), "custom-sa"));
-    let c1 = authed(with_sa(raw_isvc("custom-1"), "custom-sa"));
-    let cluster = FakeCluster::new()
+    let d1 = isvc("default-1").raw().with_auth(None);
+    let d2 = isvc("default-2").raw().with_auth(None);
+    let c2 = isvc("custom-2").raw().with_auth(Some("custom-sa"));
+    let c1 = isvc("custom-1").raw().with_auth(Some("custom-sa"));
+    let cluster = cluster()
         .with(d1.clone())
         .with(d2.clone())
         .with(c1.clone())
@@ -86,25 +78,25 @@ fn c_12_bindings_go_only_with_the_last_inference_service_using_them() {
         .with(crb("test-ns-custom-sa-auth-delegator"));
     // default-1 and custom-1 go: the others still use the bindings.
     assert!(
-        !reconcile(&cluster, Some(&deleting(d1.clone())))
+        !reconcile(&cluster, Some(&d1.clone().deleting().build()))
             .deleted("ClusterRoleBinding", "test-ns-default-auth-delegator")
     );
     assert!(
-        !reconcile(&cluster, Some(&deleting(c1.clone())))
+        !reconcile(&cluster, Some(&c1.clone().deleting().build()))
             .deleted("ClusterRoleBinding", "test-ns-custom-sa-auth-delegator")
     );
     // Then the last users go.
     let cluster = cluster
-        .with(deleting(d1))
-        .with(deleting(c1))
-        .with(deleting(d2.clone()))
-        .with(deleting(c2.clone()));
+        .with(d1.deleting())
+        .with(c1.deleting())
+        .with(d2.clone().deleting())
+        .with(c2.clone().deleting());
     assert!(
-        reconcile(&cluster, Some(&deleting(d2)))
+        reconcile(&cluster, Some(&d2.deleting().build()))
             .deleted("ClusterRoleBinding", "test-ns-default-auth-delegator")
     );
     assert!(
-        reconcile(&cluster, Some(&deleting(c2)))
+        reconcile(&cluster, Some(&c2.deleting().build()))
             .deleted("ClusterRoleBinding", "test-ns-custom-sa-auth-delegator")
     );
 }
@@ -112,8 +104,8 @@ fn c_12_bindings_go_only_with_the_last_inference_service_using_them() {
 #[test]
 fn c_13_an_inference_service_without_auth_makes_no_binding() {
     let d = reconcile(
-        &FakeCluster::new().with(ovms_runtime()),
-        Some(&isvc("example-onnx-mnist")),
+        &cluster().with(ovms_runtime()),
+        Some(&isvc("example-onnx-mnist").build()),
     );
     assert!(
         d.applied("ClusterRoleBinding", "test-ns-default-auth-delegator")
@@ -123,8 +115,8 @@ fn c_13_an_inference_service_without_auth_makes_no_binding() {
 
 #[test]
 fn d_13_turning_auth_off_removes_the_binding_for_any_service_account() {
-    let custom = with_sa(raw_isvc("c"), "custom-sa");
-    let cluster = FakeCluster::new()
+    let custom = isvc("c").raw().service_account("custom-sa").build();
+    let cluster = cluster()
         .with(custom.clone())
         .with(crb("test-ns-custom-sa-auth-delegator"))
         .with(crb("test-ns-default-auth-delegator"));
@@ -135,17 +127,14 @@ fn d_13_turning_auth_off_removes_the_binding_for_any_service_account() {
     // Upstream keeps the default-SA binding here (a lookup bug); we remove it too
     // (docs/divergences.md).
     assert!(
-        reconcile(&cluster, Some(&raw_isvc("d")))
+        reconcile(&cluster, Some(&isvc("d").raw().build()))
             .deleted("ClusterRoleBinding", "test-ns-default-auth-delegator")
     );
 }
 
 #[test]
 fn auth_needs_exactly_true_for_the_binding() {
-    let d = reconcile(
-        &FakeCluster::new(),
-        Some(&with_annotation(raw_isvc("a"), AUTH, "True")),
-    );
+    let d = reconcile(&cluster(), Some(&isvc("a").raw().auth("True").build()));
     assert!(
         d.applied("ClusterRoleBinding", "test-ns-default-auth-delegator")
             .is_none()

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use odh_plugin_sdk::cluster::FakeCluster;
+use odh_plugin_sdk::testing::FakeCluster;
 use odh_plugin_sdk::{Ownership, Value, json};
 
 const KINDS: [&str; 5] = [
@@ -46,12 +46,13 @@ fn with_all(mut cluster: FakeCluster, owners: &[&str]) -> FakeCluster {
 
 #[test]
 fn c_14_a_keda_inference_service_co_owns_all_five_objects() {
-    let cluster = FakeCluster::new().with(keda_crd_served());
-    let d = reconcile(&cluster, Some(&keda_isvc("isvc1")));
+    let cluster = cluster().with(keda_crd_served());
+    let d = reconcile(&cluster, Some(&isvc("isvc1").keda().build()));
     for kind in KINDS {
-        let (_, ownership) = d
+        let ownership = d
             .applied(kind, NAME)
-            .unwrap_or_else(|| panic!("{kind} applied"));
+            .unwrap_or_else(|| panic!("{kind} applied"))
+            .ownership;
         assert_eq!(
             ownership,
             Ownership::Owner,
@@ -63,10 +64,10 @@ fn c_14_a_keda_inference_service_co_owns_all_five_objects() {
 #[test]
 fn c_14_object_shapes() {
     let d = reconcile(
-        &FakeCluster::new().with(keda_crd_served()),
-        Some(&keda_isvc("isvc1")),
+        &cluster().with(keda_crd_served()),
+        Some(&isvc("isvc1").keda().build()),
     );
-    let secret = d.object("Secret", NAME);
+    let secret = d.applied_object("Secret", NAME);
     assert_eq!(secret["type"], "kubernetes.io/service-account-token");
     assert_eq!(
         secret["metadata"]["annotations"]["kubernetes.io/service-account.name"],
@@ -74,23 +75,23 @@ fn c_14_object_shapes() {
     );
     for kind in KINDS {
         assert_eq!(
-            d.object(kind, NAME)["metadata"]["labels"],
+            d.applied_object(kind, NAME)["metadata"]["labels"],
             json!({"odh-model-controller": "keda-reconciler"})
         );
     }
     assert_eq!(
-        d.object("Role", NAME)["rules"],
+        d.applied_object("Role", NAME)["rules"],
         json!([
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
             {"apiGroups": ["metrics.k8s.io"], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
         ])
     );
     assert_eq!(
-        d.object("RoleBinding", NAME)["roleRef"],
+        d.applied_object("RoleBinding", NAME)["roleRef"],
         json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME})
     );
     assert_eq!(
-        d.object("TriggerAuthentication", NAME)["spec"]["secretTargetRef"],
+        d.applied_object("TriggerAuthentication", NAME)["spec"]["secretTargetRef"],
         json!([
             {"parameter": "bearerToken", "name": NAME, "key": "token"},
             {"parameter": "ca", "name": NAME, "key": "ca.crt"},
@@ -101,10 +102,10 @@ fn c_14_object_shapes() {
 #[test]
 fn c_15_a_deleted_co_owner_releases_the_objects_the_other_still_holds() {
     let cluster = with_all(
-        FakeCluster::new().with(keda_isvc("isvc1")),
+        cluster().with(isvc("isvc1").keda().build()),
         &["uid-isvc1", "uid-isvc2"],
     );
-    let d = reconcile(&cluster, Some(&deleting(keda_isvc("isvc2"))));
+    let d = reconcile(&cluster, Some(&isvc("isvc2").keda().deleting().build()));
     for kind in KINDS {
         // `delete` of an object others co-own is a release in the host.
         assert!(d.deleted(kind, NAME), "{kind} released");
@@ -115,26 +116,29 @@ fn c_15_a_deleted_co_owner_releases_the_objects_the_other_still_holds() {
 fn c_16_c_17_c_18_c_19_c_20_drifted_objects_are_applied_again_in_full() {
     // Every reconcile of a KEDA InferenceService applies the whole desired shape, so a changed
     // rule, label, subject or secretTargetRef is put back by server-side apply.
-    let mut drifted = with_all(FakeCluster::new().with(keda_crd_served()), &["uid-isvc1"]);
+    let mut drifted = with_all(cluster().with(keda_crd_served()), &["uid-isvc1"]);
     let mut role = existing("Role", &["uid-isvc1"]);
     role["rules"] = json!([{"apiGroups": [""], "resources": ["fake"], "verbs": ["get"]}]);
     drifted.insert(role);
-    let d = reconcile(&drifted, Some(&keda_isvc("isvc1")));
-    assert_eq!(d.object("Role", NAME)["rules"][0]["resources"][0], "pods");
+    let d = reconcile(&drifted, Some(&isvc("isvc1").keda().build()));
     assert_eq!(
-        d.object("ServiceAccount", NAME)["metadata"]["labels"]["odh-model-controller"],
+        d.applied_object("Role", NAME)["rules"][0]["resources"][0],
+        "pods"
+    );
+    assert_eq!(
+        d.applied_object("ServiceAccount", NAME)["metadata"]["labels"]["odh-model-controller"],
         "keda-reconciler"
     );
     assert_eq!(
-        d.object("RoleBinding", NAME)["subjects"][0]["kind"],
+        d.applied_object("RoleBinding", NAME)["subjects"][0]["kind"],
         "ServiceAccount"
     );
     assert_eq!(
-        d.object("Secret", NAME)["metadata"]["labels"]["odh-model-controller"],
+        d.applied_object("Secret", NAME)["metadata"]["labels"]["odh-model-controller"],
         "keda-reconciler"
     );
     assert_eq!(
-        d.object("TriggerAuthentication", NAME)["spec"]["secretTargetRef"]
+        d.applied_object("TriggerAuthentication", NAME)["spec"]["secretTargetRef"]
             .as_array()
             .unwrap()
             .len(),
@@ -144,7 +148,7 @@ fn c_16_c_17_c_18_c_19_c_20_drifted_objects_are_applied_again_in_full() {
 
 #[test]
 fn c_21_with_every_inference_service_gone_the_objects_are_cleaned_up() {
-    let cluster = with_all(FakeCluster::new(), &["uid-isvc1", "uid-isvc2"]);
+    let cluster = with_all(cluster(), &["uid-isvc1", "uid-isvc2"]);
     let d = reconcile(&cluster, None);
     for kind in KINDS {
         assert!(d.deleted(kind, NAME), "{kind} deleted");
@@ -153,12 +157,12 @@ fn c_21_with_every_inference_service_gone_the_objects_are_cleaned_up() {
 
 #[test]
 fn c_22_an_inference_service_that_stops_using_keda_removes_the_objects() {
-    let mut plain = keda_isvc("isvc1");
+    let mut plain = isvc("isvc1").keda().build();
     plain["spec"]["predictor"]
         .as_object_mut()
         .unwrap()
         .remove("autoScaling");
-    let cluster = with_all(FakeCluster::new().with(plain.clone()), &["uid-isvc1"]);
+    let cluster = with_all(cluster().with(plain.clone()), &["uid-isvc1"]);
     let d = reconcile(&cluster, Some(&plain));
     for kind in KINDS {
         assert!(d.deleted(kind, NAME), "{kind} deleted");
@@ -168,11 +172,11 @@ fn c_22_an_inference_service_that_stops_using_keda_removes_the_objects() {
 
 #[test]
 fn c_23_a_co_owner_that_stops_using_keda_lets_go_while_another_still_uses_it() {
-    let plain = raw_isvc("isvc1");
+    let plain = isvc("isvc1").raw().build();
     let cluster = with_all(
-        FakeCluster::new()
+        cluster()
             .with(plain.clone())
-            .with(keda_isvc("isvc2")),
+            .with(isvc("isvc2").keda().build()),
         &["uid-isvc1", "other-owner-uid"],
     );
     let d = reconcile(&cluster, Some(&plain));
@@ -186,22 +190,22 @@ fn c_23_a_co_owner_that_stops_using_keda_lets_go_while_another_still_uses_it() {
 
 #[test]
 fn c_24_no_keda_anywhere_means_nothing_to_do() {
-    let d = reconcile(&FakeCluster::new(), Some(&raw_isvc("plain")));
+    let d = reconcile(&cluster(), Some(&isvc("plain").raw().build()));
     for kind in KINDS {
         assert!(
             !d.deleted(kind, NAME) && d.applied(kind, NAME).is_none(),
             "{kind}"
         );
     }
-    assert_eq!(d.error(), None);
+    assert_eq!(d.error_message(), None);
 }
 
 #[test]
 fn c_25_an_unowned_object_is_left_alone_while_another_inference_service_uses_keda() {
-    let plain = raw_isvc("plain");
-    let cluster = FakeCluster::new()
+    let plain = isvc("plain").raw().build();
+    let cluster = cluster()
         .with(plain.clone())
-        .with(keda_isvc("isvc2"))
+        .with(isvc("isvc2").keda().build())
         .with(existing("ServiceAccount", &[]));
     let d = reconcile(&cluster, Some(&plain));
     assert!(!d.deleted("ServiceAccount", NAME));
@@ -211,8 +215,8 @@ fn c_25_an_unowned_object_is_left_alone_while_another_inference_service_uses_ked
 fn c_26_an_unowned_object_is_asked_away_when_nobody_uses_keda() {
     // The host deletes only what it manages, so the unowned ServiceAccount survives there
     // (docs/divergences.md); the plugin's part is to ask.
-    let plain = raw_isvc("plain");
-    let cluster = FakeCluster::new()
+    let plain = isvc("plain").raw().build();
+    let cluster = cluster()
         .with(plain.clone())
         .with(existing("ServiceAccount", &[]));
     assert!(reconcile(&cluster, Some(&plain)).deleted("ServiceAccount", NAME));
@@ -220,12 +224,12 @@ fn c_26_an_unowned_object_is_asked_away_when_nobody_uses_keda() {
 
 #[test]
 fn d_14_without_the_keda_crd_no_trigger_authentication_is_applied() {
-    let cluster = FakeCluster::new().with(ovms_runtime()).fail(
-        isvc::kinds::trigger_authentication(),
+    let cluster = cluster().with(ovms_runtime()).fail(
+        odh_kinds::gvk::trigger_authentication(),
         odh_plugin_sdk::Error::Transient("no matches for kind \"TriggerAuthentication\"".into()),
     );
-    let d = reconcile(&cluster, Some(&keda_isvc("isvc1")));
+    let d = reconcile(&cluster, Some(&isvc("isvc1").keda().build()));
     assert!(d.applied("TriggerAuthentication", NAME).is_none());
     assert!(d.applied("ServiceAccount", NAME).is_some());
-    assert_eq!(d.error(), None);
+    assert_eq!(d.error_message(), None);
 }

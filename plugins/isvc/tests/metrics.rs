@@ -5,20 +5,20 @@ mod common;
 
 use common::*;
 use isvc::metrics;
-use odh_plugin_sdk::cluster::FakeCluster;
 use odh_plugin_sdk::{Object, Value, json};
 
 fn sr_with_annotations(annotations: Value) -> Object {
-    let mut spec = json!({"supportedModelFormats": [{"name": "onnx", "autoSelect": true}]});
-    if !annotations.is_null() {
-        spec["annotations"] = annotations;
+    let sr = serving_runtime("test-runtime").auto_selects(&["onnx"]);
+    if annotations.is_null() {
+        Object(sr.build())
+    } else {
+        Object(sr.set("/spec/annotations", annotations).build())
     }
-    Object(runtime("test-runtime", spec))
 }
 
 fn endpoint(annotations: Value) -> Value {
     let sm = metrics::desired_service_monitor(
-        &Object(isvc("test-isvc")),
+        &Object(isvc("test-isvc").build()),
         &sr_with_annotations(annotations),
     );
     let endpoints = sm["spec"]["endpoints"].as_array().unwrap().clone();
@@ -69,8 +69,8 @@ fn u_s06_a_runtime_without_annotations_still_gets_a_service_monitor() {
 #[test]
 fn c_09_metrics_service_and_service_monitor_for_a_runtime_with_a_port() {
     let name = "example-onnx-mnist";
-    let d = reconcile(&FakeCluster::new().with(ovms_runtime()), Some(&isvc(name)));
-    let svc = d.object("Service", &format!("{name}-metrics"));
+    let d = reconcile(&cluster().with(ovms_runtime()), Some(&isvc(name).build()));
+    let svc = d.applied_object("Service", &format!("{name}-metrics"));
     assert_eq!(
         svc["metadata"]["labels"],
         json!({"name": format!("{name}-metrics"), "monitoring.opendatahub.io/scrape": "true"})
@@ -83,7 +83,7 @@ fn c_09_metrics_service_and_service_monitor_for_a_runtime_with_a_port() {
             "selector": {"serving.kserve.io/inferenceservice": name},
         })
     );
-    let sm = d.object("ServiceMonitor", &format!("{name}-metrics"));
+    let sm = d.applied_object("ServiceMonitor", &format!("{name}-metrics"));
     assert_eq!(
         sm["spec"]["selector"]["matchLabels"]["name"],
         format!("{name}-metrics")
@@ -92,37 +92,32 @@ fn c_09_metrics_service_and_service_monitor_for_a_runtime_with_a_port() {
         sm["spec"]["endpoints"],
         json!([{"port": "kserve-ovms-metrics", "scheme": "http", "path": "/metrics"}])
     );
-    assert_eq!(d.error(), None);
+    assert_eq!(d.error_message(), None);
 }
 
 #[test]
 fn d_09_a_raw_container_inference_service_has_no_metrics_objects_and_an_unsupported_dashboard() {
-    let d = reconcile(&FakeCluster::new(), Some(&raw_isvc("raw")));
+    let d = reconcile(&cluster(), Some(&isvc("raw").raw().build()));
     assert!(d.applied("Service", "raw-metrics").is_none());
     assert!(d.applied("ServiceMonitor", "raw-metrics").is_none());
-    let cm = d.object("ConfigMap", "raw-metrics-dashboard");
+    let cm = d.applied_object("ConfigMap", "raw-metrics-dashboard");
     assert_eq!(cm["data"], json!({"supported": "false"}));
-    assert_eq!(d.error(), None);
+    assert_eq!(d.error_message(), None);
 }
 
 fn auto_selected(name: &str) -> Value {
-    let mut v = isvc(name);
-    v["spec"]["predictor"]["model"]
-        .as_object_mut()
-        .unwrap()
-        .remove("runtime");
-    v
+    isvc(name).auto_runtime().build()
 }
 
 #[test]
 fn d_10_no_auto_selectable_runtime_gives_an_unsupported_dashboard_and_an_error() {
-    let d = reconcile(&FakeCluster::new(), Some(&auto_selected("m")));
+    let d = reconcile(&cluster(), Some(&auto_selected("m")));
     assert_eq!(
-        d.object("ConfigMap", "m-metrics-dashboard")["data"],
+        d.applied_object("ConfigMap", "m-metrics-dashboard")["data"],
         json!({"supported": "false"})
     );
     assert!(d.applied("Service", "m-metrics").is_none());
-    let err = d.error().expect("an error");
+    let err = d.error_message().expect("an error");
     assert!(
         err.contains("not found error: no suitable runtime found."),
         "{err}"
@@ -131,33 +126,17 @@ fn d_10_no_auto_selectable_runtime_gives_an_unsupported_dashboard_and_an_error()
 
 #[test]
 fn d_11_auto_selection_skips_disabled_and_single_model_runtimes_newest_wins() {
-    let fmt = json!([{"name": "onnx", "autoSelect": true}]);
-    let mut older = runtime(
-        "older",
-        json!({"supportedModelFormats": fmt, "annotations": {"prometheus.io/port": "1"}}),
-    );
-    older["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
-    let mut newer = runtime(
-        "newer",
-        json!({"supportedModelFormats": fmt, "annotations": {"prometheus.io/port": "2"}}),
-    );
-    newer["metadata"]["creationTimestamp"] = json!("2026-02-01T00:00:00Z");
-    let mut disabled = runtime(
-        "disabled",
-        json!({"supportedModelFormats": fmt, "disabled": true}),
-    );
-    disabled["metadata"]["creationTimestamp"] = json!("2026-03-01T00:00:00Z");
-    let mut single = runtime(
-        "single",
-        json!({"supportedModelFormats": fmt, "multiModel": false}),
-    );
-    single["metadata"]["creationTimestamp"] = json!("2026-03-01T00:00:00Z");
-    let cluster = FakeCluster::new()
-        .with(older)
-        .with(newer)
-        .with(disabled)
-        .with(single);
-    let sr = isvc::runtime::resolve(&Object(auto_selected("m")), &cluster)
+    let onnx = |name: &str, created: &str| {
+        serving_runtime(name)
+            .auto_selects(&["onnx"])
+            .created(created)
+    };
+    let cluster = cluster()
+        .with(onnx("older", "2026-01-01T00:00:00Z").spec_annotation("prometheus.io/port", "1"))
+        .with(onnx("newer", "2026-02-01T00:00:00Z").spec_annotation("prometheus.io/port", "2"))
+        .with(onnx("disabled", "2026-03-01T00:00:00Z").set("/spec/disabled", true))
+        .with(onnx("single", "2026-03-01T00:00:00Z").set("/spec/multiModel", false));
+    let sr = odh_kinds::resolve_runtime(&Object(auto_selected("m")), &cluster)
         .unwrap()
         .unwrap();
     assert_eq!(sr.name(), "newer");
@@ -165,14 +144,11 @@ fn d_11_auto_selection_skips_disabled_and_single_model_runtimes_newest_wins() {
 
 #[test]
 fn d_12_a_non_numeric_prometheus_port_is_an_error_but_the_service_monitor_is_still_made() {
-    let sr = runtime(
-        "kserve-ovms",
-        json!({"annotations": {"prometheus.io/port": "abc"}}),
-    );
-    let d = reconcile(&FakeCluster::new().with(sr), Some(&isvc("m")));
+    let sr = serving_runtime("kserve-ovms").spec_annotation("prometheus.io/port", "abc");
+    let d = reconcile(&cluster().with(sr), Some(&isvc("m").build()));
     assert!(d.applied("Service", "m-metrics").is_none());
     assert!(d.applied("ServiceMonitor", "m-metrics").is_some());
-    let err = d.error().expect("an error");
+    let err = d.error_message().expect("an error");
     assert!(
         err.contains("strconv.ParseInt: parsing \"abc\": invalid syntax"),
         "{err}"
@@ -181,9 +157,9 @@ fn d_12_a_non_numeric_prometheus_port_is_an_error_but_the_service_monitor_is_sti
 
 #[test]
 fn an_explicit_runtime_that_does_not_exist_is_an_error_for_all_three() {
-    let d = reconcile(&FakeCluster::new(), Some(&isvc("m")));
+    let d = reconcile(&cluster(), Some(&isvc("m").build()));
     assert!(d.applied("ConfigMap", "m-metrics-dashboard").is_none());
-    let err = d.error().unwrap();
+    let err = d.error_message().unwrap();
     assert!(
         err.contains("servingruntimes.serving.kserve.io \"kserve-ovms\" not found"),
         "{err}"
@@ -193,25 +169,26 @@ fn an_explicit_runtime_that_does_not_exist_is_an_error_for_all_three() {
 #[test]
 fn metrics_objects_are_removed_when_the_runtime_goes_away_from_a_raw_container() {
     let existing = |kind: &str, api: &str| json!({"apiVersion": api, "kind": kind, "metadata": {"name": "raw-metrics", "namespace": NS}});
-    let cluster = FakeCluster::new()
+    let cluster = cluster()
         .with(existing("Service", "v1"))
         .with(existing("ServiceMonitor", "monitoring.coreos.com/v1"));
-    let d = reconcile(&cluster, Some(&raw_isvc("raw")));
+    let d = reconcile(&cluster, Some(&isvc("raw").raw().build()));
     assert!(d.deleted("Service", "raw-metrics"));
     assert!(d.deleted("ServiceMonitor", "raw-metrics"));
 }
 
-fn dashboard_for(sr: Value, name: &str) -> Value {
-    let mut v = isvc(name);
-    v["spec"]["predictor"]["model"]["runtime"] = sr["metadata"]["name"].clone();
-    let d = reconcile(&FakeCluster::new().with(sr), Some(&v));
-    d.object("ConfigMap", &format!("{name}-metrics-dashboard"))
+fn dashboard_for(sr: ServingRuntime, name: &str) -> Value {
+    let runtime = sr.value()["metadata"]["name"].as_str().unwrap().to_string();
+    let v = isvc(name).runtime(&runtime).build();
+    let d = reconcile(&cluster().with(sr), Some(&v));
+    d.applied_object("ConfigMap", &format!("{name}-metrics-dashboard"))
+        .into_value()
 }
 
 #[test]
 fn u_d01_to_u_d06_dashboards_through_the_whole_reconcile() {
-    let mut nim = runtime("nim-runtime", json!({}));
-    nim["metadata"]["annotations"] = json!({"runtimes.opendatahub.io/nvidia-nim": "true"});
+    let nim =
+        serving_runtime("nim-runtime").annotation("runtimes.opendatahub.io/nvidia-nim", "true");
     let cm = dashboard_for(nim, "nim-model");
     assert_eq!(cm["data"]["supported"], "true");
     let metrics = cm["data"]["metrics"].as_str().unwrap();
@@ -226,10 +203,8 @@ fn u_d01_to_u_d06_dashboards_through_the_whole_reconcile() {
             "app.kubernetes.io/managed-by": "odh-model-controller",
         })
     );
-    let ovms = runtime(
-        "ovms-runtime",
-        json!({"annotations": {"opendatahub.io/kserve-runtime": "ovms"}}),
-    );
+    let ovms =
+        serving_runtime("ovms-runtime").spec_annotation("opendatahub.io/kserve-runtime", "ovms");
     assert_eq!(
         dashboard_for(ovms, "ovms-model")["data"]["metrics"],
         json!(isvc::dashboard::substitute(
@@ -238,7 +213,7 @@ fn u_d01_to_u_d06_dashboards_through_the_whole_reconcile() {
             "ovms-model"
         ))
     );
-    let generic = runtime("generic-runtime", json!({}));
+    let generic = serving_runtime("generic-runtime");
     assert_eq!(
         dashboard_for(generic, "generic-model")["data"],
         json!({"supported": "false"})

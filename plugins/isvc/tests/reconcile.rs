@@ -4,106 +4,91 @@ mod common;
 
 use common::*;
 use isvc::Isvc;
-use odh_plugin_sdk::cluster::FakeCluster;
-use odh_plugin_sdk::{FinalizerAction, Mapping, Object, Plugin, WatchEvent, json};
+use odh_kinds::{gvk, selector};
+use odh_plugin_sdk::{Ctx, Error, FinalizerAction, Mapping, Object, Plugin, WatchEvent, json};
 
 #[test]
 fn d_15_a_request_for_a_gone_inference_service_cleans_up_an_empty_namespace() {
     let keda_sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": "inference-prometheus-auth", "namespace": NS}});
-    let d = reconcile(&FakeCluster::new().with(keda_sa.clone()), None);
+    let d = reconcile(&cluster().with(keda_sa.clone()), None);
     assert!(d.deleted("ServiceAccount", "inference-prometheus-auth"));
-    assert_eq!(d.error(), None);
+    assert_eq!(d.error_message(), None);
     // With an active InferenceService left, nothing is cleaned up.
-    let d = reconcile(
-        &FakeCluster::new().with(keda_sa).with(raw_isvc("left")),
-        None,
-    );
+    let d = reconcile(&cluster().with(keda_sa).with(isvc("left").raw()), None);
     assert!(!d.deleted("ServiceAccount", "inference-prometheus-auth"));
     // And with nothing to clean up there is no request at all.
-    assert!(
-        reconcile(&FakeCluster::new(), None)
-            .outcome
-            .delete
-            .is_empty()
-    );
+    assert!(reconcile(&cluster(), None).delete.is_empty());
 }
 
 #[test]
 fn d_16_finalizer_added_to_live_and_removed_from_deleting_inference_services() {
-    let d = reconcile(&FakeCluster::new(), Some(&raw_isvc("m")));
-    assert_eq!(d.outcome.finalizer, FinalizerAction::Add);
+    let d = reconcile(&cluster(), Some(&isvc("m").raw().build()));
+    assert_eq!(d.finalizer, FinalizerAction::Add);
     // Removed even when a step fails (listing InferenceServices errors here); the error stays.
-    let failing = FakeCluster::new().fail(
-        isvc::kinds::inference_service(),
-        odh_plugin_sdk::Error::Transient("etcd is down".into()),
+    let failing = cluster().fail(
+        gvk::inference_service(),
+        Error::Transient("etcd is down".into()),
     );
-    let d = reconcile(&failing, Some(&deleting(raw_isvc("m"))));
-    assert_eq!(d.outcome.finalizer, FinalizerAction::Remove);
-    assert!(d.error().unwrap().contains("etcd is down"));
+    let d = reconcile(&failing, Some(&isvc("m").raw().deleting().build()));
+    assert_eq!(d.finalizer, FinalizerAction::Remove);
+    assert!(d.error_message().unwrap().contains("etcd is down"));
 }
 
 #[test]
 fn a_deleting_inference_service_without_our_finalizer_is_left_alone() {
-    let mut v = deleting(raw_isvc("m"));
-    v["metadata"]["finalizers"] = json!(["someone-else"]);
-    let d = reconcile(&FakeCluster::new(), Some(&v));
-    assert_eq!(d.outcome.finalizer, FinalizerAction::Keep);
-    assert!(d.outcome.apply.is_empty() && d.outcome.delete.is_empty());
+    let v = isvc("m")
+        .raw()
+        .deleting()
+        .finalizers(&["someone-else"])
+        .build();
+    let d = reconcile(&cluster(), Some(&v));
+    assert_eq!(d.finalizer, FinalizerAction::Keep);
+    assert!(d.apply.is_empty() && d.delete.is_empty());
 }
 
 #[test]
 fn every_step_runs_even_after_an_earlier_one_fails() {
     // The Route step fails (no port on the Service); the later steps still decide.
-    let cluster = FakeCluster::new()
+    let cluster = cluster()
         .with(service("m-predictor", "m", "predictor", json!([])))
         .with(ovms_runtime());
-    let d = reconcile(&cluster, Some(&exposed(isvc("m"))));
-    assert!(d.error().unwrap().contains("has no ports defined"));
+    let d = reconcile(&cluster, Some(&isvc("m").exposed().build()));
+    assert!(d.error_message().unwrap().contains("has no ports defined"));
     assert!(d.applied("ConfigMap", "m-metrics-dashboard").is_some());
     assert!(d.applied("ServiceMonitor", "m-metrics").is_some());
 }
 
-fn event(object: odh_plugin_sdk::Value) -> WatchEvent {
-    WatchEvent::for_object("inferenceservice", &Object(object), false)
+fn event(object: impl Into<odh_plugin_sdk::Value>) -> WatchEvent {
+    WatchEvent::for_object("inferenceservice", &Object(object.into()), false)
 }
 
-#[test]
-fn d_17_a_managed_secret_maps_to_the_inference_service_of_its_name_ray_secrets_do_not() {
-    let cluster = FakeCluster::new()
-        .with(raw_isvc("m"))
-        .with(raw_isvc("ray-tls"));
-    let secret = |name: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS}});
-    let keys = isvc::map_event(&event(secret("m")), &cluster).unwrap();
-    assert_eq!(keys.len(), 1);
-    assert_eq!(keys[0].name, "m");
-    assert!(
-        isvc::map_event(&event(secret("ray-tls")), &cluster)
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        isvc::map_event(&event(secret("unrelated")), &cluster)
-            .unwrap()
-            .is_empty()
-    );
-}
-
-#[test]
-fn d_18_a_serving_runtime_change_maps_to_every_inference_service_of_its_namespace() {
-    let mut elsewhere = raw_isvc("other");
-    elsewhere["metadata"]["namespace"] = json!("elsewhere");
-    let cluster = FakeCluster::new()
-        .with(raw_isvc("a"))
-        .with(raw_isvc("b"))
-        .with(elsewhere);
-    let mut keys: Vec<String> = isvc::map_event(&event(ovms_runtime()), &cluster)
+fn map(event: &WatchEvent, cluster: &odh_plugin_sdk::testing::FakeCluster) -> Vec<String> {
+    let settings = isvc::settings::Settings::default();
+    let mut names: Vec<String> = Isvc::map(event, &Ctx::new(&settings, cluster))
         .unwrap()
         .into_iter()
         .map(|k| k.name)
         .collect();
-    keys.sort();
-    assert_eq!(keys, ["a", "b"]);
+    names.sort();
+    names
+}
+
+#[test]
+fn d_17_a_managed_secret_maps_to_the_inference_service_of_its_name_ray_secrets_do_not() {
+    let cluster = cluster().with(isvc("m").raw()).with(isvc("ray-tls").raw());
+    assert_eq!(map(&event(secret("m").managed()), &cluster), ["m"]);
+    assert!(map(&event(secret("ray-tls").managed()), &cluster).is_empty());
+    assert!(map(&event(secret("unrelated").managed()), &cluster).is_empty());
+}
+
+#[test]
+fn d_18_a_serving_runtime_change_maps_to_every_inference_service_of_its_namespace() {
+    let cluster = cluster()
+        .with(isvc("a").raw())
+        .with(isvc("b").raw())
+        .with(isvc("other").raw().namespace("elsewhere"));
+    assert_eq!(map(&event(ovms_runtime()), &cluster), ["a", "b"]);
 }
 
 #[test]
@@ -131,6 +116,66 @@ fn the_manifest_declares_upstreams_controller_watches_and_webhooks() {
             "/mutate-serving-kserve-io-v1beta1-inferenceservice"
         ]
     );
-    assert!(Isvc::validate_settings(r#"{"podNamespace": "opendatahub"}"#).is_ok());
-    assert!(Isvc::validate_settings(r#"{"podNamespaces": "typo"}"#).is_err());
+    assert!(
+        odh_plugin_sdk::validate_settings::<isvc::settings::Settings>(
+            r#"{"podNamespace": "opendatahub"}"#
+        )
+        .is_ok()
+    );
+    assert!(
+        odh_plugin_sdk::validate_settings::<isvc::settings::Settings>(
+            r#"{"podNamespaces": "typo"}"#
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn every_secret_watch_selects_managed_secrets_as_upstreams_cache_does() {
+    let m = Isvc::manifest();
+    let secret_watches: Vec<_> = m.controllers[0]
+        .watches
+        .iter()
+        .filter(|w| w.gvk == gvk::secret())
+        .collect();
+    assert_eq!(secret_watches.len(), 2);
+    for w in secret_watches {
+        assert_eq!(
+            w.label_selector.as_deref(),
+            Some(selector::MANAGED),
+            "{w:?}"
+        );
+    }
+}
+
+#[test]
+fn reads_and_writes_list_every_kind_the_controller_touches() {
+    let m = Isvc::manifest();
+    let c = &m.controllers[0];
+    for kind in std::iter::once(&c.primary)
+        .chain(&c.owns)
+        .chain(c.watches.iter().map(|w| &w.gvk))
+    {
+        assert!(m.reads.contains(kind), "{kind} not in reads");
+    }
+    let writes: Vec<String> = m.writes.iter().map(|g| g.kind.clone()).collect();
+    assert_eq!(
+        writes,
+        [
+            "Route",
+            "Service",
+            "ConfigMap",
+            "ClusterRoleBinding",
+            "ServiceMonitor",
+            "ServiceAccount",
+            "Secret",
+            "Role",
+            "RoleBinding",
+            "TriggerAuthentication",
+        ],
+        "what the plugin writes, nothing it only watches"
+    );
+    for kind in ["DataScienceCluster", "DSCInitialization", "HardwareProfile"] {
+        assert!(m.reads.iter().any(|g| g.kind == kind), "{kind}");
+    }
 }

@@ -4,11 +4,12 @@ mod common;
 
 use common::*;
 use isvc::route;
-use odh_plugin_sdk::cluster::FakeCluster;
+use odh_plugin_sdk::testing::Applied;
+use odh_plugin_sdk::testing::FakeCluster;
 use odh_plugin_sdk::{Object, json};
 
 fn svc(ports: odh_plugin_sdk::Value) -> Object {
-    Object(service("pred", "test", "predictor", ports))
+    Object(service("pred", "test", "predictor", ports).build())
 }
 
 #[test]
@@ -55,7 +56,7 @@ fn bare_route(target_port: odh_plugin_sdk::Value, to: &str) -> odh_plugin_sdk::V
 
 #[test]
 fn u_r07_a_set_target_port_is_left_alone() {
-    let cluster = FakeCluster::new().with(service(
+    let cluster = cluster().with(service(
         "pred",
         "t",
         "predictor",
@@ -69,7 +70,7 @@ fn u_r07_a_set_target_port_is_left_alone() {
 
 #[test]
 fn u_r08_an_empty_target_port_is_filled_from_the_service() {
-    let cluster = FakeCluster::new().with(service(
+    let cluster = cluster().with(service(
         "pred",
         "t",
         "predictor",
@@ -83,12 +84,12 @@ fn u_r08_an_empty_target_port_is_filled_from_the_service() {
 #[test]
 fn u_r09_an_empty_target_port_with_the_service_missing_is_an_error() {
     let mut r = bare_route(json!(""), "pred");
-    assert!(route::check_target_port(&mut r, &FakeCluster::new()).is_err());
+    assert!(route::check_target_port(&mut r, &cluster()).is_err());
 }
 
 #[test]
 fn u_r10_an_empty_target_port_with_a_portless_service_is_an_error() {
-    let cluster = FakeCluster::new().with(service("pred", "t", "predictor", json!([])));
+    let cluster = cluster().with(service("pred", "t", "predictor", json!([])));
     let mut r = bare_route(json!(""), "pred");
     let err = route::check_target_port(&mut r, &cluster).unwrap_err();
     assert!(err.message().contains("has no ports defined"), "{err:?}");
@@ -96,9 +97,9 @@ fn u_r10_an_empty_target_port_with_a_portless_service_is_an_error() {
 
 #[test]
 fn u_r11_an_unexposed_inference_service_wants_no_route() {
-    let cluster = FakeCluster::new().with(predictor_service("test"));
+    let cluster = cluster().with(predictor_service("test"));
     assert_eq!(
-        route::desired(&Object(isvc("test")), &cluster).unwrap(),
+        route::desired(&Object(isvc("test").build()), &cluster).unwrap(),
         None
     );
 }
@@ -109,7 +110,7 @@ fn port_http() -> odh_plugin_sdk::Value {
 
 #[test]
 fn u_r12_a_transformer_service_wins() {
-    let cluster = FakeCluster::new()
+    let cluster = cluster()
         .with(service(
             "test-transformer",
             "test",
@@ -117,7 +118,7 @@ fn u_r12_a_transformer_service_wins() {
             port_http(),
         ))
         .with(service("test-predictor", "test", "predictor", port_http()));
-    let r = route::desired(&Object(exposed(isvc("test"))), &cluster)
+    let r = route::desired(&Object(isvc("test").exposed().build()), &cluster)
         .unwrap()
         .unwrap();
     assert_eq!(r["spec"]["to"]["name"], "test-transformer");
@@ -126,7 +127,7 @@ fn u_r12_a_transformer_service_wins() {
 
 #[test]
 fn u_r13_the_service_named_after_the_predictor_wins_among_predictors() {
-    let cluster = FakeCluster::new()
+    let cluster = cluster()
         .with(service(
             "random-predictor",
             "test",
@@ -134,7 +135,7 @@ fn u_r13_the_service_named_after_the_predictor_wins_among_predictors() {
             port_http(),
         ))
         .with(service("test-predictor", "test", "predictor", port_http()));
-    let r = route::desired(&Object(exposed(isvc("test"))), &cluster)
+    let r = route::desired(&Object(isvc("test").exposed().build()), &cluster)
         .unwrap()
         .unwrap();
     assert_eq!(r["spec"]["to"]["name"], "test-predictor");
@@ -142,9 +143,8 @@ fn u_r13_the_service_named_after_the_predictor_wins_among_predictors() {
 
 #[test]
 fn u_r14_any_predictor_service_is_used_when_none_is_named_after_it() {
-    let cluster =
-        FakeCluster::new().with(service("some-predictor", "test", "predictor", port_http()));
-    let r = route::desired(&Object(exposed(isvc("test"))), &cluster)
+    let cluster = cluster().with(service("some-predictor", "test", "predictor", port_http()));
+    let r = route::desired(&Object(isvc("test").exposed().build()), &cluster)
         .unwrap()
         .unwrap();
     assert_eq!(r["spec"]["to"]["name"], "some-predictor");
@@ -153,11 +153,12 @@ fn u_r14_any_predictor_service_is_used_when_none_is_named_after_it() {
 #[test]
 fn c_05_desired_route_shape_for_an_exposed_inference_service() {
     let name = "example-onnx-mnist";
-    let cluster = FakeCluster::new()
-        .with(predictor_service(name))
-        .with(ovms_runtime());
-    let d = reconcile(&cluster, Some(&exposed(isvc(name))));
-    let (r, ownership) = d.applied("Route", name).expect("route applied");
+    let cluster = cluster().with(predictor_service(name)).with(ovms_runtime());
+    let d = reconcile(&cluster, Some(&isvc(name).exposed().build()));
+    let Applied {
+        object: r,
+        ownership,
+    } = d.applied("Route", name).expect("route applied");
     assert_eq!(ownership, odh_plugin_sdk::Ownership::Controller);
     assert_eq!(
         r["metadata"]["labels"],
@@ -180,25 +181,27 @@ fn c_05_desired_route_shape_for_an_exposed_inference_service() {
 
 #[test]
 fn c_06_timeouts_sum_over_components_and_the_annotation_wins() {
-    let mut v = exposed(isvc("example-onnx-mnist"));
+    let mut v = isvc("example-onnx-mnist").exposed().build();
     v["spec"]["predictor"]["timeout"] = json!(45);
     v["spec"]["transformer"] = json!({"timeout": 45, "containers": []});
     v["spec"]["explainer"] = json!({"timeout": 45});
     assert_eq!(route::timeout(&Object(v.clone())), "135s");
-    let v = with_annotation(v, "haproxy.router.openshift.io/timeout", "1m");
+    let v = Object(v)
+        .with_annotation("haproxy.router.openshift.io/timeout", "1m")
+        .into_value();
     assert_eq!(route::timeout(&Object(v)), "1m");
 }
 
 #[test]
 fn c_07_default_timeouts_are_thirty_seconds_per_component() {
-    let mut v = exposed(isvc("example-onnx-mnist"));
+    let mut v = isvc("example-onnx-mnist").exposed().build();
     v["spec"]["transformer"] = json!({"containers": []});
     v["spec"]["explainer"] = json!({"containers": []});
     assert_eq!(route::timeout(&Object(v)), "90s");
 }
 
 fn canary_cluster() -> FakeCluster {
-    FakeCluster::new()
+    cluster()
         .with(service(
             "m-predictor",
             "m",
@@ -220,7 +223,7 @@ fn canary_cluster() -> FakeCluster {
 }
 
 fn with_canaries(canaries: odh_plugin_sdk::Value) -> odh_plugin_sdk::Value {
-    let mut v = exposed(isvc("m"));
+    let mut v = isvc("m").exposed().build();
     v["spec"]["canary"] = canaries;
     v
 }
@@ -283,19 +286,19 @@ fn d_04_without_canaries_the_route_has_full_weight_and_no_alternates() {
 
 #[test]
 fn d_06_auth_true_gives_reencrypt_on_the_https_port_but_no_binding() {
-    let cluster = FakeCluster::new().with(service(
+    let cluster = cluster().with(service(
         "m-predictor",
         "m",
         "predictor",
         json!([{"name": "http", "port": 80}, {"name": "https", "port": 8443}]),
     ));
-    let v = with_annotation(
-        exposed(raw_isvc("m")),
-        "security.opendatahub.io/enable-auth",
-        "True",
-    );
+    let v = isvc("m")
+        .raw()
+        .exposed()
+        .annotation("security.opendatahub.io/enable-auth", "True")
+        .build();
     let d = reconcile(&cluster, Some(&v));
-    let r = d.object("Route", "m");
+    let r = d.applied_object("Route", "m");
     assert_eq!(r["spec"]["tls"]["termination"], "reencrypt");
     assert_eq!(r["spec"]["port"]["targetPort"], "https");
     assert!(
@@ -311,38 +314,27 @@ fn existing_route(name: &str) -> odh_plugin_sdk::Value {
 
 #[test]
 fn d_07_removing_the_exposed_label_removes_the_route() {
-    let cluster = FakeCluster::new()
+    let cluster = cluster()
         .with(predictor_service("m"))
         .with(existing_route("m"));
-    let d = reconcile(&cluster, Some(&raw_isvc("m")));
+    let d = reconcile(&cluster, Some(&isvc("m").raw().build()));
     assert!(d.deleted("Route", "m"));
 }
 
 #[test]
 fn d_08_an_exposed_inference_service_without_services_loses_its_route() {
-    let cluster = FakeCluster::new().with(existing_route("m"));
-    let d = reconcile(&cluster, Some(&exposed(raw_isvc("m"))));
+    let cluster = cluster().with(existing_route("m"));
+    let d = reconcile(&cluster, Some(&isvc("m").raw().exposed().build()));
     assert!(d.deleted("Route", "m"));
-    assert_eq!(d.error(), None);
+    assert_eq!(d.error_message(), None);
 }
 
 #[test]
 fn c_08_a_route_named_like_an_unexposed_inference_service_is_asked_away() {
     // The plugin asks for its removal; the host only deletes what it manages, so a
     // user-created Route survives (docs/divergences.md; the integration test checks that).
-    let cluster = FakeCluster::new()
+    let cluster = cluster()
         .with(predictor_service("m"))
         .with(existing_route("m"));
-    assert!(reconcile(&cluster, Some(&raw_isvc("m"))).deleted("Route", "m"));
-}
-
-#[test]
-fn go_parse_bool_accepts_exactly_gos_spellings() {
-    for t in ["1", "t", "T", "TRUE", "true", "True"] {
-        assert_eq!(route::parse_bool(t), Some(true), "{t}");
-    }
-    for f in ["0", "f", "F", "FALSE", "false", "False"] {
-        assert_eq!(route::parse_bool(f), Some(false), "{f}");
-    }
-    assert_eq!(route::parse_bool("yes"), None);
+    assert!(reconcile(&cluster, Some(&isvc("m").raw().build())).deleted("Route", "m"));
 }

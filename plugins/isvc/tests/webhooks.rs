@@ -4,21 +4,30 @@
 mod common;
 
 use common::*;
+use isvc::Isvc;
 use isvc::settings::Settings;
 use isvc::webhooks;
-use odh_plugin_sdk::cluster::FakeCluster;
-use odh_plugin_sdk::{AdmissionRequest, Object, Operation, Value, json};
+use odh_kinds::annotation::{CONNECTIONS, HARDWARE_PROFILE_NAME};
+use odh_kinds::gvk;
+use odh_plugin_sdk::testing::{Case, FakeCluster};
+use odh_plugin_sdk::{
+    AdmissionDecision, AdmissionRequest, Ctx, Error, Object, Operation, Plugin, Value, json,
+};
 
+/// A review of `v` on the validating path, in the object's namespace.
 fn request(op: Operation, v: &Value) -> AdmissionRequest {
-    let mut r = AdmissionRequest::for_object(webhooks::VALIDATING_PATH, op, &Object(v.clone()));
-    r.namespace = v["metadata"]["namespace"].as_str().map(str::to_string);
-    r
+    let object = Object(v.clone());
+    let namespace = object.namespace().unwrap_or_default().to_string();
+    AdmissionRequest::for_object(webhooks::VALIDATING_PATH, op, &object).with_namespace(&namespace)
+}
+
+/// A review of `v` on the mutating path, in [`NS`].
+fn mutation(op: Operation, v: &Value) -> AdmissionRequest {
+    AdmissionRequest::for_object(webhooks::MUTATING_PATH, op, &Object(v.clone())).with_namespace(NS)
 }
 
 fn in_namespace(name: &str, namespace: &str) -> Value {
-    let mut v = raw_isvc(name);
-    v["metadata"]["namespace"] = json!(namespace);
-    v
+    isvc(name).raw().namespace(namespace).build()
 }
 
 fn app_ns_settings() -> Settings {
@@ -28,140 +37,94 @@ fn app_ns_settings() -> Settings {
     }
 }
 
-fn validate(op: Operation, v: &Value, cluster: &FakeCluster) -> odh_plugin_sdk::AdmissionDecision {
-    webhooks::validate(&request(op, v), &app_ns_settings(), cluster).unwrap()
+/// The plugin's `validate` export, as the host calls it.
+fn validate_export(
+    request: &AdmissionRequest,
+    cluster: &FakeCluster,
+) -> Result<AdmissionDecision, Error> {
+    Isvc::validate(request, &Ctx::new(&app_ns_settings(), cluster))
+}
+
+fn validate(op: Operation, v: &Value, cluster: &FakeCluster) -> AdmissionDecision {
+    validate_export(&request(op, v), cluster).unwrap()
+}
+
+fn invalid(name: &str, field: &str, value: &str, detail: &str) -> String {
+    format!(
+        "InferenceService.serving.kserve.io \"{name}\" is invalid: {field}: Invalid value: \"{value}\": {detail}"
+    )
 }
 
 #[test]
-fn w_v01_an_ordinary_namespace_is_allowed() {
-    assert!(
-        validate(
-            Operation::Create,
-            &in_namespace("test-isvc", "test-model"),
-            &FakeCluster::new()
+fn w_v01_to_w_v05_names_and_the_protected_namespace() {
+    let too_long = format!("test-isvc-{}", "x".repeat(44));
+    let at_limit = format!("test-isvc-{}", "x".repeat(43));
+    assert_eq!((too_long.len(), at_limit.len()), (54, 53));
+    let create = |name: &str, ns: &str| request(Operation::Create, &in_namespace(name, ns));
+    let cases = [
+        Case::allowed("W-V01 an ordinary namespace", create("test-isvc", "test-model")),
+        Case::denied(
+            "W-V02 the application namespace is protected",
+            create("test-isvc", "opendatahub"),
+            &invalid("test-isvc", "metadata.namespace", "opendatahub", "specified namespace is protected"),
         )
-        .allowed
-    );
-}
-
-#[test]
-fn w_v02_the_application_namespace_is_protected() {
-    let d = validate(
-        Operation::Create,
-        &in_namespace("test-isvc", "opendatahub"),
-        &FakeCluster::new(),
-    );
-    assert!(!d.allowed);
-    assert_eq!(d.code, Some(422));
-    assert_eq!(
-        d.message.as_deref(),
-        Some(
-            "InferenceService.serving.kserve.io \"test-isvc\" is invalid: metadata.namespace: Invalid value: \"opendatahub\": specified namespace is protected"
+        .code(422),
+        Case::denied(
+            "W-V03 a 54-character name is too long",
+            create(&too_long, "test-model"),
+            &invalid(
+                &too_long,
+                "metadata.name",
+                &too_long,
+                "InferenceService name is too long. The name exceeds the maximum length of 53 characters (current length: 54)",
+            ),
         )
-    );
+        .code(422),
+        Case::allowed("W-V04 a 53-character name", create(&at_limit, "test-model")),
+        Case::allowed("W-V05 a short name", create("short-name", "test-model")),
+        Case::allowed(
+            "name and namespace are checked on CREATE only",
+            request(Operation::Update, &in_namespace(&"y".repeat(60), "opendatahub")),
+        ),
+    ];
+    let cluster = cluster();
+    for case in cases {
+        case.run(|r| validate_export(r, &cluster));
+    }
 }
 
 #[test]
 fn w_v02_a_dsci_applications_namespace_overrides_pod_namespace() {
-    let dsci = json!({"apiVersion": "dscinitialization.opendatahub.io/v1", "kind": "DSCInitialization",
-        "metadata": {"name": "default-dsci"}, "spec": {"applicationsNamespace": "redhat-ods-applications"}});
-    let cluster = FakeCluster::new().with(dsci);
-    assert!(
-        !validate(
-            Operation::Create,
-            &in_namespace("x", "redhat-ods-applications"),
-            &cluster
-        )
-        .allowed
-    );
-    assert!(
-        validate(
-            Operation::Create,
-            &in_namespace("x", "opendatahub"),
-            &cluster
-        )
-        .allowed
-    );
-}
-
-#[test]
-fn w_v03_a_54_character_name_is_too_long() {
-    let name = format!("test-isvc-{}", "x".repeat(44));
-    assert_eq!(name.len(), 54);
-    let d = validate(
-        Operation::Create,
-        &in_namespace(&name, "test-model"),
-        &FakeCluster::new(),
-    );
-    assert!(!d.allowed);
-    assert_eq!(d.code, Some(422));
-    assert_eq!(
-        d.message.unwrap(),
-        format!(
-            "InferenceService.serving.kserve.io \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": InferenceService name is too long. The name exceeds the maximum length of 53 characters (current length: 54)"
-        )
-    );
-}
-
-#[test]
-fn w_v04_a_53_character_name_is_allowed() {
-    let name = format!("test-isvc-{}", "x".repeat(43));
-    assert!(
-        validate(
-            Operation::Create,
-            &in_namespace(&name, "test-model"),
-            &FakeCluster::new()
-        )
-        .allowed
-    );
-}
-
-#[test]
-fn w_v05_a_short_name_is_allowed() {
-    assert!(
-        validate(
-            Operation::Create,
-            &in_namespace("short-name", "test-model"),
-            &FakeCluster::new()
-        )
-        .allowed
-    );
-}
-
-#[test]
-fn name_and_namespace_are_checked_on_create_only() {
-    let name = "y".repeat(60);
-    assert!(
-        validate(
-            Operation::Update,
-            &in_namespace(&name, "opendatahub"),
-            &FakeCluster::new()
-        )
-        .allowed
-    );
+    let cluster = cluster()
+        .with(dsc_initialization("default-dsci").applications_namespace("redhat-ods-applications"));
+    let create = |ns: &str| validate(Operation::Create, &in_namespace("x", ns), &cluster);
+    assert!(!create("redhat-ods-applications").allowed);
+    assert!(create("opendatahub").allowed);
 }
 
 #[test]
 fn d_05_four_canaries_are_denied_on_create_and_update() {
-    let mut v = in_namespace("c", "test-model");
-    v["spec"]["canary"] = json!([{}, {}, {}, {}]);
+    let four = isvc("c")
+        .raw()
+        .namespace("test-model")
+        .canary(json!([{}, {}, {}, {}]));
     for op in [Operation::Create, Operation::Update] {
-        let d = validate(op, &v, &FakeCluster::new());
+        let d = validate(op, &four.clone().build(), &cluster());
         assert!(!d.allowed);
         assert_eq!(
             d.message.as_deref(),
             Some("canary count 4 exceeds maximum of 3 (OpenShift Route alternateBackends limit)")
         );
     }
-    v["spec"]["canary"] = json!([{}, {}, {}]);
-    assert!(validate(Operation::Update, &v, &FakeCluster::new()).allowed);
+    let three = four.canary(json!([{}, {}, {}])).build();
+    assert!(validate(Operation::Update, &three, &cluster()).allowed);
 }
 
 #[test]
 fn d_19_an_unreadable_dsci_list_denies_creation() {
-    let cluster = FakeCluster::new().fail(
-        isvc::kinds::dsc_initialization(),
-        odh_plugin_sdk::Error::Transient("no matches for kind \"DSCInitialization\"".into()),
+    let cluster = cluster().fail(
+        gvk::dsc_initialization(),
+        Error::Transient("no matches for kind \"DSCInitialization\"".into()),
     );
     let err = webhooks::validate(
         &request(Operation::Create, &in_namespace("x", "test-model")),
@@ -170,19 +133,23 @@ fn d_19_an_unreadable_dsci_list_denies_creation() {
     )
     .unwrap_err();
     assert!(err.message().starts_with("not able to read "), "{err:?}");
+    // The export turns it into upstream's 403 with the bare text.
+    let d = validate(
+        Operation::Create,
+        &in_namespace("x", "test-model"),
+        &cluster,
+    );
+    assert_eq!((d.allowed, d.code), (false, Some(403)));
 }
 
 #[test]
 fn d_20_an_update_naming_a_deleted_connection_secret_is_denied() {
-    let v = with_annotation(raw_isvc("m"), "opendatahub.io/connections", "gone-secret");
-    let mut r = AdmissionRequest::for_object(
-        webhooks::MUTATING_PATH,
-        Operation::Update,
-        &Object(v.clone()),
-    )
-    .with_old_object(&Object(v));
-    r.namespace = Some(NS.into());
-    let err = webhooks::mutate(&r, &FakeCluster::new()).unwrap_err();
+    let v = isvc("m")
+        .raw()
+        .annotation(CONNECTIONS, "gone-secret")
+        .build();
+    let r = mutation(Operation::Update, &v).with_old_object(&Object(v));
+    let err = webhooks::mutate(&r, &cluster()).unwrap_err();
     assert_eq!(
         err.message(),
         "connection \"gone-secret\" referenced by annotation \"opendatahub.io/connections\" not found in namespace \"test-ns\""
@@ -191,54 +158,49 @@ fn d_20_an_update_naming_a_deleted_connection_secret_is_denied() {
 
 #[test]
 fn mutate_leaves_a_deleting_inference_service_alone() {
-    let v = with_annotation(
-        deleting(raw_isvc("m")),
-        "opendatahub.io/connections",
-        "gone-secret",
-    );
+    let v = isvc("m")
+        .raw()
+        .deleting()
+        .annotation(CONNECTIONS, "gone-secret")
+        .build();
     let r = AdmissionRequest::for_object(webhooks::MUTATING_PATH, Operation::Update, &Object(v));
-    let d = webhooks::mutate(&r, &FakeCluster::new()).unwrap();
+    let d = webhooks::mutate(&r, &cluster()).unwrap();
     assert!(d.allowed && d.mutated.is_none() && d.patch.is_none());
 }
 
 #[test]
 fn mutate_creates_the_s3_service_account_as_a_side_effect() {
-    let secret = json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "s3-secret", "namespace": NS,
-                     "annotations": {"opendatahub.io/connection-type-protocol": "s3"}}});
-    let v = with_annotation(isvc("m"), "opendatahub.io/connections", "s3-secret");
-    let mut r =
-        AdmissionRequest::for_object(webhooks::MUTATING_PATH, Operation::Create, &Object(v));
-    r.namespace = Some(NS.into());
-    let d = webhooks::mutate(&r, &FakeCluster::new().with(secret)).unwrap();
+    let v = isvc("m").annotation(CONNECTIONS, "s3-secret").build();
+    let cluster = cluster().with(connection_secret("s3-secret", "s3"));
+    let d = webhooks::mutate(&mutation(Operation::Create, &v), &cluster).unwrap();
     assert!(d.allowed);
-    let mutated: Value =
-        odh_plugin_sdk::serde_json::from_str(d.mutated.as_deref().unwrap()).unwrap();
+    let mutated = Object::parse(d.mutated.as_deref().unwrap()).unwrap();
     assert_eq!(
-        mutated["spec"]["predictor"]["serviceAccountName"],
-        "s3-secret-sa"
+        mutated.str_at(&["spec", "predictor", "serviceAccountName"]),
+        Some("s3-secret-sa")
     );
     assert_eq!(
-        mutated["spec"]["predictor"]["model"]["storage"]["key"],
-        "s3-secret"
+        mutated.str_at(&["spec", "predictor", "model", "storage", "key"]),
+        Some("s3-secret")
     );
     assert_eq!(d.side_effects.len(), 1);
-    let sa: Value = odh_plugin_sdk::serde_json::from_str(&d.side_effects[0].object).unwrap();
-    assert_eq!(sa["metadata"]["name"], "s3-secret-sa");
+    let sa = Object::parse(&d.side_effects[0].object).unwrap();
+    assert_eq!(sa.name(), "s3-secret-sa");
     assert_eq!(sa["secrets"], json!([{"name": "s3-secret"}]));
 }
 
 #[test]
 fn a_failed_read_is_a_403_denial_with_the_bare_message() {
-    let cluster = FakeCluster::new().fail(
-        odh_serving_admission::hardware_profile::hardware_profile_gvk(),
-        odh_plugin_sdk::Error::Transient("no matches for kind \"HardwareProfile\"".into()),
+    let cluster = cluster().fail(
+        gvk::hardware_profile(),
+        Error::Transient("no matches for kind \"HardwareProfile\"".into()),
     );
-    let v = with_annotation(raw_isvc("m"), "opendatahub.io/hardware-profile-name", "gpu");
-    let mut r =
-        AdmissionRequest::for_object(webhooks::MUTATING_PATH, Operation::Create, &Object(v));
-    r.namespace = Some(NS.into());
-    let d = isvc::denial_on_error(webhooks::mutate(&r, &cluster)).unwrap();
+    let v = isvc("m")
+        .raw()
+        .annotation(HARDWARE_PROFILE_NAME, "gpu")
+        .build();
+    let request = mutation(Operation::Create, &v);
+    let d = Isvc::mutate(&request, &Ctx::new(&Settings::default(), &cluster)).unwrap();
     assert!(!d.allowed);
     assert_eq!(d.code, Some(403));
     assert_eq!(

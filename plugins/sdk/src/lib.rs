@@ -1,42 +1,45 @@
 //! Guest-side SDK for odh-model-controller policy plugins.
 //!
 //! A plugin is a WebAssembly component (target `wasm32-wasip2`) implementing the WIT world
-//! `odh:controller/policy` (`wit/controller.wit`). The host runs the watch loops, the admission
-//! webhooks and every write; the plugin only *decides*: it receives objects as JSON, may read
-//! more through [`cluster`], and returns an [`Outcome`] (reconcile) or an [`AdmissionDecision`]
-//! (webhooks).
+//! `odh:controller/api-policy` (`wit/controller.wit`). The host runs the watch loops, the
+//! admission webhooks, the HTTP API server and every write; the plugin only *decides*: it
+//! receives objects as JSON, may read more through the [`Ctx`]'s cluster, and returns an
+//! [`Outcome`] (reconcile, built with a [`Plan`]), an [`AdmissionDecision`] (webhooks) or an
+//! [`ApiResponse`] (HTTP routes).
 //!
 //! # Writing a plugin
 //!
 //! 1. A crate with `crate-type = ["cdylib", "rlib"]` depending on `odh-plugin-sdk` (`cdylib` is
 //!    the component, `rlib` lets `cargo test` link the logic natively). The SDK re-exports
 //!    `serde_json` (and its `json!`, `Value`).
-//! 2. A type implementing [`Plugin`]: [`Plugin::manifest`] is required, every other export has
-//!    a default (settings must be a JSON object; the rest fail with [`Error::Internal`]
-//!    "not implemented").
+//! 2. A type implementing [`Plugin`]: its [`Plugin::Settings`] ([`NoSettings`] for none) and
+//!    [`Plugin::manifest`] are required, every other export has a default.
 //! 3. [`plugin!`] to export it.
 //!
 //! ```
-//! use odh_plugin_sdk::{Controller, Error, Manifest, Object, Outcome, Ownership, Plugin};
-//! use odh_plugin_sdk::{ReconcileRequest, core_gvk, json};
+//! use odh_plugin_sdk::{Controller, Ctx, Error, Manifest, NoSettings, Object, Outcome, Plan};
+//! use odh_plugin_sdk::{Plugin, ReconcileRequest, core_gvk, json};
 //!
 //! pub struct Hello;
 //!
 //! impl Plugin for Hello {
+//!     type Settings = NoSettings;
+//!
 //!     fn manifest() -> Manifest {
+//!         // Reads and writes of ConfigMaps follow from the controller.
 //!         let cm = core_gvk("ConfigMap");
-//!         Manifest::new("hello", "0.1.0")
-//!             .controller(Controller::new("hello", cm.clone()).owns(cm.clone()))
-//!             .reads([cm.clone()])
-//!             .writes([cm])
+//!         Manifest::new("hello", "0.1.0").controller(Controller::new("hello", cm.clone()).owns(cm))
 //!     }
 //!
-//!     fn reconcile(request: ReconcileRequest) -> Result<Outcome, Error> {
-//!         let Some(cm) = request.object()? else { return Ok(Outcome::default()) };
-//!         let name = format!("{}-hello", cm.name());
-//!         let greeting = Object::new(&core_gvk("ConfigMap"), cm.namespace(), &name)
-//!             .with("data", json!({ "greeting": format!("Hello, {}!", cm.name()) }));
-//!         Ok(Outcome::default().apply(greeting, Ownership::Controller))
+//!     fn reconcile(request: &ReconcileRequest, _: &Ctx<NoSettings>) -> Result<Outcome, Error> {
+//!         let mut plan = Plan::new();
+//!         if let Some(cm) = request.object()? {
+//!             let name = format!("{}-hello", cm.name());
+//!             let greeting = Object::new(&core_gvk("ConfigMap"), cm.namespace(), &name)
+//!                 .with("data", json!({ "greeting": format!("Hello, {}!", cm.name()) }));
+//!             plan.apply_owned(greeting);
+//!         }
+//!         Ok(plan.into_outcome())
 //!     }
 //! }
 //!
@@ -47,21 +50,33 @@
 //! Build the component with `cargo build --release --target wasm32-wasip2 -p <plugin>`
 //! (`target/wasm32-wasip2/release/<crate_name>.wasm`).
 //!
+//! # The pieces
+//!
+//! | need | use |
+//! |---|---|
+//! | typed settings, checked before a version goes live | [`Plugin::Settings`], [`Validatable`] |
+//! | reading the cluster, outgoing HTTP, the API caller | [`Ctx`] (`cluster`, `http`, `caller`) |
+//! | building a reconcile outcome | [`Plan`] (steps, partial errors, requeue, metadata) |
+//! | cleanup before deletion | [`finalizer::finalizer`] |
+//! | JSON the Go way (`null` is absent, zero values) | [`json`], [`go`], [`base64`] |
+//! | serving HTTP routes | [`Plugin::routes`], [`Plugin::handle`], [`api`] |
+//! | native tests | [`testing`] (fake cluster, outcome assertions, admission cases), [`http::Fake`], [`caller::Fake`] |
+//!
 //! # Testing natively
 //!
-//! Keep the logic in plain functions over [`Object`] / [`serde_json::Value`] and call them, or
-//! the [`Plugin`] functions themselves, from ordinary `#[test]`s: `cargo test -p <plugin>` runs
-//! on the build machine, no Wasm involved. Off `wasm32` the host imports are not available:
-//! [`cluster::Host`] and [`http`] return [`Error::Transient`], [`log`] prints to stderr. Take a
-//! `&dyn` [`cluster::Cluster`] in logic that reads the cluster and pass a
-//! [`cluster::FakeCluster`] in tests. Helpers such as [`ReconcileRequest::for_object`] and
-//! [`AdmissionRequest::for_object`] build requests.
+//! Keep the logic in plain functions over [`Object`] and call them, or the [`Plugin`]
+//! functions themselves, from ordinary `#[test]`s: `cargo test -p <plugin>` runs on the build
+//! machine, no Wasm involved. Off `wasm32` the host imports are not available: the
+//! [`cluster::Host`], [`http::Host`] and [`caller::Host`] fail with [`Error::Transient`] and
+//! [`log`] prints to stderr. Build a [`Ctx::new`] over a [`testing::FakeCluster`] (and an
+//! [`http::Fake`], a [`caller::Fake`]) instead.
 //!
 //! # Errors
 //!
 //! Every export returns [`Error`]; the host treats the cases differently: `Invalid` (bad input,
 //! no fast retry; admission: HTTP 400), `Denied` (policy; admission: HTTP 403), `Transient`
-//! (retried with back-off) and `Internal` (a plugin bug). A panic or trap aborts the call; the
+//! (retried with back-off) and `Internal` (a plugin bug). `Display` prints `kind: message`;
+//! `?` converts a [`serde_json::Error`] into `Invalid`. A panic or trap aborts the call; the
 //! SDK logs the panic message through the `log` import first.
 
 pub mod bindings {
@@ -69,23 +84,40 @@ pub mod bindings {
     #![allow(missing_docs, clippy::all)]
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "policy",
+        world: "api-policy",
         pub_export_macro: true,
         default_bindings_module: "::odh_plugin_sdk::bindings",
         additional_derives: [PartialEq],
+        // Our own type, so it can print `kind: message` and convert from other errors.
+        with: { "odh:controller/types@0.1.1/error": crate::Error },
     });
 }
 
-mod builders;
+pub mod api;
+pub mod base64;
+pub mod caller;
 pub mod cluster;
 pub mod conditions;
+mod context;
+mod decision;
 mod errors;
+pub mod finalizer;
+pub mod go;
+mod gvk;
 pub mod http;
+pub mod json;
 pub mod log;
+mod manifest;
 mod object;
+mod outcome;
+mod plan;
 mod plugin;
 mod requests;
+mod settings;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod testing;
 
+pub use api::{ApiAuth, ApiRequest, ApiResponse, ApiRoute};
 pub use bindings::odh::controller::admission_types::{AdmissionDecision, AdmissionRequest};
 pub use bindings::odh::controller::manifest_types::{
     Controller, Manifest, Mapping, Watch, Webhook, WebhookType,
@@ -93,52 +125,18 @@ pub use bindings::odh::controller::manifest_types::{
 pub use bindings::odh::controller::reconcile_types::{
     Desired, Event, EventType, FinalizerAction, Outcome, Ownership, ReconcileRequest, WatchEvent,
 };
-pub use bindings::odh::controller::types::{Error, Gvk, ObjectKey, Operation, RequestKey};
-pub use builders::{core_gvk, gvk, object_key, request_key};
+pub use bindings::odh::controller::types::{Gvk, ObjectKey, Operation, RequestKey};
+pub use context::Ctx;
+pub use errors::Error;
+pub use gvk::{core_gvk, gvk, object_key, request_key};
 pub use object::{Object, controller_owner_ref, owner_ref};
-pub use plugin::{Plugin, default_validate_settings, not_implemented};
+pub use plan::Plan;
+pub use plugin::{Plugin, not_implemented};
 pub use serde_json::{self, Value, json};
-
-/// Parses the plugin's settings (the JSON handed to every export) into `T`.
-///
-/// An empty string is read as `{}`. A parse failure is an [`Error::Invalid`] naming the
-/// problem and where it is, e.g. `invalid plugin settings: unknown field "x" at line 1 column 4`.
-pub fn settings<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, Error> {
-    let json = if json.trim().is_empty() { "{}" } else { json };
-    serde_json::from_str(json).map_err(|e| Error::Invalid(format!("invalid plugin settings: {e}")))
-}
+pub use settings::{NoSettings, Validatable, parse_settings, validate_settings};
 
 #[doc(hidden)]
 pub mod __private {
     //! Used by the [`plugin!`](crate::plugin) macro; not part of the API.
-    pub use crate::plugin::install_panic_hook;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(serde::Deserialize, Debug, PartialEq)]
-    #[serde(deny_unknown_fields)]
-    struct S {
-        #[serde(default)]
-        replicas: u32,
-    }
-
-    #[test]
-    fn settings_parse_and_report() {
-        assert_eq!(settings::<S>("").unwrap(), S { replicas: 0 });
-        assert_eq!(
-            settings::<S>(r#"{"replicas": 3}"#).unwrap(),
-            S { replicas: 3 }
-        );
-        let Err(Error::Invalid(msg)) = settings::<S>(r#"{"x": 1}"#) else {
-            panic!("expected Invalid")
-        };
-        assert!(
-            msg.starts_with("invalid plugin settings: unknown field `x`"),
-            "{msg}"
-        );
-        assert!(msg.contains("line 1"), "{msg}");
-    }
+    pub use crate::plugin::glue;
 }

@@ -1,4 +1,8 @@
 //! [`Object`]: accessors over a Kubernetes object held as JSON.
+//!
+//! The accessors answer "is there a value?" (`Option`), with a JSON `null` counting as absent
+//! as the API server treats it. For Go's zero-value reading of raw JSON (`""` when absent)
+//! see [`json`](crate::json), which documents how the two vocabularies line up.
 
 use std::collections::BTreeMap;
 use std::ops::{Deref, DerefMut};
@@ -107,14 +111,23 @@ impl Object {
         self.0.to_string()
     }
 
-    /// A string at a path of object keys (`&["data", "behaviour"]`).
+    /// A string at a path of object keys (`&["data", "behaviour"]`); none when absent or not
+    /// a string.
     pub fn str_at(&self, path: &[&str]) -> Option<&str> {
         self.at(path).and_then(Value::as_str)
     }
 
-    /// The value at a path of object keys.
+    /// The value at a path of object keys; a `null` counts as absent.
     pub fn at(&self, path: &[&str]) -> Option<&Value> {
-        path.iter().try_fold(&self.0, |v, key| v.get(key))
+        crate::json::at(&self.0, path)
+    }
+
+    /// The array at a path, empty when absent or not an array.
+    pub fn array_at(&self, path: &[&str]) -> &[Value] {
+        self.at(path)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
     }
 
     /// Sets the value at a path of object keys, creating (or replacing non-object) parents.
@@ -205,8 +218,7 @@ impl Object {
 
     /// One label.
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.at(&["metadata", "labels", key])
-            .and_then(Value::as_str)
+        self.str_at(&["metadata", "labels", key])
     }
 
     /// Sets a label.
@@ -227,8 +239,7 @@ impl Object {
 
     /// One annotation.
     pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.at(&["metadata", "annotations", key])
-            .and_then(Value::as_str)
+        self.str_at(&["metadata", "annotations", key])
     }
 
     /// Sets an annotation.
@@ -267,10 +278,7 @@ impl Object {
 
     /// `metadata.ownerReferences`.
     pub fn owner_references(&self) -> &[Value] {
-        self.at(&["metadata", "ownerReferences"])
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+        self.array_at(&["metadata", "ownerReferences"])
     }
 
     /// The owner reference with `controller: true`, if any.
@@ -386,6 +394,11 @@ mod tests {
         assert!(d.has_finalizer("x.io/f") && !d.has_finalizer("y"));
         assert_eq!(d.key().gvk.kind, "Deployment");
         assert_eq!(d.at(&["spec", "replicas"]), Some(&json!(1)));
+        assert_eq!(d.owner_references(), &[] as &[Value]);
+        let mut n = d.clone();
+        n.set(&["spec", "replicas"], Value::Null);
+        assert_eq!(n.at(&["spec", "replicas"]), None, "null is absent");
+        assert_eq!(n.array_at(&["metadata", "finalizers"]), &[json!("x.io/f")]);
     }
 
     #[test]

@@ -1,7 +1,5 @@
 //! Helpers on the request records: parsing their JSON, and constructors for native tests.
 
-use serde::de::DeserializeOwned;
-
 use crate::{AdmissionRequest, Error, Gvk, Object, Operation, ReconcileRequest, WatchEvent};
 
 fn parse_opt(json: Option<&str>) -> Result<Option<Object>, Error> {
@@ -27,20 +25,15 @@ impl ReconcileRequest {
         }
     }
 
-    /// Replaces the settings JSON.
+    /// Replaces the settings JSON (the glue parses it into the plugin's settings).
     pub fn with_settings(mut self, settings: impl serde::Serialize) -> Self {
-        self.settings = crate::builders::to_json(settings);
+        self.settings = crate::outcome::to_json(settings);
         self
     }
 
     /// The primary object, or none when it no longer exists.
     pub fn object(&self) -> Result<Option<Object>, Error> {
         parse_opt(self.object.as_deref())
-    }
-
-    /// The settings parsed into `T` (see [`settings`](crate::settings())).
-    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        crate::settings(&self.settings)
     }
 }
 
@@ -82,9 +75,9 @@ impl AdmissionRequest {
         self
     }
 
-    /// Replaces the settings JSON.
+    /// Replaces the settings JSON (the glue parses it into the plugin's settings).
     pub fn with_settings(mut self, settings: impl serde::Serialize) -> Self {
-        self.settings = crate::builders::to_json(settings);
+        self.settings = crate::outcome::to_json(settings);
         self
     }
 
@@ -104,9 +97,11 @@ impl AdmissionRequest {
             .map_err(|e| Error::Invalid(format!("invalid userInfo JSON: {e}")))
     }
 
-    /// The settings parsed into `T` (see [`settings`](crate::settings())).
-    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        crate::settings(&self.settings)
+    /// Sets the namespace of the request (the admission request's own, which an object
+    /// under CREATE may lack), builder style.
+    pub fn with_namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.into());
+        self
     }
 }
 
@@ -126,15 +121,10 @@ impl WatchEvent {
     pub fn object(&self) -> Result<Object, Error> {
         Object::parse(&self.object)
     }
-
-    /// The settings parsed into `T`.
-    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        crate::settings(&self.settings)
-    }
 }
 
 /// `ConfigMap` -> `configmaps`, `Policy` -> `policies`: good enough for test requests.
-fn guess_resource(kind: &str) -> String {
+pub(crate) fn guess_resource(kind: &str) -> String {
     let lower = kind.to_ascii_lowercase();
     if let Some(stem) = lower
         .strip_suffix('y')
@@ -160,12 +150,16 @@ mod tests {
         let r = ReconcileRequest::for_object("ctl", &cm).with_settings(json!({"a": 1}));
         assert_eq!(r.key.namespace.as_deref(), Some("ns"));
         assert_eq!(r.object().unwrap(), Some(cm.clone()));
-        assert_eq!(r.settings::<serde_json::Value>().unwrap(), json!({"a": 1}));
+        assert_eq!(r.settings, r#"{"a":1}"#);
         let a = AdmissionRequest::for_object("/p", Operation::Create, &cm);
         assert_eq!(a.resource, "configmaps");
         assert_eq!(a.name.as_deref(), Some("c"));
         assert_eq!(a.object().unwrap(), Some(cm));
         assert_eq!(a.old_object().unwrap(), None);
+        assert_eq!(
+            a.with_namespace("other").namespace.as_deref(),
+            Some("other")
+        );
         assert_eq!(guess_resource("NetworkPolicy"), "networkpolicies");
         assert_eq!(guess_resource("Gateway"), "gateways");
         assert_eq!(guess_resource("Ingress"), "ingresses");

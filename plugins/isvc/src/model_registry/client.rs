@@ -1,5 +1,8 @@
 //! The Model Registry REST client: what the generated Go `openapi.APIClient` does, over
-//! the plugin's [`Http`].
+//! the plugin's HTTP [`Client`].
+
+use odh_plugin_sdk::go::{path_escape, query_escape, status_line};
+use odh_plugin_sdk::http::Request;
 
 use super::service_url::url_from_service;
 use super::*;
@@ -8,15 +11,15 @@ use super::*;
 pub(super) struct MrClient<'a> {
     base: String,
     authorization: Option<String>,
-    http: &'a dyn Http,
+    http: &'a dyn Client,
 }
 
 impl<'a> MrClient<'a> {
     /// `initModelRegistryService`: the base URL from the annotation, else from the Service.
     pub(super) fn connect(
         cluster: &dyn Cluster,
-        http: &'a dyn Http,
-        config: &Config,
+        http: &'a dyn Client,
+        settings: &ModelRegistrySettings,
         name: &str,
         namespace: &str,
         url: &str,
@@ -26,7 +29,7 @@ impl<'a> MrClient<'a> {
         } else {
             url.to_string()
         };
-        let authorization = config
+        let authorization = settings
             .bearer_token
             .as_deref()
             .filter(|t| !t.is_empty())
@@ -47,17 +50,18 @@ impl<'a> MrClient<'a> {
         body: Option<&Value>,
     ) -> Result<Value, String> {
         let url = format!("{}{API_PREFIX}{path}", self.base);
-        let mut headers = vec![("Accept", "application/json")];
-        if body.is_some() {
-            headers.push(("Content-Type", "application/json"));
+        let mut request = Request::new(method, &url).header("Accept", "application/json");
+        if let Some(body) = body {
+            request = request
+                .header("Content-Type", "application/json")
+                .body(body.to_string());
         }
         if let Some(authorization) = &self.authorization {
-            headers.push(("Authorization", authorization.as_str()));
+            request = request.header("Authorization", authorization);
         }
-        let body = body.map(|b| b.to_string().into_bytes());
         let response = self
             .http
-            .request(method, &url, &headers, body.as_deref())
+            .request(&request)
             .map_err(|e| e.message().to_string())?;
         if response.status >= 300 {
             return Err(status_line(response.status));
@@ -189,60 +193,4 @@ impl<'a> MrClient<'a> {
         self.call("POST", "/inference_services", Some(&create))
             .map_err(Error::Transient)
     }
-}
-
-/// Go's `resp.Status` for a code: `404 Not Found`.
-pub(super) fn status_line(status: u16) -> String {
-    let reason = match status {
-        300 => "Multiple Choices",
-        301 => "Moved Permanently",
-        302 => "Found",
-        303 => "See Other",
-        304 => "Not Modified",
-        307 => "Temporary Redirect",
-        308 => "Permanent Redirect",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        406 => "Not Acceptable",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        410 => "Gone",
-        415 => "Unsupported Media Type",
-        422 => "Unprocessable Entity",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "",
-    };
-    format!("{status} {reason}").trim_end().to_string()
-}
-
-/// Go's `url.QueryEscape` (space as `+`).
-pub(super) fn query_escape(s: &str) -> String {
-    escape(s, b"", true)
-}
-
-/// Go's `url.PathEscape` (one path segment).
-pub(super) fn path_escape(s: &str) -> String {
-    escape(s, b"$&+,:;=@", false)
-}
-
-fn escape(s: &str, also_keep: &[u8], space_as_plus: bool) -> String {
-    let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) || also_keep.contains(&b) {
-            out.push(b as char);
-        } else if b == b' ' && space_as_plus {
-            out.push('+');
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }

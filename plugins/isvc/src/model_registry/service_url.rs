@@ -12,14 +12,12 @@ pub(super) fn url_from_service(
     let service = find_service(cluster, name, namespace)
         .map_err(|e| Error::Transient(format!("unable to find the Model Registry service: {e}")))?;
     let service = Object(service);
-    if let Some(address) = service.annotation(SERVICE_URL_ANNOTATION) {
+    if let Some(address) = service.annotation(MR_EXTERNAL_ADDRESS_REST) {
         return Ok(format!("https://{address}"));
     }
     let port = service
-        .at(&["spec", "ports"])
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .array_at(&["spec", "ports"])
+        .iter()
         .find(|p| p.get("name").and_then(Value::as_str) == Some(HTTP_API_PORT_NAME))
         .and_then(|p| p.get("port"))
         .and_then(Value::as_i64)
@@ -35,7 +33,7 @@ pub(super) fn url_from_service(
 
 /// `getMRService` (its errors unwrapped, as text).
 fn find_service(cluster: &dyn Cluster, name: &str, namespace: &str) -> Result<Value, String> {
-    let service_gvk = core_gvk("Service");
+    let service_gvk = gvk::service();
     if name.is_empty() {
         // An empty namespace lists every namespace, as controller-runtime's `InNamespace("")`.
         let scope = Some(namespace).filter(|ns| !ns.is_empty());

@@ -1,12 +1,13 @@
 //! Native tests of the Model Registry sync against an in-memory registry.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
-use odh_plugin_sdk::cluster::FakeCluster;
-use odh_plugin_sdk::http::Response;
-use odh_plugin_sdk::{Error, Value, json};
+use odh_plugin_sdk::http::{self, Request, Response};
+use odh_plugin_sdk::testing::FakeCluster;
+use odh_plugin_sdk::{Error, Outcome, Value, core_gvk, json};
+use odh_test_fixtures as fixtures;
 
-use super::client::{path_escape, query_escape, status_line};
 use super::*;
 
 const MR_NS: &str = "odh-model-registries";
@@ -14,54 +15,88 @@ const MR_BASE: &str = "http://model-registry.odh-model-registries.svc.cluster.lo
 const ISVC_NAME: &str = "dummy-inference-service";
 const ISVC_NS: &str = "default";
 const ISVC_UID: &str = "6b1c0a52-0000-4000-8000-000000000001";
-const ODH_FINALIZER: &str = "odh.inferenceservice.finalizers";
+const ODH_FINALIZER: &str = odh_kinds::finalizer::INFERENCE_SERVICE;
 
 // ------------------------------------------------------------------------------------------
-// A fake Model Registry: records every call and serves the few endpoints the sync uses.
-
-#[derive(Clone, Debug)]
-struct Call {
-    method: String,
-    url: String,
-    headers: Vec<(String, String)>,
-    body: Option<Value>,
-}
-
-impl Call {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
+// A fake Model Registry: serves the few endpoints the sync uses; `http::Fake` records calls.
 
 #[derive(Default)]
-struct FakeMr {
+struct Registry {
     /// Shared id counter of the registry's context entities (RegisteredModel, ModelVersion,
     /// ServingEnvironment, InferenceService), as the real registry numbers them.
     last_id: RefCell<u64>,
     serving_environments: RefCell<Vec<Value>>,
     inference_services: RefCell<Vec<Value>>,
-    calls: RefCell<Vec<Call>>,
     /// `(method, path)` answered with this status instead.
     failures: RefCell<Vec<(String, String, u16)>>,
     /// Every request fails at the transport level.
     unreachable: bool,
 }
 
+/// The registry and the HTTP client the sync talks to it through.
+struct FakeMr {
+    registry: Rc<Registry>,
+    http: http::Fake,
+}
+
+impl std::ops::Deref for FakeMr {
+    type Target = Registry;
+    fn deref(&self) -> &Registry {
+        &self.registry
+    }
+}
+
 impl FakeMr {
+    fn over(registry: Registry) -> FakeMr {
+        let registry = Rc::new(registry);
+        let served = registry.clone();
+        FakeMr {
+            registry,
+            http: http::Fake::new().handler(move |request| served.answer(request)),
+        }
+    }
+
     /// The registry of the e2e suite: RegisteredModel 1 and ModelVersion 2 exist.
     fn prefilled() -> FakeMr {
-        let mr = FakeMr::default();
-        *mr.last_id.borrow_mut() = 2;
-        mr
+        Self::over(Registry {
+            last_id: RefCell::new(2),
+            ..Registry::default()
+        })
     }
 
     fn empty() -> FakeMr {
-        FakeMr::default()
+        Self::over(Registry::default())
     }
 
+    fn unreachable() -> FakeMr {
+        Self::over(Registry {
+            unreachable: true,
+            last_id: RefCell::new(2),
+            ..Registry::default()
+        })
+    }
+
+    fn calls(&self) -> Vec<Request> {
+        self.http.requests()
+    }
+
+    fn calls_summary(&self) -> Vec<String> {
+        self.calls()
+            .iter()
+            .map(|c| {
+                let path = c.url.split_once(API_PREFIX).map_or("?", |(_, p)| p);
+                format!("{} {path}", c.method)
+            })
+            .collect()
+    }
+}
+
+/// The JSON body of a recorded call.
+fn body(call: &Request) -> Option<Value> {
+    call.json().expect("a JSON body")
+}
+
+impl Registry {
     fn next_id(&self) -> String {
         let mut id = self.last_id.borrow_mut();
         *id += 1;
@@ -97,18 +132,41 @@ impl FakeMr {
             .cloned()
     }
 
-    fn calls(&self) -> Vec<Call> {
-        self.calls.borrow().clone()
-    }
-
-    fn calls_summary(&self) -> Vec<String> {
-        self.calls()
-            .iter()
-            .map(|c| {
-                let path = c.url.split_once(API_PREFIX).map_or("?", |(_, p)| p);
-                format!("{} {path}", c.method)
+    fn answer(&self, request: &Request) -> Result<Response, Error> {
+        let (method, url) = (request.method.as_str(), request.url.as_str());
+        if self.unreachable {
+            return Err(Error::Transient(format!(
+                "http: {method} {url}: connection refused"
+            )));
+        }
+        let rest = url
+            .split_once(API_PREFIX)
+            .map(|(_, rest)| rest)
+            .unwrap_or_else(|| panic!("not a registry URL: {url}"));
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let query: Vec<(String, String)> = query
+            .split('&')
+            .filter(|kv| !kv.is_empty())
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                let unescape = |s: &str| odh_plugin_sdk::go::query_unescape(s).expect("escaped");
+                (unescape(k), unescape(v))
             })
-            .collect()
+            .collect();
+        let forced = self
+            .failures
+            .borrow()
+            .iter()
+            .find(|(m, p, _)| m == method && p == path)
+            .map(|(_, _, s)| *s);
+        let (status, body) = match forced {
+            Some(status) => (
+                status,
+                json!({ "code": status.to_string(), "message": "forced" }),
+            ),
+            None => self.serve(method, path, &query, request.json().expect("a JSON body")),
+        };
+        Ok(Response::with_json(status, &body))
     }
 
     fn serve(
@@ -178,117 +236,17 @@ impl FakeMr {
     }
 }
 
-impl Http for FakeMr {
-    fn request(
-        &self,
-        method: &str,
-        url: &str,
-        headers: &[(&str, &str)],
-        body: Option<&[u8]>,
-    ) -> Result<Response, Error> {
-        let body =
-            body.map(|b| odh_plugin_sdk::serde_json::from_slice::<Value>(b).expect("JSON body"));
-        self.calls.borrow_mut().push(Call {
-            method: method.into(),
-            url: url.into(),
-            headers: headers
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_string()))
-                .collect(),
-            body: body.clone(),
-        });
-        if self.unreachable {
-            return Err(Error::Transient(format!(
-                "http: {method} {url}: connection refused"
-            )));
-        }
-        let rest = url
-            .split_once(API_PREFIX)
-            .map(|(_, rest)| rest)
-            .unwrap_or_else(|| panic!("not a registry URL: {url}"));
-        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let query: Vec<(String, String)> = query
-            .split('&')
-            .filter(|kv| !kv.is_empty())
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                (unescape(k), unescape(v))
-            })
-            .collect();
-        let forced = self
-            .failures
-            .borrow()
-            .iter()
-            .find(|(m, p, _)| m == method && p == path)
-            .map(|(_, _, s)| *s);
-        let (status, body) = match forced {
-            Some(status) => (
-                status,
-                json!({ "code": status.to_string(), "message": "forced" }),
-            ),
-            None => self.serve(method, path, &query, body),
-        };
-        Ok(Response {
-            status,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: body.to_string().into_bytes(),
-        })
-    }
-}
-
-fn unescape(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
-                out.push(u8::from_str_radix(hex, 16).unwrap());
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap()
-}
-
 // ------------------------------------------------------------------------------------------
 // Fixtures.
 
 fn dsc(name: &str, registries_namespace: Value) -> Value {
-    json!({
-        "apiVersion": "datasciencecluster.opendatahub.io/v1",
-        "kind": "DataScienceCluster",
-        "metadata": { "name": name },
-        "spec": { "components": { "modelregistry": {
-            "managementState": "Managed",
-            "registriesNamespace": registries_namespace,
-        } } },
-    })
+    fixtures::data_science_cluster(name)
+        .registries_namespace(registries_namespace)
+        .build()
 }
 
 fn mr_service(name: &str, namespace: &str) -> Value {
-    json!({
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": { "component": "model-registry", "app": name },
-        },
-        "spec": { "ports": [
-            { "name": "grpc-api", "port": 9090 },
-            { "name": "http-api", "port": 8080 },
-        ] },
-    })
+    fixtures::model_registry_service(name, namespace).build()
 }
 
 /// A DSC pointing at [`MR_NS`] and one `model-registry` Service there.
@@ -298,27 +256,18 @@ fn cluster() -> FakeCluster {
         .with(mr_service("model-registry", MR_NS))
 }
 
+/// The e2e suite's InferenceService with these labels.
 fn isvc(labels: &[(&str, &str)]) -> Value {
-    let labels: odh_plugin_sdk::serde_json::Map<String, Value> = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), json!(v)))
-        .collect();
-    json!({
-        "apiVersion": "serving.kserve.io/v1beta1",
-        "kind": "InferenceService",
-        "metadata": {
-            "name": ISVC_NAME,
-            "namespace": ISVC_NS,
-            "uid": ISVC_UID,
-            "labels": labels,
-            "annotations": { "serving.kserve.io/deploymentMode": "RawDeployment" },
-        },
-        "spec": { "predictor": { "model": {
+    fixtures::isvc(ISVC_NAME)
+        .namespace(ISVC_NS)
+        .uid(ISVC_UID)
+        .labels(labels)
+        .model(json!({
             "modelFormat": { "name": "onnx", "version": "1" },
             "runtime": "ovms-1.x",
             "storage": { "key": "aws-connection-models", "path": "path/to/model" },
-        } } },
-    })
+        }))
+        .build()
 }
 
 fn with_finalizers(mut isvc: Value, finalizers: &[&str]) -> Value {
@@ -331,26 +280,55 @@ fn deleting(mut isvc: Value) -> Value {
     isvc
 }
 
-fn config() -> Config {
-    Config::default()
+fn settings() -> ModelRegistrySettings {
+    ModelRegistrySettings {
+        enabled: true,
+        bearer_token: None,
+    }
 }
 
-fn run(isvc: &Value, cluster: &FakeCluster, mr: &FakeMr) -> Result<MrOutcome, Error> {
-    reconcile(Some(isvc), cluster, mr, &config())
+/// The sync for `isvc` (none: a request for a gone one), as the outcome it decides.
+fn sync_with(
+    isvc: Option<&Value>,
+    cluster: &FakeCluster,
+    mr: &FakeMr,
+    settings: &ModelRegistrySettings,
+) -> Result<Outcome, Error> {
+    let mut plan = Plan::new();
+    let isvc = isvc.cloned().map(Object);
+    reconcile(isvc.as_ref(), cluster, &mr.http, settings, &mut plan)?;
+    Ok(plan.into_outcome())
 }
 
-fn transient(result: Result<MrOutcome, Error>) -> String {
+fn run(isvc: &Value, cluster: &FakeCluster, mr: &FakeMr) -> Result<Outcome, Error> {
+    sync_with(Some(isvc), cluster, mr, &settings())
+}
+
+fn run_gone(cluster: &FakeCluster, mr: &FakeMr) -> Result<Outcome, Error> {
+    sync_with(None, cluster, mr, &settings())
+}
+
+fn transient(result: Result<Outcome, Error>) -> String {
     match result {
         Err(Error::Transient(message)) => message,
         other => panic!("expected a transient error, got {other:?}"),
     }
 }
 
-fn id_label_change(id: &str, finalizers: &[&str]) -> IsvcChange {
-    IsvcChange {
-        labels: BTreeMap::from([(INFERENCE_SERVICE_ID_LABEL.to_string(), Some(id.to_string()))]),
-        finalizers: finalizers.iter().map(|f| f.to_string()).collect(),
-    }
+/// The metadata patch that links the ISVC to record `id` with these finalizers.
+fn id_label_change(id: &str, finalizers: &[&str]) -> Value {
+    json!({"labels": {INFERENCE_SERVICE_ID_LABEL: id}, "finalizers": finalizers})
+}
+
+/// The finalizers list of the outcome's metadata patch.
+fn finalizers_of(outcome: &Outcome) -> Vec<String> {
+    let patch = outcome.primary_metadata_patch().expect("a metadata patch");
+    odh_plugin_sdk::serde_json::from_value(patch["finalizers"].clone()).expect("a finalizers list")
+}
+
+/// The ISVC as the host leaves it after the outcome's metadata patch.
+fn patched(isvc: &Value, outcome: &Outcome) -> Value {
+    outcome.patched_primary(&Object(isvc.clone())).into_value()
 }
 
 // ------------------------------------------------------------------------------------------
@@ -361,7 +339,7 @@ fn e_01_model_version_only_creates_no_mr_inference_service() {
     let mr = FakeMr::empty();
     let isvc = isvc(&[(MODEL_VERSION_ID_LABEL, "2")]);
     let outcome = run(&isvc, &cluster(), &mr).unwrap();
-    assert_eq!(outcome, MrOutcome::default());
+    assert_eq!(outcome, Outcome::default());
     assert!(mr.calls().is_empty(), "{:?}", mr.calls_summary());
     assert!(mr.inference_service("4").is_none());
     assert!(mr.inference_services.borrow().is_empty());
@@ -404,13 +382,13 @@ fn e_02_registered_model_and_version_create_mr_inference_service() {
         json!({"id": "3", "name": ISVC_NS})
     );
 
-    let change = outcome.change.expect("an ISVC update");
-    assert_eq!(change, id_label_change("4", &[MR_FINALIZER]));
+    assert_eq!(
+        outcome.primary_metadata_patch(),
+        Some(id_label_change("4", &[MR_FINALIZER]))
+    );
     assert_eq!(outcome.requeue_after_ms, None);
 
-    let mut updated = isvc.clone();
-    change.apply_to(&mut updated);
-    let updated = Object(updated);
+    let updated = Object(patched(&isvc, &outcome));
     assert_eq!(updated.label(INFERENCE_SERVICE_ID_LABEL), Some("4"));
     assert_eq!(updated.label(REGISTERED_MODEL_ID_LABEL), Some("1"));
     assert_eq!(updated.label(MODEL_VERSION_ID_LABEL), Some("2"));
@@ -427,9 +405,9 @@ fn e_02_other_finalizers_are_kept_in_order() {
         ]),
         &["z.example/last", ODH_FINALIZER],
     );
-    let change = run(&isvc, &cluster(), &mr).unwrap().change.unwrap();
+    let outcome = run(&isvc, &cluster(), &mr).unwrap();
     assert_eq!(
-        change.finalizers,
+        finalizers_of(&outcome),
         ["z.example/last", ODH_FINALIZER, MR_FINALIZER]
     );
 }
@@ -442,19 +420,15 @@ fn e_03_removed_inference_service_id_label_is_restored() {
         (REGISTERED_MODEL_ID_LABEL, "1"),
         (MODEL_VERSION_ID_LABEL, "2"),
     ]);
-    run(&isvc, &cluster, &mr)
-        .unwrap()
-        .change
-        .unwrap()
-        .apply_to(&mut isvc);
+    isvc = patched(&isvc, &run(&isvc, &cluster, &mr).unwrap());
     assert_eq!(
         Object(isvc.clone()).label(INFERENCE_SERVICE_ID_LABEL),
         Some("4")
     );
 
     // Steady state: nothing to change, the record is read by id.
-    mr.calls.borrow_mut().clear();
-    assert_eq!(run(&isvc, &cluster, &mr).unwrap(), MrOutcome::default());
+    mr.http.clear();
+    assert_eq!(run(&isvc, &cluster, &mr).unwrap(), Outcome::default());
     assert_eq!(
         mr.calls_summary(),
         [
@@ -468,9 +442,12 @@ fn e_03_removed_inference_service_id_label_is_restored() {
         .as_object_mut()
         .unwrap()
         .remove(INFERENCE_SERVICE_ID_LABEL);
-    mr.calls.borrow_mut().clear();
-    let change = run(&isvc, &cluster, &mr).unwrap().change.unwrap();
-    assert_eq!(change, id_label_change("4", &[MR_FINALIZER]));
+    mr.http.clear();
+    let outcome = run(&isvc, &cluster, &mr).unwrap();
+    assert_eq!(
+        outcome.primary_metadata_patch(),
+        Some(id_label_change("4", &[MR_FINALIZER]))
+    );
     assert_eq!(
         mr.calls_summary(),
         [
@@ -480,8 +457,7 @@ fn e_03_removed_inference_service_id_label_is_restored() {
         "found by name, not created again"
     );
     assert_eq!(mr.inference_services.borrow().len(), 1);
-    change.apply_to(&mut isvc);
-    let isvc = Object(isvc);
+    let isvc = Object(patched(&isvc, &outcome));
     assert_eq!(isvc.label(INFERENCE_SERVICE_ID_LABEL), Some("4"));
     assert_eq!(isvc.label(REGISTERED_MODEL_ID_LABEL), Some("1"));
     assert_eq!(isvc.label(MODEL_VERSION_ID_LABEL), Some("2"));
@@ -491,8 +467,8 @@ fn e_03_removed_inference_service_id_label_is_restored() {
 #[test]
 fn e_04_registered_model_only_creates_mr_inference_service_without_version() {
     let mr = FakeMr::prefilled();
-    let mut isvc = isvc(&[(REGISTERED_MODEL_ID_LABEL, "1")]);
-    let change = run(&isvc, &cluster(), &mr).unwrap().change.unwrap();
+    let isvc = isvc(&[(REGISTERED_MODEL_ID_LABEL, "1")]);
+    let outcome = run(&isvc, &cluster(), &mr).unwrap();
 
     let record = mr.inference_service("4").expect("MR InferenceService 4");
     assert!(record["name"].as_str().unwrap().starts_with(ISVC_NAME));
@@ -501,11 +477,13 @@ fn e_04_registered_model_only_creates_mr_inference_service_without_version() {
     assert!(record.get("modelVersionId").is_none(), "{record}");
     let create = mr.calls()[3].clone();
     assert_eq!(create.method, "POST");
-    assert!(create.body.unwrap().get("modelVersionId").is_none());
+    assert!(body(&create).unwrap().get("modelVersionId").is_none());
 
-    assert_eq!(change, id_label_change("4", &[MR_FINALIZER]));
-    change.apply_to(&mut isvc);
-    let isvc = Object(isvc);
+    assert_eq!(
+        outcome.primary_metadata_patch(),
+        Some(id_label_change("4", &[MR_FINALIZER]))
+    );
+    let isvc = Object(patched(&isvc, &outcome));
     assert_eq!(isvc.label(INFERENCE_SERVICE_ID_LABEL), Some("4"));
     assert_eq!(isvc.label(REGISTERED_MODEL_ID_LABEL), Some("1"));
     assert_eq!(isvc.label(MODEL_VERSION_ID_LABEL).unwrap_or(""), "");
@@ -536,7 +514,7 @@ fn e_05_deleted_isvc_undeploys_mr_inference_service_and_drops_finalizer() {
         ["GET /inference_services/4", "PATCH /inference_services/4"]
     );
     assert_eq!(
-        mr.calls()[1].body,
+        body(&mr.calls()[1]),
         Some(json!({ "desiredState": "UNDEPLOYED" }))
     );
     assert_eq!(
@@ -544,18 +522,12 @@ fn e_05_deleted_isvc_undeploys_mr_inference_service_and_drops_finalizer() {
         "UNDEPLOYED"
     );
     assert_eq!(
-        outcome.change,
-        Some(IsvcChange {
-            labels: BTreeMap::new(),
-            finalizers: vec![ODH_FINALIZER.into(), "z.example/last".into()],
-        })
+        outcome.primary_metadata_patch(),
+        Some(json!({"finalizers": [ODH_FINALIZER, "z.example/last"]}))
     );
     // The host then removes the last finalizers and the ISVC disappears: a NotFound request
     // is a no-op.
-    assert_eq!(
-        reconcile(None, &cluster(), &mr, &config()).unwrap(),
-        MrOutcome::default()
-    );
+    assert_eq!(run_gone(&cluster(), &mr).unwrap(), Outcome::default());
 }
 
 #[test]
@@ -571,7 +543,7 @@ fn e_05_already_undeployed_is_not_patched_again() {
     ));
     let outcome = run(&isvc, &cluster(), &mr).unwrap();
     assert_eq!(mr.calls_summary(), ["GET /inference_services/4"]);
-    assert_eq!(outcome.change.unwrap().finalizers, Vec::<String>::new());
+    assert_eq!(finalizers_of(&outcome), Vec::<String>::new());
 }
 
 #[test]
@@ -585,22 +557,19 @@ fn e_05_deletion_is_best_effort_when_the_registry_is_unavailable() {
     ));
     let outcome = run(&isvc, &bare, &mr).unwrap();
     assert!(mr.calls().is_empty());
-    assert_eq!(outcome.change.unwrap().finalizers, [ODH_FINALIZER]);
+    assert_eq!(finalizers_of(&outcome), [ODH_FINALIZER]);
 
     // The registry answers with errors: logged, finalizer still removed.
     let mr = FakeMr::prefilled();
     mr.fail("GET", "/inference_services/4", 500);
     let outcome = run(&isvc, &cluster(), &mr).unwrap();
     assert_eq!(mr.calls_summary(), ["GET /inference_services/4"]);
-    assert_eq!(outcome.change.unwrap().finalizers, [ODH_FINALIZER]);
+    assert_eq!(finalizers_of(&outcome), [ODH_FINALIZER]);
 
     // Transport failure.
-    let mr = FakeMr {
-        unreachable: true,
-        ..FakeMr::prefilled()
-    };
+    let mr = FakeMr::unreachable();
     let outcome = run(&isvc, &cluster(), &mr).unwrap();
-    assert_eq!(outcome.change.unwrap().finalizers, [ODH_FINALIZER]);
+    assert_eq!(finalizers_of(&outcome), [ODH_FINALIZER]);
 }
 
 #[test]
@@ -610,10 +579,10 @@ fn deleting_isvc_without_mr_finalizer_or_without_mr_labels_is_left_alone() {
         isvc(&[(INFERENCE_SERVICE_ID_LABEL, "4")]),
         &[ODH_FINALIZER],
     ));
-    assert_eq!(run(&isvc, &cluster(), &mr).unwrap(), MrOutcome::default());
+    assert_eq!(run(&isvc, &cluster(), &mr).unwrap(), Outcome::default());
     // [QUIRK] no MR id labels: ignored before the deletion branch, finalizer kept.
     let isvc = deleting(with_finalizers(isvc_no_labels(), &[MR_FINALIZER]));
-    assert_eq!(run(&isvc, &cluster(), &mr).unwrap(), MrOutcome::default());
+    assert_eq!(run(&isvc, &cluster(), &mr).unwrap(), Outcome::default());
     assert!(mr.calls().is_empty());
 }
 
@@ -625,7 +594,7 @@ fn isvc_no_labels() -> Value {
 fn isvc_without_mr_labels_is_ignored() {
     let mr = FakeMr::prefilled();
     let outcome = run(&isvc_no_labels(), &cluster(), &mr).unwrap();
-    assert_eq!(outcome, MrOutcome::default());
+    assert_eq!(outcome, Outcome::default());
     assert!(mr.calls().is_empty());
 }
 
@@ -634,8 +603,8 @@ fn isvc_without_mr_labels_is_ignored() {
 
 #[test]
 fn dsc_list_error_text() {
-    let cluster = cluster().deny(dsc_gvk());
-    let message = transient(reconcile(None, &cluster, &FakeMr::empty(), &config()));
+    let cluster = cluster().deny(gvk::data_science_cluster());
+    let message = transient(run_gone(&cluster, &FakeMr::empty()));
     assert!(
         message.starts_with("failed to get DataScienceCluster: reading "),
         "{message}"
@@ -650,7 +619,7 @@ fn dsc_none_or_several_error_text() {
     let labelled = isvc(&[(REGISTERED_MODEL_ID_LABEL, "1")]);
     assert_eq!(transient(run(&labelled, &none, &mr)), expected);
     // Also for a NotFound request and for an ISVC the registry ignores.
-    assert_eq!(transient(reconcile(None, &none, &mr, &config())), expected);
+    assert_eq!(transient(run_gone(&none, &mr)), expected);
     assert_eq!(transient(run(&isvc_no_labels(), &none, &mr)), expected);
     let two = cluster().with(dsc("second", json!("other")));
     assert_eq!(transient(run(&labelled, &two, &mr)), expected);
@@ -662,10 +631,7 @@ fn dsc_registries_namespace_error_texts() {
     let mr = FakeMr::prefilled();
     let check = |dsc: Value, expected: &str| {
         let cluster = FakeCluster::new().with(dsc);
-        assert_eq!(
-            transient(reconcile(None, &cluster, &mr, &config())),
-            expected
-        );
+        assert_eq!(transient(run_gone(&cluster, &mr)), expected);
     };
     let prefix = "failed to get Model Registry Namespace from DataScienceCluster";
     let mut missing = dsc("dsc", json!("x"));
@@ -728,21 +694,21 @@ fn dsc_namespace_is_the_default_mr_namespace_and_the_label_overrides_it() {
 
 fn first_url(isvc: &Value, cluster: &FakeCluster) -> Result<String, Error> {
     let mr = FakeMr::prefilled();
-    reconcile(Some(isvc), cluster, &mr, &config())?;
+    run(isvc, cluster, &mr)?;
     Ok(mr.calls()[0].url.clone())
 }
 
 #[test]
 fn url_from_annotation_needs_no_service() {
     let mut isvc = isvc(&[(REGISTERED_MODEL_ID_LABEL, "1")]);
-    isvc["metadata"]["annotations"][MR_URL_ANNOTATION] = json!("https://mr.example.com:8443");
+    isvc["metadata"]["annotations"][MR_URL] = json!("https://mr.example.com:8443");
     let bare = FakeCluster::new().with(dsc("dsc", json!(MR_NS)));
     assert_eq!(
         first_url(&isvc, &bare).unwrap(),
         "https://mr.example.com:8443/api/model_registry/v1alpha3/serving_environment?name=default"
     );
     // An empty annotation counts as unset.
-    isvc["metadata"]["annotations"][MR_URL_ANNOTATION] = json!("");
+    isvc["metadata"]["annotations"][MR_URL] = json!("");
     assert!(first_url(&isvc, &cluster()).unwrap().starts_with(MR_BASE));
 }
 
@@ -789,7 +755,7 @@ fn url_zero_or_several_services_errors() {
         transient(run(&isvc, &two, &FakeMr::prefilled())),
         "unable to find the Model Registry service: more than one model registry service found in the namespace odh-model-registries, consider to specify the name in the label modelregistry.opendatahub.io/name"
     );
-    let denied = cluster().deny(odh_plugin_sdk::core_gvk("Service"));
+    let denied = cluster().deny(core_gvk("Service"));
     let message = transient(run(&isvc, &denied, &FakeMr::prefilled()));
     assert!(
         message.starts_with(
@@ -822,7 +788,7 @@ fn url_service_without_http_api_port() {
 fn url_external_address_annotation_means_https() {
     let mut service = mr_service("model-registry", MR_NS);
     service["metadata"]["annotations"] =
-        json!({ SERVICE_URL_ANNOTATION: "model-registry-rest.apps.example.com:443" });
+        json!({ MR_EXTERNAL_ADDRESS_REST: "model-registry-rest.apps.example.com:443" });
     service["spec"]["ports"] = json!([]);
     let cluster = FakeCluster::new()
         .with(dsc("dsc", json!(MR_NS)))
@@ -874,7 +840,7 @@ fn url_custom_property_is_patched_when_status_url_differs() {
     let outcome = run(&linked_isvc(Some("http://new.example")), &cluster(), &mr).unwrap();
     assert_eq!(
         outcome,
-        MrOutcome::default(),
+        Outcome::default(),
         "labels and finalizer already right"
     );
     assert_eq!(
@@ -886,7 +852,7 @@ fn url_custom_property_is_patched_when_status_url_differs() {
         ]
     );
     assert_eq!(
-        mr.calls()[2].body,
+        body(&mr.calls()[2]),
         Some(json!({ "customProperties": {
             "team": { "metadataType": "MetadataIntValue", "int_value": "7" },
             "url": { "metadataType": "MetadataStringValue", "string_value": "http://new.example" },
@@ -912,7 +878,7 @@ fn url_custom_property_follows_status_url_both_ways() {
     let mr = linked_registry(Some("http://gone"));
     run(&linked_isvc(None), &cluster(), &mr).unwrap();
     assert_eq!(
-        mr.calls().last().unwrap().body.as_ref().unwrap()["customProperties"]["url"],
+        body(mr.calls().last().unwrap()).unwrap()["customProperties"]["url"],
         json!({ "metadataType": "MetadataStringValue", "string_value": "" })
     );
     // Registry has none, the ISVC has one: set.
@@ -1001,63 +967,36 @@ fn bearer_header_only_when_token_non_empty() {
         (MODEL_VERSION_ID_LABEL, "2"),
     ]);
     let mr = FakeMr::prefilled();
-    let with_token = Config {
+    let with_token = ModelRegistrySettings {
+        enabled: true,
         bearer_token: Some("sa-token".into()),
     };
-    reconcile(Some(&isvc), &cluster(), &mr, &with_token).unwrap();
+    sync_with(Some(&isvc), &cluster(), &mr, &with_token).unwrap();
     assert_eq!(mr.calls().len(), 4);
     for call in mr.calls() {
         assert_eq!(
-            call.header("authorization"),
+            call.header_value("authorization"),
             Some("Bearer sa-token"),
             "{call:?}"
         );
-        assert_eq!(call.header("accept"), Some("application/json"));
+        assert_eq!(call.header_value("accept"), Some("application/json"));
         assert_eq!(
-            call.header("content-type"),
-            call.body.as_ref().map(|_| "application/json")
+            call.header_value("content-type"),
+            body(&call).as_ref().map(|_| "application/json")
         );
     }
     for token in [None, Some(String::new())] {
         let mr = FakeMr::prefilled();
-        let config = Config {
+        let settings = ModelRegistrySettings {
+            enabled: true,
             bearer_token: token,
         };
-        reconcile(Some(&isvc), &cluster(), &mr, &config).unwrap();
+        sync_with(Some(&isvc), &cluster(), &mr, &settings).unwrap();
         assert_eq!(mr.calls().len(), 4);
         assert!(
             mr.calls()
                 .iter()
-                .all(|c| c.header("authorization").is_none())
+                .all(|c| c.header_value("authorization").is_none())
         );
     }
-}
-
-// ------------------------------------------------------------------------------------------
-// Helpers.
-
-#[test]
-fn escaping_and_status_lines() {
-    assert_eq!(query_escape("a b/c&d=é"), "a+b%2Fc%26d%3D%C3%A9");
-    assert_eq!(path_escape("4/x y"), "4%2Fx%20y");
-    assert_eq!(status_line(404), "404 Not Found");
-    assert_eq!(status_line(599), "599");
-}
-
-#[test]
-fn apply_to_sets_and_removes_labels() {
-    let mut isvc = isvc(&[("keep", "1"), ("drop", "2")]);
-    IsvcChange {
-        labels: BTreeMap::from([
-            ("drop".to_string(), None),
-            ("new".to_string(), Some("3".to_string())),
-        ]),
-        finalizers: vec!["f".into()],
-    }
-    .apply_to(&mut isvc);
-    assert_eq!(
-        isvc["metadata"]["labels"],
-        json!({ "keep": "1", "new": "3" })
-    );
-    assert_eq!(isvc["metadata"]["finalizers"], json!(["f"]));
 }

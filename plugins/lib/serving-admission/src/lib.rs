@@ -8,7 +8,8 @@
 //!   connection Secret, decide inject/remove/replace, parse a HardwareProfile, merge node
 //!   scheduling, fill resource requests and limits), and
 //! * an InferenceService layer (`connections::default_inference_service`,
-//!   `hardware_profile::default_inference_service`) that edits the raw ISVC JSON in place.
+//!   `hardware_profile::default_inference_service`, run in that order by
+//!   [`default_inference_service`]) that edits the raw ISVC JSON in place.
 //!
 //! Objects stay raw [`serde_json::Value`]s throughout: the host turns the before/after difference
 //! into the admission patch, so anything not named by the spec (unknown fields included) must
@@ -26,7 +27,65 @@ pub mod connections;
 pub mod hardware_profile;
 pub mod quantity;
 
-mod base64;
-mod json;
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::{Error, Operation, Value, json};
 
-pub use json::is_deleting;
+/// One InferenceService admission, as the defaulters see it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IsvcAdmission<'a> {
+    pub operation: Operation,
+    /// The existing object (UPDATE).
+    pub old: Option<&'a Value>,
+    /// The admission request's namespace (an object under CREATE may lack its own).
+    pub namespace: &'a str,
+    /// A dry run: no side effects are asked for.
+    pub dry_run: bool,
+}
+
+impl<'a> IsvcAdmission<'a> {
+    /// A CREATE in `namespace`.
+    pub fn create(namespace: &'a str) -> Self {
+        IsvcAdmission {
+            operation: Operation::Create,
+            old: None,
+            namespace,
+            dry_run: false,
+        }
+    }
+
+    /// An UPDATE in `namespace` of `old`.
+    pub fn update(namespace: &'a str, old: &'a Value) -> Self {
+        IsvcAdmission {
+            operation: Operation::Update,
+            old: Some(old),
+            ..Self::create(namespace)
+        }
+    }
+}
+
+/// What defaulting an InferenceService asks for besides editing it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Defaulted {
+    /// ServiceAccounts to create (S3 connections, not on a dry run).
+    pub side_effects: Vec<Value>,
+    /// Warnings worth logging (HardwareProfile scheduling that could not be undone, ...).
+    pub warnings: Vec<String>,
+}
+
+/// The InferenceService mutating webhook's defaulting: ConnectionsAPI, then HardwareProfile,
+/// both editing `isvc` in place. An InferenceService being deleted is left alone.
+pub fn default_inference_service(
+    isvc: &mut Value,
+    admission: &IsvcAdmission,
+    cluster: &dyn Cluster,
+) -> Result<Defaulted, Error> {
+    if json::is_deleting(isvc) {
+        return Ok(Defaulted::default());
+    }
+    let side_effects = connections::default_inference_service(isvc, admission, cluster)?;
+    let warnings = hardware_profile::default_inference_service(isvc, admission, cluster)?;
+    Ok(Defaulted {
+        side_effects,
+        warnings,
+    })
+}

@@ -1,80 +1,56 @@
 //! ConnectionsAPI defaulter scenarios W-C01..W-C38 (spec `isvc.md` §6.6; namespace `test-ns`,
 //! InferenceService `test`), plus derived checks.
 
-use odh_plugin_sdk::cluster::FakeCluster;
-use odh_plugin_sdk::{Error, Operation, Value, core_gvk, json, serde_json};
-use odh_serving_admission::connections::{
-    self, ANNOTATION_CONNECTION_PATH as PATH, ANNOTATION_CONNECTION_TYPE_PROTOCOL as PROTOCOL,
-    ANNOTATION_CONNECTION_TYPE_REF as REF, ANNOTATION_CONNECTIONS as CONNECTIONS, ConnectionInfo,
+use odh_kinds::annotation::{
+    CONNECTION_PATH as PATH, CONNECTION_TYPE_PROTOCOL as PROTOCOL, CONNECTION_TYPE_REF as REF,
+    CONNECTIONS,
 };
+use odh_plugin_sdk::testing::FakeCluster;
+use odh_plugin_sdk::{Error, Value, core_gvk, json};
+use odh_serving_admission::connections::{self, ConnectionInfo};
+use odh_serving_admission::{IsvcAdmission, default_inference_service};
+use odh_test_fixtures as fixtures;
 
 const NS: &str = "test-ns";
 
 // ── fixtures ──────────────────────────────────────────────────────────────────
 
-fn b64(text: &str) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in text.as_bytes().chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// A Secret typed by `annotation` (protocol or ref) with plain-text `data` (encoded here, as the
+/// A Secret carrying these annotations (`{}` included) and plain-text `data` (encoded, as the
 /// API serves it).
 fn secret_with(name: &str, annotations: Value, data: &[(&str, &str)]) -> Value {
-    let data: serde_json::Map<String, Value> = data
-        .iter()
-        .map(|(k, v)| (k.to_string(), b64(v).into()))
-        .collect();
-    json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": NS, "annotations": annotations},
-        "data": data,
-    })
+    fixtures::secret(name)
+        .namespace(NS)
+        .set("/metadata/annotations", annotations)
+        .data_entries(data)
+        .build()
 }
 
 fn secret(name: &str, protocol: &str, data: &[(&str, &str)]) -> Value {
-    secret_with(name, json!({PROTOCOL: protocol}), data)
+    fixtures::connection_secret(name, protocol)
+        .namespace(NS)
+        .data_entries(data)
+        .build()
 }
 
 fn secret_ref(name: &str, reference: &str, data: &[(&str, &str)]) -> Value {
-    secret_with(name, json!({REF: reference}), data)
+    fixtures::connection_secret_ref(name, reference)
+        .namespace(NS)
+        .data_entries(data)
+        .build()
 }
 
 fn cluster(objects: impl IntoIterator<Item = Value>) -> FakeCluster {
-    objects
-        .into_iter()
-        .fold(FakeCluster::new(), FakeCluster::with)
+    FakeCluster::new().with_all(objects)
 }
 
+/// InferenceService `test` as the scenarios send it: an empty predictor and these annotations.
 fn isvc(annotations: &[(&str, &str)]) -> Value {
-    let annotations: serde_json::Map<String, Value> = annotations
-        .iter()
-        .map(|(k, v)| (k.to_string(), (*v).into()))
-        .collect();
-    let mut isvc = json!({
-        "apiVersion": "serving.kserve.io/v1beta1",
-        "kind": "InferenceService",
-        "metadata": {"name": "test", "namespace": NS},
-        "spec": {"predictor": {}},
-    });
-    if !annotations.is_empty() {
-        isvc["metadata"]["annotations"] = annotations.into();
+    let isvc = fixtures::isvc("test").namespace(NS).bare();
+    if annotations.is_empty() {
+        isvc.build()
+    } else {
+        isvc.annotations(annotations).build()
     }
-    isvc
 }
 
 fn predictor(isvc: &Value) -> &Value {
@@ -107,11 +83,11 @@ fn expected_sa(secret: &str) -> Value {
 }
 
 fn create(c: &FakeCluster, isvc: &mut Value) -> Result<Vec<Value>, Error> {
-    connections::default_inference_service(Operation::Create, isvc, None, NS, false, c)
+    connections::default_inference_service(isvc, &IsvcAdmission::create(NS), c)
 }
 
 fn update(c: &FakeCluster, old: &Value, isvc: &mut Value) -> Result<Vec<Value>, Error> {
-    connections::default_inference_service(Operation::Update, isvc, Some(old), NS, false, c)
+    connections::default_inference_service(isvc, &IsvcAdmission::update(NS, old), c)
 }
 
 fn denied(result: Result<Vec<Value>, Error>) -> String {
@@ -171,7 +147,8 @@ fn w_c05_deleting_isvc_is_skipped() {
     let mut obj = isvc(&[(CONNECTIONS, "s")]);
     obj["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
     let before = obj.clone();
-    assert!(create(&c, &mut obj).unwrap().is_empty());
+    let defaulted = default_inference_service(&mut obj, &IsvcAdmission::create(NS), &c).unwrap();
+    assert!(defaulted.side_effects.is_empty() && defaulted.warnings.is_empty());
     assert_eq!(sa_name(&obj), None);
     assert_eq!(obj, before);
 }
@@ -195,9 +172,11 @@ fn w_c07_dry_run_injects_but_creates_no_sa() {
     let c = cluster([secret("s3-secret", "s3", &[])]);
     let mut obj = isvc(&[(CONNECTIONS, "s3-secret"), (PATH, "models/v1")]);
     obj["spec"]["predictor"]["model"] = json!({});
-    let side_effects =
-        connections::default_inference_service(Operation::Create, &mut obj, None, NS, true, &c)
-            .unwrap();
+    let dry_run = IsvcAdmission {
+        dry_run: true,
+        ..IsvcAdmission::create(NS)
+    };
+    let side_effects = connections::default_inference_service(&mut obj, &dry_run, &c).unwrap();
     assert_eq!(storage(&obj)["key"], "s3-secret");
     assert!(side_effects.is_empty());
 }

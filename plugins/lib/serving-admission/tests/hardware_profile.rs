@@ -1,12 +1,15 @@
 //! HardwareProfile defaulter scenarios W-H01..W-H31 (spec `isvc.md` §6.7; namespace
 //! `test-hwp-ns`, InferenceService `test-isvc`, profile `test-hwp`), plus derived checks.
 
-use odh_plugin_sdk::cluster::FakeCluster;
-use odh_plugin_sdk::{Error, Operation, Value, json};
-use odh_serving_admission::hardware_profile::{
-    self, ANNOTATION_NAME as NAME, ANNOTATION_NAMESPACE as NAMESPACE, KUEUE_QUEUE_LABEL as KUEUE,
-    hardware_profile_gvk,
+use odh_kinds::annotation::{
+    HARDWARE_PROFILE_NAME as NAME, HARDWARE_PROFILE_NAMESPACE as NAMESPACE,
 };
+use odh_kinds::gvk::hardware_profile as hardware_profile_gvk;
+use odh_kinds::label::KUEUE_QUEUE as KUEUE;
+use odh_plugin_sdk::testing::FakeCluster;
+use odh_plugin_sdk::{Error, Operation, Value, json};
+use odh_serving_admission::{IsvcAdmission, default_inference_service, hardware_profile};
+use odh_test_fixtures as fixtures;
 
 const NS: &str = "test-hwp-ns";
 const HWP: &str = "test-hwp";
@@ -14,28 +17,28 @@ const HWP: &str = "test-hwp";
 // ── fixtures ──────────────────────────────────────────────────────────────────
 
 fn hwp(name: &str, namespace: &str, spec: Value) -> Value {
-    json!({
-        "apiVersion": "infrastructure.opendatahub.io/v1",
-        "kind": "HardwareProfile",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    })
+    fixtures::hardware_profile(name)
+        .namespace(namespace)
+        .spec(spec)
+        .build()
 }
 
 fn resource_spec(identifiers: &[(&str, &str)]) -> Value {
-    let ids: Vec<Value> = identifiers
-        .iter()
-        .map(|(id, count)| json!({"identifier": id, "defaultCount": count}))
-        .collect();
-    json!({"identifiers": ids})
+    fixtures::hardware_profile("")
+        .identifiers(identifiers)
+        .build()["spec"]
+        .take()
 }
 
 fn node_spec(node_selector: Value, tolerations: Value) -> Value {
-    json!({"scheduling": {"node": {"nodeSelector": node_selector, "tolerations": tolerations}}})
+    fixtures::hardware_profile("")
+        .node_scheduling(node_selector, tolerations)
+        .build()["spec"]
+        .take()
 }
 
 fn kueue_spec(queue: &str) -> Value {
-    json!({"scheduling": {"kueue": {"localQueueName": queue}}})
+    fixtures::hardware_profile("").kueue(queue).build()["spec"].take()
 }
 
 fn toleration(key: &str, operator: &str, effect: &str) -> Value {
@@ -43,9 +46,7 @@ fn toleration(key: &str, operator: &str, effect: &str) -> Value {
 }
 
 fn cluster(objects: impl IntoIterator<Item = Value>) -> FakeCluster {
-    objects
-        .into_iter()
-        .fold(FakeCluster::new(), FakeCluster::with)
+    FakeCluster::new().with_all(objects)
 }
 
 /// `buildISVCForHWP`: typed, with an empty predictor model.
@@ -59,16 +60,12 @@ fn isvc(annotations: Value, labels: Value) -> Value {
 }
 
 fn isvc_without_model(annotations: Value) -> Value {
-    let mut isvc = json!({
-        "apiVersion": "serving.kserve.io/v1beta1",
-        "kind": "InferenceService",
-        "metadata": {"name": "test-isvc", "namespace": NS},
-        "spec": {"predictor": {}},
-    });
-    if !annotations.is_null() {
-        isvc["metadata"]["annotations"] = annotations;
+    let isvc = fixtures::isvc("test-isvc").namespace(NS).bare();
+    if annotations.is_null() {
+        isvc.build()
+    } else {
+        isvc.set("/metadata/annotations", annotations).build()
     }
-    isvc
 }
 
 fn named(profile: &str) -> Value {
@@ -80,11 +77,11 @@ fn named_in(profile: &str, namespace: &str) -> Value {
 }
 
 fn create(c: &FakeCluster, isvc: &mut Value) -> Result<Vec<String>, Error> {
-    hardware_profile::default_inference_service(Operation::Create, isvc, None, NS, c)
+    hardware_profile::default_inference_service(isvc, &IsvcAdmission::create(NS), c)
 }
 
 fn update(c: &FakeCluster, old: &Value, isvc: &mut Value) -> Result<Vec<String>, Error> {
-    hardware_profile::default_inference_service(Operation::Update, isvc, Some(old), NS, c)
+    hardware_profile::default_inference_service(isvc, &IsvcAdmission::update(NS, old), c)
 }
 
 fn resources(isvc: &Value) -> &Value {
@@ -629,7 +626,9 @@ fn deleting_isvc_is_skipped() {
     let mut obj = isvc(named("missing"), Value::Null);
     obj["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
     let before = obj.clone();
-    assert!(create(&cluster([]), &mut obj).unwrap().is_empty());
+    let defaulted =
+        default_inference_service(&mut obj, &IsvcAdmission::create(NS), &cluster([])).unwrap();
+    assert!(defaulted.warnings.is_empty());
     assert_eq!(obj, before);
 }
 
@@ -669,7 +668,11 @@ fn update_without_old_object_is_a_switch() {
     let c = cluster([hwp(HWP, NS, node_spec(json!({"tier": "gpu"}), Value::Null))]);
     let mut obj = isvc(named(HWP), json!({KUEUE: "stale"}));
     obj["spec"]["predictor"]["nodeSelector"] = json!({"zone": "old"});
-    hardware_profile::default_inference_service(Operation::Update, &mut obj, None, NS, &c).unwrap();
+    let no_old = IsvcAdmission {
+        operation: Operation::Update,
+        ..IsvcAdmission::create(NS)
+    };
+    hardware_profile::default_inference_service(&mut obj, &no_old, &c).unwrap();
     assert_eq!(node_selector(&obj), Some(&json!({"tier": "gpu"})));
     assert_eq!(kueue_label(&obj), None);
 }

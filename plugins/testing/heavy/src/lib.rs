@@ -3,7 +3,8 @@
 
 use odh_plugin_sdk::Operation::{Create, Update};
 use odh_plugin_sdk::{
-    AdmissionDecision, AdmissionRequest, Error, Manifest, Plugin, Webhook, core_gvk,
+    AdmissionDecision, AdmissionRequest, Ctx, Error, Manifest, NoSettings, Plugin, Webhook,
+    core_gvk,
 };
 
 pub struct Heavy;
@@ -22,6 +23,8 @@ pub fn offending_labels(labels: &[(String, String)], pattern: &str) -> Result<Ve
 }
 
 impl Plugin for Heavy {
+    type Settings = NoSettings;
+
     fn manifest() -> Manifest {
         Manifest::new("heavy", "0.1.0")
             .description("Validates ConfigMap label values against a regular expression")
@@ -32,7 +35,10 @@ impl Plugin for Heavy {
             ))
     }
 
-    fn validate(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
+    fn validate(
+        request: &AdmissionRequest,
+        _: &Ctx<NoSettings>,
+    ) -> Result<AdmissionDecision, Error> {
         let Some(obj) = request.object()? else {
             return Ok(AdmissionDecision::allow());
         };

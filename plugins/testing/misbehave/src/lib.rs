@@ -13,32 +13,40 @@
 //! | `read-ungranted` | reads a `Secret` (not in `reads`); the error comes back as `Error::Internal` |
 //! | `read-granted` | reads ConfigMap `data.target` in the same namespace: `{"found": <bool>}` |
 //! | `http` | GETs `data.url`: `{"httpStatus": <code>, "body": <text>}`, or the SDK's error |
+//! | `http-get` / `http-post` | GETs / POSTs (`{"misbehave": "<name>"}`) `data.url`: the result of `http`; reconcile also applies ConfigMap `<name>-ok` and reports a failed request as the outcome's `error` (`Transient`) |
 //! | `error-invalid` / `error-transient` | `Error::Invalid` / `Error::Transient` |
 //!
 //! A result (the JSON after the colons above) becomes the primary's status in reconcile, the
 //! annotation `misbehave/result` of the mutated object, and the message of an allowing
 //! validate. ConfigMaps named `*-ok` (the ones it creates) are left alone by reconcile.
+//! `http-post` lets host tests see that a shadow call (or `plugin eval`) may only GET: the
+//! POST fails there, the ConfigMap is still applied.
 //! Pods (webhook `/mutate-misbehave-pod`) always behave `ok`: they get the `misbehave/ok` label.
 //!
 //! Settings: `{"okLabel": "<value>"}` sets the value of that label (default `"true"`), so two
 //! configurations of the same component decide differently; unknown settings are invalid.
 
 use odh_plugin_sdk::Operation::{Create, Update};
-use odh_plugin_sdk::cluster::{Cluster, Host};
-use odh_plugin_sdk::{AdmissionDecision, AdmissionRequest, Controller, Error, Manifest, Object};
-use odh_plugin_sdk::{Outcome, Ownership, Plugin, ReconcileRequest, Value, Webhook};
-use odh_plugin_sdk::{core_gvk, http, json};
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::http::{Client, Request};
+use odh_plugin_sdk::{AdmissionDecision, AdmissionRequest, Controller, Ctx, Error, Manifest};
+use odh_plugin_sdk::{Object, Outcome, Plan, Plugin, ReconcileRequest, Validatable, Value};
+use odh_plugin_sdk::{Webhook, core_gvk, json};
 
 pub struct Misbehave;
 
 #[derive(serde::Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Settings {
+pub struct Settings {
     #[serde(default)]
     ok_label: Option<String>,
 }
 
+impl Validatable for Settings {}
+
 impl Plugin for Misbehave {
+    type Settings = Settings;
+
     fn manifest() -> Manifest {
         let cm = core_gvk("ConfigMap");
         Manifest::new("misbehave", "0.1.0")
@@ -51,7 +59,7 @@ impl Plugin for Misbehave {
             ))
             .webhook(Webhook::validating(
                 "/validate-misbehave",
-                cm.clone(),
+                cm,
                 [Create, Update],
             ))
             // Pods have no `data`, so they always take the `ok` path: labelled on admission.
@@ -60,55 +68,55 @@ impl Plugin for Misbehave {
                 core_gvk("Pod"),
                 [Create],
             ))
-            .reads([cm.clone()])
-            .writes([cm])
             .http_hosts(["127.0.0.1"])
     }
 
-    fn reconcile(request: ReconcileRequest) -> Result<Outcome, Error> {
+    fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {
+        let mut plan = Plan::new();
         let Some(cm) = request.object()? else {
-            return Ok(Outcome::default());
+            return Ok(plan.into_outcome());
         };
         if cm.name().ends_with("-ok") {
-            return Ok(Outcome::default());
+            return Ok(plan.into_outcome());
         }
-        Ok(match misbehave(&cm, &Host)? {
-            None => {
-                let ok = Object::new(
-                    &core_gvk("ConfigMap"),
-                    cm.namespace(),
-                    &format!("{}-ok", cm.name()),
-                );
-                Outcome::default().apply(ok, Ownership::Controller)
+        if matches!(behaviour(&cm), "http-get" | "http-post") {
+            // What was decided is applied; the failed request is reported after it.
+            plan.apply_owned(ok_config_map(&cm));
+            match misbehave(&cm, cx.cluster, cx.http) {
+                Ok(result) => plan.status(result),
+                Err(e) => plan.fail(Error::Transient(format!("misbehave: {e}"))),
             }
-            Some(result) => Outcome::default().status(result),
-        })
+            return Ok(plan.into_outcome());
+        }
+        match misbehave(&cm, cx.cluster, cx.http)? {
+            None => plan.apply_owned(ok_config_map(&cm)),
+            Some(result) => plan.status(result),
+        }
+        Ok(plan.into_outcome())
     }
 
-    fn validate_settings(settings: &str) -> Result<(), Error> {
-        odh_plugin_sdk::settings::<Settings>(settings).map(|_| ())
-    }
-
-    fn mutate(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
-        let settings: Settings = request.settings()?;
+    fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {
         let Some(mut cm) = request.object()? else {
             return Ok(AdmissionDecision::allow());
         };
-        match misbehave(&cm, &Host)? {
+        match misbehave(&cm, cx.cluster, cx.http)? {
             None => cm.set_label(
                 "misbehave/ok",
-                settings.ok_label.as_deref().unwrap_or("true"),
+                cx.settings.ok_label.as_deref().unwrap_or("true"),
             ),
             Some(result) => cm.set_annotation("misbehave/result", &result.to_string()),
         }
         Ok(AdmissionDecision::mutated(cm))
     }
 
-    fn validate(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
+    fn validate(
+        request: &AdmissionRequest,
+        cx: &Ctx<Settings>,
+    ) -> Result<AdmissionDecision, Error> {
         let Some(cm) = request.object()? else {
             return Ok(AdmissionDecision::allow());
         };
-        Ok(match misbehave(&cm, &Host)? {
+        Ok(match misbehave(&cm, cx.cluster, cx.http)? {
             None => AdmissionDecision::allow(),
             Some(result) => AdmissionDecision::allow().with_message(result.to_string()),
         })
@@ -117,14 +125,38 @@ impl Plugin for Misbehave {
 
 odh_plugin_sdk::plugin!(Misbehave);
 
+/// `data.behaviour`, `ok` when absent.
+fn behaviour(cm: &Object) -> &str {
+    cm.str_at(&["data", "behaviour"]).unwrap_or("ok")
+}
+
+/// ConfigMap `<name>-ok`, what an `ok` reconcile applies.
+fn ok_config_map(cm: &Object) -> Object {
+    Object::new(
+        &core_gvk("ConfigMap"),
+        cm.namespace(),
+        &format!("{}-ok", cm.name()),
+    )
+}
+
 /// Does what `data.behaviour` says: `Ok(None)` for `ok`, `Ok(Some(result))` for behaviours
 /// with a result, an error, or never returns.
-pub fn misbehave(cm: &Object, cluster: &dyn Cluster) -> Result<Option<Value>, Error> {
+pub fn misbehave(
+    cm: &Object,
+    cluster: &dyn Cluster,
+    http: &dyn Client,
+) -> Result<Option<Value>, Error> {
     let field = |name: &str| {
         cm.str_at(&["data", name])
             .ok_or_else(|| Error::Invalid(format!("misbehave: data.{name} is required")))
     };
-    match cm.str_at(&["data", "behaviour"]).unwrap_or("ok") {
+    let exchange = |request: Request| -> Result<Option<Value>, Error> {
+        let response = http.request(&request)?;
+        Ok(Some(
+            json!({ "httpStatus": response.status, "body": response.text() }),
+        ))
+    };
+    match behaviour(cm) {
         "ok" => Ok(None),
         "loop" => {
             let mut i = 0u64;
@@ -147,20 +179,15 @@ pub fn misbehave(cm: &Object, cluster: &dyn Cluster) -> Result<Option<Value>, Er
         "oversize" => Ok(Some(Value::String("x".repeat(8 << 20)))),
         "read-ungranted" => match cluster.get(&core_gvk("Secret"), cm.namespace(), cm.name()) {
             Ok(found) => Ok(Some(json!({ "found": found.is_some() }))),
-            Err(e) => Err(Error::Internal(format!(
-                "misbehave: reading a Secret: {}",
-                e.describe()
-            ))),
+            Err(e) => Err(Error::Internal(format!("misbehave: reading a Secret: {e}"))),
         },
         "read-granted" => {
             let found = cluster.get(&core_gvk("ConfigMap"), cm.namespace(), field("target")?)?;
             Ok(Some(json!({ "found": found.is_some() })))
         }
-        "http" => {
-            let response = http::get(field("url")?, &[])?;
-            Ok(Some(
-                json!({ "httpStatus": response.status, "body": response.text() }),
-            ))
+        "http" | "http-get" => exchange(Request::get(field("url")?)),
+        "http-post" => {
+            exchange(Request::post(field("url")?).json_body(&json!({ "misbehave": cm.name() }))?)
         }
         "error-invalid" => Err(Error::Invalid("misbehave: invalid input".into())),
         "error-transient" => Err(Error::Transient("misbehave: try later".into())),
@@ -180,7 +207,9 @@ fn trap() -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use odh_plugin_sdk::cluster::FakeCluster;
+    use odh_plugin_sdk::http::{self, Response};
+    use odh_plugin_sdk::testing::FakeCluster;
+    use odh_plugin_sdk::{Ownership, validate_settings};
 
     fn cm(name: &str, data: Value) -> Object {
         Object(json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -188,29 +217,49 @@ mod tests {
     }
 
     fn behave(behaviour: &str) -> Object {
-        cm("x", json!({ "behaviour": behaviour, "target": "t" }))
+        cm(
+            "x",
+            json!({ "behaviour": behaviour, "target": "t", "url": "http://127.0.0.1:1/x" }),
+        )
+    }
+
+    fn reconcile(object: &Object, http: &http::Fake) -> Outcome {
+        let settings = Settings::default();
+        let cluster = FakeCluster::for_manifest(&Misbehave::manifest());
+        let cx = Ctx::new(&settings, &cluster).with_http(http);
+        let request = ReconcileRequest::for_object("misbehave", object);
+        let outcome = Misbehave::reconcile(&request, &cx).unwrap();
+        outcome.assert_declared(&Misbehave::manifest());
+        outcome
     }
 
     #[test]
     fn ok_everywhere() {
-        let o = Misbehave::reconcile(ReconcileRequest::for_object(
-            "misbehave",
-            &cm("x", json!({})),
-        ))
-        .unwrap();
-        assert_eq!(Object::parse(&o.apply[0].object).unwrap().name(), "x-ok");
-        assert_eq!(o.apply[0].ownership, Ownership::Controller);
-        let skip = ReconcileRequest::for_object("misbehave", &cm("x-ok", json!({})));
-        assert_eq!(Misbehave::reconcile(skip), Ok(Outcome::default()));
+        let o = reconcile(&cm("x", json!({})), &http::Fake::new());
+        assert_eq!(
+            o.applied("ConfigMap", "x-ok").unwrap().ownership,
+            Ownership::Controller
+        );
+        assert_eq!(
+            reconcile(&cm("x-ok", json!({})), &http::Fake::new()),
+            Outcome::default()
+        );
         let req = AdmissionRequest::for_object("/mutate-misbehave", Create, &behave("ok"));
-        let d = Misbehave::mutate(req.clone()).unwrap();
+        let settings = Settings {
+            ok_label: Some("yes".into()),
+        };
+        let cluster = FakeCluster::new();
+        let cx = Ctx::new(&settings, &cluster);
+        let d = Misbehave::mutate(&req, &cx).unwrap();
         assert_eq!(
             Object::parse(d.mutated.as_deref().unwrap())
                 .unwrap()
                 .label("misbehave/ok"),
-            Some("true")
+            Some("yes")
         );
-        assert!(Misbehave::validate(req).unwrap().allowed);
+        assert!(Misbehave::validate(&req, &cx).unwrap().allowed);
+        assert!(validate_settings::<Settings>(r#"{"okLabel": "x"}"#).is_ok());
+        assert!(validate_settings::<Settings>(r#"{"other": "x"}"#).is_err());
     }
 
     #[test]
@@ -218,40 +267,104 @@ mod tests {
         let fake = FakeCluster::new()
             .with(cm("t", json!({})))
             .deny(core_gvk("Secret"));
+        let http = http::Fake::new();
         assert_eq!(
-            misbehave(&behave("read-granted"), &fake),
+            misbehave(&behave("read-granted"), &fake, &http),
             Ok(Some(json!({"found": true})))
         );
-        let Err(Error::Internal(m)) = misbehave(&behave("read-ungranted"), &fake) else {
+        let Err(Error::Internal(m)) = misbehave(&behave("read-ungranted"), &fake, &http) else {
             panic!()
         };
         assert!(
             m.starts_with("misbehave: reading a Secret: denied: "),
             "{m}"
         );
-        let Ok(Some(Value::String(s))) = misbehave(&behave("oversize"), &fake) else {
+        let Ok(Some(Value::String(s))) = misbehave(&behave("oversize"), &fake, &http) else {
             panic!()
         };
         assert_eq!(s.len(), 8 << 20);
         assert_eq!(
-            misbehave(&behave("error-invalid"), &fake),
+            misbehave(&behave("error-invalid"), &fake, &http),
             Err(Error::Invalid("misbehave: invalid input".into()))
         );
         assert_eq!(
-            misbehave(&behave("error-transient"), &fake),
+            misbehave(&behave("error-transient"), &fake, &http),
             Err(Error::Transient("misbehave: try later".into()))
         );
-        // Natively the SDK's http is unavailable; the error is passed through unchanged.
-        let http = cm(
-            "x",
-            json!({"behaviour": "http", "url": "http://127.0.0.1:1/"}),
+        // A failed request's error is passed through unchanged.
+        let refused =
+            http::Fake::new().fail("GET", "http://127.0.0.1:1/x", Error::denied("not granted"));
+        assert_eq!(
+            misbehave(&behave("http"), &fake, &refused),
+            Err(Error::Denied("not granted".into()))
         );
-        assert!(matches!(misbehave(&http, &fake), Err(Error::Transient(_))));
+    }
+
+    #[test]
+    fn http_get_and_post_report_the_response_as_status() {
+        let http = http::Fake::new()
+            .respond("GET", "http://127.0.0.1:1/x", Response::new(200, "got"))
+            .respond("POST", "http://127.0.0.1:1/x", Response::new(201, "made"));
+        let o = reconcile(&behave("http-get"), &http);
+        assert!(o.applied("ConfigMap", "x-ok").is_some());
+        assert_eq!(
+            o.status.as_deref(),
+            Some(r#"{"body":"got","httpStatus":200}"#)
+        );
+        assert_eq!(o.error, None);
+        let o = reconcile(&behave("http-post"), &http);
+        assert!(o.applied("ConfigMap", "x-ok").is_some());
+        assert_eq!(
+            o.status.as_deref(),
+            Some(r#"{"body":"made","httpStatus":201}"#)
+        );
+        let post = &http.requests()[1];
+        assert_eq!(
+            post.json::<Value>().unwrap(),
+            Some(json!({"misbehave": "x"}))
+        );
+        assert_eq!(post.header_value("content-type"), Some("application/json"));
+    }
+
+    #[test]
+    fn a_failed_http_call_still_applies_and_is_the_outcomes_transient_error() {
+        let only_get =
+            Error::transient("http: POST http://127.0.0.1:1/x: only GET and HEAD are allowed here");
+        let http = http::Fake::new().fail("POST", "http://127.0.0.1:1/x", only_get);
+        let o = reconcile(&behave("http-post"), &http);
+        assert!(o.applied("ConfigMap", "x-ok").is_some());
+        assert_eq!(o.status, None);
+        assert_eq!(
+            o.error,
+            Some(Error::Transient(
+                "misbehave: transient: http: POST http://127.0.0.1:1/x: only GET and HEAD are allowed here".into()
+            ))
+        );
+        // Whatever the SDK's case, the outcome reports a transient failure.
+        let denied = http::Fake::new().fail(
+            "GET",
+            "http://127.0.0.1:1/x",
+            Error::denied("host not granted"),
+        );
+        let o = reconcile(&behave("http-get"), &denied);
+        assert!(o.applied("ConfigMap", "x-ok").is_some());
+        assert!(
+            matches!(&o.error, Some(Error::Transient(m)) if m.ends_with("denied: host not granted"))
+        );
+        // Natively the host's HTTP is unavailable: the same path.
+        let settings = Settings::default();
+        let cluster = FakeCluster::new();
+        let o = Misbehave::reconcile(
+            &ReconcileRequest::for_object("misbehave", &behave("http-get")),
+            &Ctx::new(&settings, &cluster),
+        )
+        .unwrap();
+        assert!(matches!(o.error, Some(Error::Transient(_))));
     }
 
     #[test]
     #[should_panic(expected = "misbehave: deliberate panic")]
     fn panics() {
-        let _ = misbehave(&behave("panic"), &FakeCluster::new());
+        let _ = misbehave(&behave("panic"), &FakeCluster::new(), &http::Fake::new());
     }
 }

@@ -5,7 +5,7 @@
 //! reference, as objects shared by several primaries need).
 
 use odh_plugin_sdk::{
-    Controller, Error, Manifest, Object, Outcome, Ownership, Plugin, ReconcileRequest,
+    Controller, Ctx, Error, Manifest, NoSettings, Object, Outcome, Plan, Plugin, ReconcileRequest,
 };
 use odh_plugin_sdk::{core_gvk, json, object_key};
 
@@ -15,6 +15,8 @@ pub const PRIMARY_SELECTOR: &str = "odh-test/primary=true";
 pub struct Owner;
 
 impl Plugin for Owner {
+    type Settings = NoSettings;
+
     fn manifest() -> Manifest {
         let cm = core_gvk("ConfigMap");
         Manifest::new("owner", "0.1.0")
@@ -25,11 +27,9 @@ impl Plugin for Owner {
                     .owns(cm.clone())
                     .finalizer(FINALIZER),
             )
-            .reads([cm.clone()])
-            .writes([cm])
     }
 
-    fn reconcile(request: ReconcileRequest) -> Result<Outcome, Error> {
+    fn reconcile(request: &ReconcileRequest, _: &Ctx<NoSettings>) -> Result<Outcome, Error> {
         Ok(match request.object()? {
             Some(primary) => decide(&primary),
             None => Outcome::default(),
@@ -45,16 +45,17 @@ fn owned_name(primary: &Object) -> String {
 
 /// What the world around one primary should look like.
 pub fn decide(primary: &Object) -> Outcome {
+    let mut plan = Plan::new();
     if primary.is_deleting() {
         let key = object_key(
             &core_gvk("ConfigMap"),
             primary.namespace(),
             &owned_name(primary),
         );
-        return Outcome::default()
-            .delete(key)
-            .remove_finalizer()
-            .event_normal("Finalized", "deleted the owned ConfigMap");
+        plan.delete(key);
+        plan.remove_finalizer();
+        plan.event_normal("Finalized", "deleted the owned ConfigMap");
+        return plan.into_outcome();
     }
     let value = primary
         .str_at(&["data", "value"])
@@ -67,19 +68,20 @@ pub fn decide(primary: &Object) -> Outcome {
     )
     .with("data", json!({ "source": primary.name(), "value": value }));
     // The shared object comes first: a failing one (a bad name) must not hold back the rest.
-    let mut outcome = Outcome::default().add_finalizer();
+    plan.add_finalizer();
     if let Some(shared) = primary.str_at(&["data", "shared"]) {
         let shared = Object::new(&core_gvk("ConfigMap"), primary.namespace(), shared)
             .with("data", json!({ "shared": "true" }));
-        outcome = outcome.apply(shared, Ownership::Owner);
+        plan.apply_shared(shared);
     }
-    outcome.apply(owned, Ownership::Controller)
+    plan.apply_owned(owned);
+    plan.into_outcome()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use odh_plugin_sdk::FinalizerAction;
+    use odh_plugin_sdk::{FinalizerAction, Ownership};
 
     fn primary(deleting: bool) -> Object {
         let mut o = Object::new(&core_gvk("ConfigMap"), Some("ns"), "p")
@@ -105,10 +107,25 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_object_comes_first_and_is_co_owned() {
+        let mut primary = primary(false);
+        primary.set(&["data", "shared"], "common");
+        let out = decide(&primary);
+        assert_eq!(
+            out.applied_kinds(),
+            ["ConfigMap/common", "ConfigMap/p-owned"]
+        );
+        assert_eq!(out.apply[0].ownership, Ownership::Owner);
+        assert_eq!(out.apply[1].ownership, Ownership::Controller);
+        out.assert_declared(&Owner::manifest());
+    }
+
+    #[test]
     fn a_deleted_primary_cleans_up_and_releases_the_finalizer() {
         let out = decide(&primary(true));
         assert!(out.apply.is_empty());
         assert_eq!(out.delete.len(), 1);
         assert_eq!(out.finalizer, FinalizerAction::Remove);
+        assert_eq!(out.events[0].reason, "Finalized");
     }
 }

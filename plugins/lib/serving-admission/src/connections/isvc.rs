@@ -12,24 +12,21 @@ use super::{
     Action, Connection, ConnectionInfo, ConnectionKind, determine_action, old_connection,
     service_account, uri_value, validate_connection,
 };
-use crate::json::{as_object, existing_object_mut, is_deleting, object_mut, str_at};
+use odh_plugin_sdk::json::{as_object, existing_object_mut, object_mut, str_at};
+
+use crate::IsvcAdmission;
 
 const PREDICTOR: [&str; 2] = ["spec", "predictor"];
 
 /// The ConnectionsAPI step of the InferenceService mutating webhook: edits `isvc` in place and
 /// returns the ServiceAccounts to create as side effects (none on dry-run, and none for URI or
-/// OCI connections). `namespace` is the admission request's; `old` the UPDATE's old object.
+/// OCI connections).
 pub fn default_inference_service(
-    op: Operation,
     isvc: &mut Value,
-    old: Option<&Value>,
-    namespace: &str,
-    dry_run: bool,
+    admission: &IsvcAdmission,
     cluster: &dyn Cluster,
 ) -> Result<Vec<Value>, Error> {
-    if is_deleting(isvc) {
-        return Ok(Vec::new());
-    }
+    let (op, old, namespace) = (admission.operation, admission.old, admission.namespace);
     let update = matches!(op, Operation::Update);
     let new = validate_connection(cluster, isvc, namespace)?;
     let old_info = if update {
@@ -44,7 +41,7 @@ pub fn default_inference_service(
     }
     let mut side_effects = Vec::new();
     if let (Action::Inject | Action::Replace, Some(connection)) = (action, &new) {
-        if connection.info.kind() == Some(ConnectionKind::S3) && !dry_run {
+        if connection.info.kind() == Some(ConnectionKind::S3) && !admission.dry_run {
             side_effects.push(service_account(&connection.info.secret_name, namespace));
         }
         inject_inference_service(isvc, connection, old.filter(|_| update))?;

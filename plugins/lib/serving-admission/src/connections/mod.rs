@@ -12,18 +12,12 @@ use odh_plugin_sdk::Operation;
 
 pub use isvc::{cleanup_inference_service, default_inference_service, inject_inference_service};
 pub use secret::{
-    Connection, old_connection, s3_uri, secret_data, service_account, uri_value,
-    validate_connection,
+    Connection, old_connection, s3_uri, service_account, uri_value, validate_connection,
 };
 
-/// On the workload: the Secret name (same namespace as the admission request).
-pub const ANNOTATION_CONNECTIONS: &str = "opendatahub.io/connections";
-/// On the workload: the S3 sub-path.
-pub const ANNOTATION_CONNECTION_PATH: &str = "opendatahub.io/connection-path";
-/// On the Secret: `s3`, `uri` or `oci`; wins over the deprecated ref annotation.
-pub const ANNOTATION_CONNECTION_TYPE_PROTOCOL: &str = "opendatahub.io/connection-type-protocol";
-/// On the Secret, deprecated: `s3`, `uri-v1` or `oci-v1`.
-pub const ANNOTATION_CONNECTION_TYPE_REF: &str = "opendatahub.io/connection-type-ref";
+// The annotations (`opendatahub.io/connections`, `opendatahub.io/connection-path` on the
+// workload; `opendatahub.io/connection-type-protocol` and the deprecated
+// `opendatahub.io/connection-type-ref` on the Secret) are in `odh_kinds::annotation`.
 
 /// A connection as the webhook compares old and new: which Secret, its raw type value and the
 /// workload's path annotation. All empty means "no connection".

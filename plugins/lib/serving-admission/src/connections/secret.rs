@@ -1,22 +1,22 @@
 //! Reading connection Secrets: validation of the new reference, the old connection on UPDATE,
 //! and the data values injection needs.
 
-use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{Error, Value, core_gvk, json};
-
-use super::{
-    ANNOTATION_CONNECTION_PATH, ANNOTATION_CONNECTION_TYPE_PROTOCOL,
-    ANNOTATION_CONNECTION_TYPE_REF, ANNOTATION_CONNECTIONS, ConnectionInfo,
+use odh_kinds::annotation::{
+    CONNECTION_PATH, CONNECTION_TYPE_PROTOCOL, CONNECTION_TYPE_REF, CONNECTIONS,
 };
-use crate::base64;
-use crate::json::{annotation, go_quote};
+use odh_kinds::{Secret, gvk};
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::json::annotation;
+use odh_plugin_sdk::{Error, Object, Value, go, json};
+
+use super::ConnectionInfo;
 
 /// A validated connection and the Secret it names, kept so injection reads its data without a
 /// second fetch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Connection {
     pub info: ConnectionInfo,
-    pub secret: Value,
+    pub secret: Object,
 }
 
 const PROTOCOL_TYPES: [&str; 3] = ["s3", "uri", "oci"];
@@ -32,18 +32,18 @@ pub fn validate_connection(
     object: &Value,
     namespace: &str,
 ) -> Result<Option<Connection>, Error> {
-    let secret_name = annotation(object, ANNOTATION_CONNECTIONS);
+    let secret_name = annotation(object, CONNECTIONS);
     if secret_name.is_empty() {
         return Ok(None);
     }
-    let secret = match cluster.get(&core_gvk("Secret"), Some(namespace), secret_name) {
+    let secret = match cluster.get_object(&gvk::secret(), Some(namespace), secret_name) {
         Ok(Some(secret)) => secret,
         Ok(None) => {
             return Err(Error::Denied(format!(
                 "connection {} referenced by annotation {} not found in namespace {}",
-                go_quote(secret_name),
-                go_quote(ANNOTATION_CONNECTIONS),
-                go_quote(namespace)
+                go::quote(secret_name),
+                go::quote(CONNECTIONS),
+                go::quote(namespace)
             )));
         }
         Err(e) => return Err(e.context("failed to validate connection")),
@@ -52,16 +52,16 @@ pub fn validate_connection(
     let info = ConnectionInfo {
         secret_name: secret_name.into(),
         type_,
-        path: annotation(object, ANNOTATION_CONNECTION_PATH).into(),
+        path: annotation(object, CONNECTION_PATH).into(),
     };
     Ok(Some(Connection { info, secret }))
 }
 
 /// The Secret's type value: the protocol annotation when non-empty, else the deprecated ref
 /// annotation, each checked against its own vocabulary.
-fn validated_type(secret_name: &str, secret: &Value) -> Result<String, Error> {
-    let protocol = annotation(secret, ANNOTATION_CONNECTION_TYPE_PROTOCOL);
-    let reference = annotation(secret, ANNOTATION_CONNECTION_TYPE_REF);
+fn validated_type(secret_name: &str, secret: &Object) -> Result<String, Error> {
+    let protocol = annotation(secret, CONNECTION_TYPE_PROTOCOL);
+    let reference = annotation(secret, CONNECTION_TYPE_REF);
     let (type_, allowed) = if !protocol.is_empty() {
         (protocol, PROTOCOL_TYPES)
     } else if !reference.is_empty() {
@@ -69,16 +69,16 @@ fn validated_type(secret_name: &str, secret: &Value) -> Result<String, Error> {
     } else {
         return Err(Error::Denied(format!(
             "connection {} referenced by annotation {} must have a {} annotation on the Secret",
-            go_quote(secret_name),
-            go_quote(ANNOTATION_CONNECTIONS),
-            go_quote(ANNOTATION_CONNECTION_TYPE_PROTOCOL)
+            go::quote(secret_name),
+            go::quote(CONNECTIONS),
+            go::quote(CONNECTION_TYPE_PROTOCOL)
         )));
     };
     if !allowed.contains(&type_) {
         return Err(Error::Denied(format!(
             "connection {} has unsupported connection type {}; supported types are s3, uri, oci",
-            go_quote(secret_name),
-            go_quote(type_)
+            go::quote(secret_name),
+            go::quote(type_)
         )));
     }
     Ok(type_.into())
@@ -104,17 +104,17 @@ pub fn old_connection(
             json_kind(old)
         )));
     }
-    let secret_name = annotation(old, ANNOTATION_CONNECTIONS);
+    let secret_name = annotation(old, CONNECTIONS);
     if secret_name.is_empty() {
         return Ok(ConnectionInfo::default());
     }
-    let path = annotation(old, ANNOTATION_CONNECTION_PATH).into();
-    let type_ = match cluster.get(&core_gvk("Secret"), Some(namespace), secret_name) {
+    let path = annotation(old, CONNECTION_PATH).into();
+    let type_ = match cluster.get(&gvk::secret(), Some(namespace), secret_name) {
         Ok(None) => String::new(),
         Ok(Some(secret)) => {
-            let protocol = annotation(&secret, ANNOTATION_CONNECTION_TYPE_PROTOCOL);
+            let protocol = annotation(&secret, CONNECTION_TYPE_PROTOCOL);
             if protocol.is_empty() {
-                annotation(&secret, ANNOTATION_CONNECTION_TYPE_REF).into()
+                annotation(&secret, CONNECTION_TYPE_REF).into()
             } else {
                 protocol.into()
             }
@@ -138,24 +138,14 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-/// A Secret `data` value, base64-decoded (the API serves `data` encoded). None when the key is
-/// absent; a present key with a `null` value reads as empty, as Go's `[]byte` map does.
-pub fn secret_data(secret: &Value, key: &str) -> Result<Option<String>, Error> {
-    let Some(value) = secret.get("data").and_then(|d| d.get(key)) else {
-        return Ok(None);
-    };
-    let encoded = value.as_str().unwrap_or_default();
-    let bytes = base64::decode(encoded).ok_or_else(|| {
-        Error::Invalid(format!(
-            "Secret data key {} is not valid base64",
-            go_quote(key)
-        ))
-    })?;
-    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+/// A Secret `data` value, base64-decoded, as text. None when the key is absent; a present key
+/// with a `null` value reads as empty, as Go's `[]byte` map does.
+fn secret_data(secret: &Object, key: &str) -> Result<Option<String>, Error> {
+    Secret::of(secret).data_text(key)
 }
 
 /// The URI a `uri` connection points at: data `https-host` if present, else `URI`.
-pub fn uri_value(secret: &Value) -> Result<String, Error> {
+pub fn uri_value(secret: &Object) -> Result<String, Error> {
     if let Some(value) = secret_data(secret, "https-host")? {
         return Ok(value);
     }
@@ -169,7 +159,7 @@ pub fn uri_value(secret: &Value) -> Result<String, Error> {
 }
 
 /// `s3://<AWS_S3_BUCKET>/<path>` for an S3 connection (the LLMInferenceService model URI).
-pub fn s3_uri(secret: &Value, info: &ConnectionInfo) -> Result<String, Error> {
+pub fn s3_uri(secret: &Object, info: &ConnectionInfo) -> Result<String, Error> {
     let fail = |why: &str| Err(Error::Denied(format!("failed to build S3 URI: {why}")));
     let Some(bucket) = secret_data(secret, "AWS_S3_BUCKET")? else {
         return fail("connection does not contain 'AWS_S3_BUCKET' data key");
@@ -197,19 +187,7 @@ pub fn service_account(secret_name: &str, namespace: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn secret(data: Value) -> Value {
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": data})
-    }
-
-    #[test]
-    fn data_values() {
-        let s = secret(json!({"a": "eA==", "n": null, "bad": "!!"}));
-        assert_eq!(secret_data(&s, "a").unwrap().as_deref(), Some("x"));
-        assert_eq!(secret_data(&s, "n").unwrap().as_deref(), Some(""));
-        assert_eq!(secret_data(&s, "missing").unwrap(), None);
-        assert!(matches!(secret_data(&s, "bad"), Err(Error::Invalid(_))));
-    }
+    use odh_test_fixtures::secret;
 
     #[test]
     fn s3_uris() {
@@ -217,20 +195,23 @@ mod tests {
             path: path.into(),
             ..Default::default()
         };
-        let bucket = secret(json!({"AWS_S3_BUCKET": "YnVja2V0"}));
+        let bucket = Object(secret("s").data("AWS_S3_BUCKET", "bucket").build());
         assert_eq!(s3_uri(&bucket, &info("m/v1")).unwrap(), "s3://bucket/m/v1");
         let message = |r: Result<String, Error>| r.unwrap_err().message().to_string();
         assert_eq!(
             message(s3_uri(&bucket, &info(""))),
             "failed to build S3 URI: connection info does not have a path"
         );
+        let empty = Object(secret("s").data("AWS_S3_BUCKET", "").build());
         assert_eq!(
-            message(s3_uri(&secret(json!({"AWS_S3_BUCKET": ""})), &info("p"))),
+            message(s3_uri(&empty, &info("p"))),
             "failed to build S3 URI: connection 'AWS_S3_BUCKET' data key is empty"
         );
         assert_eq!(
-            message(s3_uri(&secret(json!({})), &info("p"))),
+            message(s3_uri(&Object(secret("s").build()), &info("p"))),
             "failed to build S3 URI: connection does not contain 'AWS_S3_BUCKET' data key"
         );
+        let bad = Object(secret("s").set("/data/AWS_S3_BUCKET", "!!").build());
+        assert!(matches!(s3_uri(&bad, &info("p")), Err(Error::Invalid(_))));
     }
 }

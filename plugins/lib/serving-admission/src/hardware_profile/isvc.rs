@@ -5,35 +5,32 @@ use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{Error, Operation, Value};
 
 use super::{
-    ANNOTATION_NAMESPACE, apply_kueue_label, apply_node_scheduling, apply_resources,
-    clear_node_scheduling, profile_changed, profile_ref, remove_kueue_label,
-    remove_node_scheduling, resolve,
+    apply_kueue_label, apply_node_scheduling, apply_resources, clear_node_scheduling,
+    profile_changed, profile_ref, remove_kueue_label, remove_node_scheduling, resolve,
 };
-use crate::json::{
-    annotation, existing_object_mut, is_deleting, object_mut, remove_metadata_entry,
-    set_metadata_entry, str_at,
+use odh_plugin_sdk::json::{
+    annotation, existing_object_mut, object_mut, remove_metadata_entry, set_metadata_entry, str_at,
 };
+
+use crate::IsvcAdmission;
+use odh_kinds::annotation::HARDWARE_PROFILE_NAMESPACE as ANNOTATION_NAMESPACE;
 
 const PREDICTOR: [&str; 2] = ["spec", "predictor"];
 
 /// The HardwareProfile step of the InferenceService mutating webhook: edits `isvc` in place and
-/// returns warnings worth logging. `namespace` (the admission request's) is the profile
-/// namespace default when the object itself names none.
+/// returns warnings worth logging. The admission's namespace is the profile namespace default
+/// when the object itself names none.
 ///
 /// With a profile annotation the profile must resolve (else Denied); without one, an UPDATE
 /// that dropped the annotation takes the old profile's scheduling out again.
 pub fn default_inference_service(
-    op: Operation,
     isvc: &mut Value,
-    old: Option<&Value>,
-    namespace: &str,
+    admission: &IsvcAdmission,
     cluster: &dyn Cluster,
 ) -> Result<Vec<String>, Error> {
-    if is_deleting(isvc) {
-        return Ok(Vec::new());
-    }
+    let (op, old) = (admission.operation, admission.old);
     let own_namespace = match str_at(isvc, &["metadata", "namespace"]) {
-        "" => namespace,
+        "" => admission.namespace,
         ns => ns,
     }
     .to_string();

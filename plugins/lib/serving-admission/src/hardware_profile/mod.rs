@@ -12,7 +12,10 @@ mod profile;
 mod resources;
 mod scheduling;
 
-use odh_plugin_sdk::{Gvk, Operation, Value, gvk};
+use odh_kinds::annotation::{
+    HARDWARE_PROFILE_NAME as ANNOTATION_NAME, HARDWARE_PROFILE_NAMESPACE as ANNOTATION_NAMESPACE,
+};
+use odh_plugin_sdk::{Operation, Value};
 
 pub use isvc::default_inference_service;
 pub use profile::{HardwareProfile, Identifier, Toleration, parse, resolve};
@@ -22,20 +25,11 @@ pub use scheduling::{
     remove_node_scheduling,
 };
 
-use crate::json::{annotation, str_at};
+use odh_plugin_sdk::json::{annotation, str_at};
 
-/// On the workload: the profile's name.
-pub const ANNOTATION_NAME: &str = "opendatahub.io/hardware-profile-name";
-/// On the workload: the profile's namespace; defaults to the workload's and is stamped on
-/// injection so later readers need not know the default.
-pub const ANNOTATION_NAMESPACE: &str = "opendatahub.io/hardware-profile-namespace";
-/// The label Kueue routes workloads to a local queue by.
-pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
-
-/// `infrastructure.opendatahub.io/v1` `HardwareProfile`.
-pub fn hardware_profile_gvk() -> Gvk {
-    gvk("infrastructure.opendatahub.io", "v1", "HardwareProfile")
-}
+// The annotations naming the profile (`opendatahub.io/hardware-profile-name`, and
+// `-namespace`, which defaults to the workload's and is stamped on injection so later readers
+// need not know the default) and the Kueue queue label are in `odh_kinds`.
 
 /// The profile an object references: (name, namespace), the namespace defaulting to
 /// `default_namespace`. An empty name means no profile.

@@ -7,9 +7,10 @@ use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::serde_json::Map;
 use odh_plugin_sdk::{Error, Value};
 
-use super::hardware_profile_gvk;
-use crate::json::{at, go_quote};
 use crate::quantity::Quantity;
+use odh_kinds::gvk;
+use odh_plugin_sdk::go;
+use odh_plugin_sdk::json::at;
 
 /// The injectable content of a HardwareProfile.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -117,7 +118,7 @@ pub fn parse(object: &Value) -> Result<HardwareProfile, String> {
         let default_count = Quantity::from_json(entry.get("defaultCount")).map_err(|e| {
             format!(
                 "failed parsing defaultCount for identifier {}: {e}",
-                go_quote(identifier)
+                go::quote(identifier)
             )
         })?;
         profile.identifiers.push(Identifier {
@@ -174,14 +175,14 @@ pub fn resolve(
     if name.is_empty() {
         return Ok(None);
     }
-    match cluster.get(&hardware_profile_gvk(), Some(namespace), name) {
+    match cluster.get(&gvk::hardware_profile(), Some(namespace), name) {
         Ok(Some(object)) => parse(&object)
             .map(Some)
             .map_err(|e| Error::Denied(format!("failed fetching hardware profile: {e}"))),
         Ok(None) => Err(Error::Denied(format!(
             "hardware profile {} not found in namespace {}",
-            go_quote(name),
-            go_quote(namespace)
+            go::quote(name),
+            go::quote(namespace)
         ))),
         Err(e) => Err(e.context(format!(
             "failed fetching hardware profile: failed fetching HardwareProfile {namespace}/{name}"

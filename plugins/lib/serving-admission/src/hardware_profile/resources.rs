@@ -4,7 +4,7 @@ use odh_plugin_sdk::Value;
 use odh_plugin_sdk::serde_json::Map;
 
 use super::HardwareProfile;
-use crate::json::as_object;
+use odh_plugin_sdk::json::as_object;
 
 /// Fills `resources.requests`/`limits` of a container-like object (an ISVC's predictor model,
 /// an LLMISVC's main container) without overriding the user: a missing request gets the

@@ -10,8 +10,10 @@ use std::collections::BTreeSet;
 use odh_plugin_sdk::Value;
 use odh_plugin_sdk::serde_json::Map;
 
-use super::{HardwareProfile, KUEUE_QUEUE_LABEL, Toleration};
-use crate::json::{go_quote, label, remove_metadata_entry, set_metadata_entry, set_or_remove};
+use super::{HardwareProfile, Toleration};
+use odh_kinds::label::KUEUE_QUEUE as KUEUE_QUEUE_LABEL;
+use odh_plugin_sdk::go;
+use odh_plugin_sdk::json::{label, remove_metadata_entry, set_metadata_entry, set_or_remove};
 
 const NODE_SELECTOR: &str = "nodeSelector";
 const TOLERATIONS: &str = "tolerations";
@@ -47,10 +49,10 @@ pub fn apply_node_scheduling(
         if let Some(existing) = selector.get(key).filter(|e| e.as_str() != Some(value)) {
             warnings.push(format!(
                 "nodeSelector key {} has value {} which will be overwritten by HardwareProfile {} with value {}",
-                go_quote(key),
-                go_quote(&value_text(existing)),
-                go_quote(profile_name),
-                go_quote(value)
+                go::quote(key),
+                go::quote(&value_text(existing)),
+                go::quote(profile_name),
+                go::quote(value)
             ));
         }
         selector.insert(key.clone(), value.clone().into());
@@ -122,10 +124,10 @@ pub fn apply_kueue_label(
     if !changed && !existing.is_empty() && existing != queue {
         warnings.push(format!(
             "label {} has value {} which will be overwritten by HardwareProfile {} with value {}",
-            go_quote(KUEUE_QUEUE_LABEL),
-            go_quote(existing),
-            go_quote(profile_name),
-            go_quote(queue)
+            go::quote(KUEUE_QUEUE_LABEL),
+            go::quote(existing),
+            go::quote(profile_name),
+            go::quote(queue)
         ));
     }
     set_metadata_entry(object, "labels", KUEUE_QUEUE_LABEL, queue);

@@ -17,7 +17,7 @@ use std::fmt;
 
 use odh_plugin_sdk::Value;
 
-use crate::json::go_type_name;
+use odh_plugin_sdk::go;
 
 /// A parsed quantity, held as the string Kubernetes would serialise it as.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl Quantity {
             Some(Value::String(s)) => Quantity::parse(s).map_err(|e| e.to_string()),
             other => Err(format!(
                 "unexpected type {} for resource quantity",
-                go_type_name(other)
+                go::type_name(other)
             )),
         }
     }

@@ -1,0 +1,60 @@
+//! [`Ctx`]: what an export may use besides its request.
+
+use crate::caller::{self, Caller};
+use crate::cluster::{self, Cluster};
+use crate::http::{self, Client};
+
+/// The context handed to every export: the plugin's parsed settings and the host's services.
+///
+/// Inside the host the [`plugin!`](crate::plugin) glue builds it over the host imports
+/// ([`Ctx::host`]); native tests build one over fakes:
+///
+/// ```
+/// use odh_plugin_sdk::{Ctx, NoSettings, http, testing::FakeCluster};
+///
+/// let cluster = FakeCluster::new();
+/// let registry = http::Fake::new();
+/// let cx = Ctx::new(&NoSettings, &cluster).with_http(&registry);
+/// # let _ = cx;
+/// ```
+pub struct Ctx<'a, S> {
+    /// The settings, parsed from the admin's JSON (`{}` when unset).
+    pub settings: &'a S,
+    /// Reads of the declared kinds.
+    pub cluster: &'a dyn Cluster,
+    /// Outgoing HTTP to the declared hosts.
+    pub http: &'a dyn Client,
+    /// The caller of an HTTP API request ([`Plugin::handle`](crate::Plugin::handle) only).
+    pub caller: &'a dyn Caller,
+}
+
+impl<'a, S> Ctx<'a, S> {
+    /// The host's services with these settings.
+    pub fn host(settings: &'a S) -> Ctx<'a, S> {
+        Ctx {
+            settings,
+            cluster: &cluster::Host,
+            http: &http::Host,
+            caller: &caller::Host,
+        }
+    }
+
+    /// `settings` over `cluster`; HTTP and the caller are the host's (which fail off `wasm32`)
+    /// until replaced with [`Ctx::with_http`] and [`Ctx::with_caller`].
+    pub fn new(settings: &'a S, cluster: &'a dyn Cluster) -> Ctx<'a, S> {
+        Ctx {
+            cluster,
+            ..Ctx::host(settings)
+        }
+    }
+
+    /// The same context with another HTTP client.
+    pub fn with_http(self, http: &'a dyn Client) -> Self {
+        Ctx { http, ..self }
+    }
+
+    /// The same context with another caller.
+    pub fn with_caller(self, caller: &'a dyn Caller) -> Self {
+        Ctx { caller, ..self }
+    }
+}
