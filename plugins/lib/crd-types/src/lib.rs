@@ -9,3 +9,12 @@
 
 pub mod account;
 pub mod meta;
+
+/// Every CRD this project ships in `deploy/crds/`, keyed by the file it is written to.
+#[cfg(feature = "crd")]
+pub fn owned_crds() -> Vec<(
+    &'static str,
+    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+)> {
+    vec![("nim.opendatahub.io_accounts.yaml", account::crd())]
+}

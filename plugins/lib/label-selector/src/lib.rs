@@ -102,6 +102,15 @@ impl LabelSelector {
         self.requirements.is_empty()
     }
 
+    /// Whether every object this selector matches is matched by `wider` too, judged by the
+    /// requirements (`a=1,b=2` is within `a=1`); false when unsure.
+    pub fn is_within(&self, wider: &LabelSelector) -> bool {
+        wider
+            .requirements
+            .iter()
+            .all(|r| self.requirements.contains(r))
+    }
+
     /// Whether `labels` satisfy every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.matches_with(|k| labels.get(k).map(String::as_str))
@@ -178,6 +187,19 @@ fn valid_key(key: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn narrower_selectors_are_within_wider_ones() {
+        let p = |s: &str| LabelSelector::parse(s).unwrap();
+        assert!(p("a=1,b=2").is_within(&p("a=1")));
+        assert!(p("a=1").is_within(&LabelSelector::everything()));
+        assert!(!p("a=1").is_within(&p("a=1,b=2")));
+        assert!(!LabelSelector::everything().is_within(&p("a=1")));
+        assert!(
+            p("b=2, a=1").is_within(&p("a=1,b=2")),
+            "order does not matter"
+        );
+    }
+
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
