@@ -179,6 +179,68 @@ fn eval_state_directory_feeds_cluster_reads() {
     );
 }
 
+/// `plugin eval` is offline: a reconcile that POSTs sends nothing (a GET still goes out), and
+/// the refusal reaches the plugin, which reports it in its outcome.
+#[test]
+fn eval_sends_no_post() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/records", listener.local_addr().unwrap());
+    let (tx, requests) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut buf = [0u8; 4096];
+            let n = conn.read(&mut buf).unwrap_or(0);
+            let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+            let _ = conn
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+        }
+    });
+    let d = tmpdir("eval-post");
+    let plugin = odh_test_support::plugin_wasm("misbehave").unwrap();
+    let eval = |behaviour: &str| {
+        let obj = write(
+            &d,
+            &format!("{behaviour}.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\n  namespace: ns1\ndata:\n  behaviour: {behaviour}\n  url: {url}\n"
+            ),
+        );
+        run(&[
+            "plugin",
+            "eval",
+            "--plugin",
+            plugin.to_str().unwrap(),
+            "--op",
+            "reconcile",
+            "--object",
+            obj.to_str().unwrap(),
+        ])
+    };
+    let (code, out, err) = eval("http-post");
+    assert_eq!(code, 0, "the plugin returned an outcome: {err}");
+    let error = &out["outcome"]["error"];
+    assert_eq!(error["kind"], "transient", "{out}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("may only send GET and HEAD"),
+        "{out}"
+    );
+    assert_eq!(
+        out["outcome"]["apply"][0]["object"]["metadata"]["name"], "r-ok",
+        "what it decided is still there"
+    );
+    let (code, out, err) = eval("http-get");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out["outcome"]["status"]["httpStatus"], 200, "{out}");
+    let seen: Vec<String> = requests.try_iter().collect();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].starts_with("GET /records"), "{seen:?}");
+}
+
 #[test]
 fn a_plugin_failure_exits_1_with_a_json_error() {
     let d = tmpdir("fail");

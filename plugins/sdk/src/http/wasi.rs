@@ -57,20 +57,9 @@ pub(super) fn send(
 
     let future = outgoing_handler::handle(request, None).map_err(fail)?;
 
-    if let Some(body) = body {
-        let stream = outgoing_body.write().map_err(|()| invalid("body stream"))?;
-        for chunk in body.chunks(4096) {
-            stream
-                .blocking_write_and_flush(chunk)
-                .map_err(stream_fail)?;
-        }
-        drop(stream);
-    }
-    OutgoingBody::finish(outgoing_body, None).map_err(fail)?;
-
-    let response = loop {
+    let wait = || loop {
         match future.get() {
-            Some(Ok(Ok(response))) => break response,
+            Some(Ok(Ok(response))) => return Ok(response),
             Some(Ok(Err(code))) => return Err(fail(code)),
             Some(Err(())) => {
                 return Err(Error::Internal(format!(
@@ -81,6 +70,24 @@ pub(super) fn send(
             None => future.subscribe().block(),
         }
     };
+    let sent = (|| {
+        if let Some(body) = body {
+            let stream = outgoing_body.write().map_err(|()| invalid("body stream"))?;
+            for chunk in body.chunks(4096) {
+                stream
+                    .blocking_write_and_flush(chunk)
+                    .map_err(stream_fail)?;
+            }
+            drop(stream);
+        }
+        OutgoingBody::finish(outgoing_body, None).map_err(fail)
+    })();
+    if let Err(write_error) = sent {
+        // A request the host refused before its body went out closes the body stream: the
+        // response's error says why, the stream's would only say "closed".
+        return Err(wait().err().unwrap_or(write_error));
+    }
+    let response = wait()?;
 
     let status = response.status();
     let headers = response
