@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
-use odh_model_controller::crd::nim_account::{Account, AccountSpec};
+use odh_crd_types::account::{Account, AccountSpec};
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::json;
 
