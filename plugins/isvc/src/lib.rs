@@ -27,6 +27,8 @@ pub struct Isvc;
 
 impl Plugin for Isvc {
     type Settings = Settings;
+    // The Model Registry sync talks to the registry's REST API.
+    const USES_HTTP: bool = true;
 
     fn manifest() -> Manifest {
         let keda = |kind| Watch::new(kind, Mapping::Owner).label_selector(selector::KEDA);

@@ -29,12 +29,13 @@ pub struct Ctx<'a, S> {
 }
 
 impl<'a, S> Ctx<'a, S> {
-    /// The host's services with these settings.
-    pub fn host(settings: &'a S) -> Ctx<'a, S> {
+    /// The host's cluster and caller with these settings and this HTTP client (the glue
+    /// passes [`http::Host`], or [`http::Off`] for a plugin that sends no requests).
+    pub fn host(settings: &'a S, http: &'a dyn Client) -> Ctx<'a, S> {
         Ctx {
             settings,
             cluster: &cluster::Host,
-            http: &http::Host,
+            http,
             caller: &caller::Host,
         }
     }
@@ -44,7 +45,7 @@ impl<'a, S> Ctx<'a, S> {
     pub fn new(settings: &'a S, cluster: &'a dyn Cluster) -> Ctx<'a, S> {
         Ctx {
             cluster,
-            ..Ctx::host(settings)
+            ..Ctx::host(settings, &http::Host)
         }
     }
 

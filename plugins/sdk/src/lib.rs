@@ -58,7 +58,7 @@
 //! | reading the cluster, outgoing HTTP, the API caller | [`Ctx`] (`cluster`, `http`, `caller`) |
 //! | building a reconcile outcome | [`Plan`] (steps, partial errors, requeue, metadata) |
 //! | cleanup before deletion | [`finalizer::finalizer`] |
-//! | JSON the Go way (`null` is absent, zero values) | [`json`], [`go`], [`base64`] |
+//! | JSON the Go way (`null` is absent, zero values) | [`json`](mod@json), [`go`], [`base64`] |
 //! | serving HTTP routes | [`Plugin::routes`], [`Plugin::handle`], [`api`] |
 //! | native tests | [`testing`] (fake cluster, outcome assertions, admission cases), [`http::Fake`], [`caller::Fake`] |
 //!

@@ -149,12 +149,7 @@ impl Webhook {
         gvk: Gvk,
         operations: impl IntoIterator<Item = Operation>,
     ) -> Webhook {
-        Webhook {
-            path: path.into(),
-            type_: WebhookType::Mutating,
-            gvk,
-            operations: operations.into_iter().collect(),
-        }
+        Self::of_type(WebhookType::Mutating, path, gvk, operations)
     }
 
     /// A validating webhook at `path`.
@@ -163,9 +158,18 @@ impl Webhook {
         gvk: Gvk,
         operations: impl IntoIterator<Item = Operation>,
     ) -> Webhook {
+        Self::of_type(WebhookType::Validating, path, gvk, operations)
+    }
+
+    fn of_type(
+        type_: WebhookType,
+        path: &str,
+        gvk: Gvk,
+        operations: impl IntoIterator<Item = Operation>,
+    ) -> Webhook {
         Webhook {
             path: path.into(),
-            type_: WebhookType::Validating,
+            type_,
             gvk,
             operations: operations.into_iter().collect(),
         }

@@ -18,6 +18,11 @@ pub trait Plugin {
     /// `validate-settings` parses them and runs [`Validatable::validate`].
     type Settings: DeserializeOwned + Validatable;
 
+    /// Whether the plugin sends HTTP requests (to the manifest's `http-hosts`). The HTTP
+    /// client is linked into the component only when this is true (it costs about 50 KiB);
+    /// otherwise the exports' [`Ctx::http`] refuses every request with [`Error::Denied`].
+    const USES_HTTP: bool = false;
+
     /// Who the plugin is and what it needs. Must not read the cluster.
     fn manifest() -> Manifest;
 
@@ -104,7 +109,14 @@ pub mod glue {
     ) -> Result<T, Error> {
         install_panic_hook();
         let settings = parse_settings::<P::Settings>(settings)?;
-        call(&Ctx::host(&settings))
+        // A constant per plugin: the branch not taken, and with it the HTTP client of a
+        // plugin that sends no requests, is left out of the component.
+        let http: &dyn crate::http::Client = if P::USES_HTTP {
+            &crate::http::Host
+        } else {
+            &crate::http::Off
+        };
+        call(&Ctx::host(&settings, http))
     }
 
     pub fn manifest<P: Plugin>() -> Manifest {
@@ -335,6 +347,42 @@ mod tests {
         assert_eq!(<Glue as ApiGuest>::handle(api).unwrap().body, br#""yo""#);
         assert_eq!(<Glue as ApiGuest>::routes(), [ApiRoute::public("/greet")]);
         assert_eq!(<Glue as Guest>::manifest().name, "greeter");
+    }
+
+    /// Reports what a GET through the export's HTTP client gave, as an event.
+    struct Fetcher<const HTTP: bool>;
+    impl<const HTTP: bool> Plugin for Fetcher<HTTP> {
+        type Settings = NoSettings;
+        const USES_HTTP: bool = HTTP;
+        fn manifest() -> Manifest {
+            Manifest::new("fetcher", "0.0.1")
+        }
+        fn reconcile(_: &ReconcileRequest, cx: &Ctx<NoSettings>) -> Result<Outcome, Error> {
+            let mut plan = crate::Plan::new();
+            let e = cx
+                .http
+                .request(&crate::http::Request::get("http://x/"))
+                .unwrap_err();
+            plan.event_normal("Fetched", e.to_string());
+            Ok(plan.into_outcome())
+        }
+    }
+
+    #[test]
+    fn http_is_the_hosts_only_for_plugins_that_use_it() {
+        let request = || ReconcileRequest::new("c", None, "x");
+        let off = glue::reconcile::<Fetcher<false>>(request()).unwrap();
+        assert!(
+            off.events[0]
+                .message
+                .starts_with("denied: http: GET http://x/ refused")
+        );
+        let on = glue::reconcile::<Fetcher<true>>(request()).unwrap();
+        assert!(
+            on.events[0]
+                .message
+                .starts_with("transient: http is only available inside")
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@
 //! assert_eq!(parse_settings::<Settings>("").unwrap().replicas, 0);
 //! ```
 
-use serde::de::{Deserialize, DeserializeOwned, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserialize, DeserializeOwned, Deserializer, Error as _};
 
 use crate::Error;
 
@@ -41,19 +41,16 @@ pub struct NoSettings;
 impl Validatable for NoSettings {}
 
 impl<'de> Deserialize<'de> for NoSettings {
+    // Through `Value`, which every plugin links anyway: a visitor of its own would pull in
+    // serde's error formatting (floats included), some tens of KiB of component.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct AnyObject;
-        impl<'de> Visitor<'de> for AnyObject {
-            type Value = NoSettings;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NoSettings, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(NoSettings)
-            }
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::Object(_) => Ok(NoSettings),
+            other => Err(D::Error::custom(format_args!(
+                "expected a JSON object, got {}",
+                crate::object::json_type(&other)
+            ))),
         }
-        deserializer.deserialize_map(AnyObject)
     }
 }
 

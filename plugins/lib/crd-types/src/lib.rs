@@ -5,7 +5,7 @@
 //! with the API's JSON shape: references, conditions and times are this crate's small
 //! [`meta`] types. With feature `crd` (host only; it pulls kube's derive, k8s-openapi and
 //! schemars) the same names are the k8s-openapi types and each resource also gets its
-//! `CustomResourceDefinition` ([`account::crd`]).
+//! `CustomResourceDefinition` (`account::crd()`).
 
 pub mod account;
 pub mod meta;

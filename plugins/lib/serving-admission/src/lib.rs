@@ -11,14 +11,14 @@
 //!   `hardware_profile::default_inference_service`, run in that order by
 //!   [`default_inference_service`]) that edits the raw ISVC JSON in place.
 //!
-//! Objects stay raw [`serde_json::Value`]s throughout: the host turns the before/after difference
+//! Objects stay raw [`Value`]s throughout: the host turns the before/after difference
 //! into the admission patch, so anything not named by the spec (unknown fields included) must
 //! come out exactly as it went in. Where the spec says a field is "set to null/omitted", the key
 //! is removed; an emptied list or map is removed rather than left empty, as Go's `omitempty`
 //! serialisation would do.
 //!
 //! Error convention: a decision of these rules (a missing Secret, an unsupported connection type,
-//! a missing or malformed HardwareProfile) is [`Error::Denied`](odh_plugin_sdk::Error::Denied)
+//! a missing or malformed HardwareProfile) is [`Error::Denied`]
 //! with the spec's exact text; a failing cluster read keeps the host's error case and text,
 //! prefixed with the spec's context (`failed to validate connection: <err>`), because the Go
 //! webhook answers with the inner API status in that case.

@@ -191,10 +191,33 @@ impl Client for Host {
     }
 }
 
+/// The client of a plugin whose [`Plugin::USES_HTTP`](crate::Plugin::USES_HTTP) is false:
+/// every request is refused with [`Error::Denied`] saying how to turn HTTP on.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Off;
+
+impl Client for Off {
+    fn request(&self, request: &Request) -> Result<Response, Error> {
+        Err(Error::Denied(format!(
+            "http: {} {} refused: this plugin does not send HTTP requests (set `const USES_HTTP: bool = true` in its Plugin impl)",
+            request.method, request.url
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+
+    #[test]
+    fn off_refuses_and_says_why() {
+        let Err(Error::Denied(m)) = Off.request(&Request::get("https://x/")) else {
+            panic!("expected a refusal")
+        };
+        assert!(m.starts_with("http: GET https://x/ refused:"), "{m}");
+        assert!(m.contains("USES_HTTP"), "{m}");
+    }
 
     #[cfg(not(target_arch = "wasm32"))]
     #[test]

@@ -46,6 +46,7 @@ impl Validatable for Settings {}
 
 impl Plugin for Misbehave {
     type Settings = Settings;
+    const USES_HTTP: bool = true;
 
     fn manifest() -> Manifest {
         let cm = core_gvk("ConfigMap");
