@@ -83,19 +83,14 @@ impl Applier {
             name.clone(),
         );
         let digest = hash_value(&object);
+        let api = api_for(&self.client, &kind, namespace.as_deref());
         if self.unchanged(&key, digest)
-            && let Some(cached) = self
-                .caches
-                .get(&gvk)
-                .and_then(|c| c.get(namespace.as_deref(), &name))
-            && holds(
-                &serde_json::to_value(&*cached).unwrap_or(Value::Null),
-                &object,
-            )
+            && self
+                .holds_now(&api, &gvk, namespace.as_deref(), &name, &object)
+                .await
         {
             return Ok(());
         }
-        let api = api_for(&self.client, &kind, namespace.as_deref());
         self.wrote();
         api.patch(
             &name,
@@ -109,6 +104,32 @@ impl Applier {
         })?;
         self.remember(key, digest);
         Ok(())
+    }
+
+    /// Whether the cluster holds `desired` now: from the kind's cache, or, for an object a
+    /// cache does not hold (a label-filtered cache, an uncached kind), from the apiserver (a
+    /// read instead of a write).
+    async fn holds_now(
+        &self,
+        api: &Api<DynamicObject>,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        name: &str,
+        desired: &Value,
+    ) -> bool {
+        let cache = self.caches.get(gvk);
+        let current = match cache.as_ref().map(|c| (c.get(namespace, name), &c.filter)) {
+            Some((Some(cached), _)) => serde_json::to_value(&*cached).ok(),
+            // A whole cache without it: the object is gone.
+            Some((None, None)) => None,
+            _ => api
+                .get_opt(name)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|o| serde_json::to_value(o).ok()),
+        };
+        current.is_some_and(|c| holds(&c, desired))
     }
 
     /// Whether the last apply under `key` was of exactly this content.

@@ -82,22 +82,37 @@ fn keda_served(namespace: &str, cluster: &dyn Cluster) -> bool {
         .is_ok()
 }
 
-/// The five objects as they exist now (absent or unserved kinds left out). The Secret is read
-/// only when another of them exists: it is not in the host's cache, so each read is a request.
+/// The five objects as they exist now (absent or unserved kinds left out), read where the
+/// host's caches answer without a request: the ServiceAccount by name (its watch takes every
+/// ServiceAccount), the Role, RoleBinding and TriggerAuthentication by the KEDA label their
+/// watches select (an object outside a filtered cache would be read from the apiserver). The
+/// Secret is outside the Secret cache (not `opendatahub.io/managed`), so each read of it is a
+/// request: it is read only when another of the objects exists.
 fn existing(namespace: &str, cluster: &dyn Cluster) -> Vec<Object> {
-    let read = |gvk: &Gvk| {
+    let selector = format!("{KEDA_LABEL}={KEDA_LABEL_VALUE}");
+    let by_name = |gvk: &Gvk| {
         cluster
             .get_object(gvk, Some(namespace), KEDA_NAME)
             .ok()
             .flatten()
     };
+    let by_label = |gvk: &Gvk| {
+        cluster
+            .list_objects(gvk, Some(namespace), Some(&selector))
+            .ok()?
+            .into_iter()
+            .find(|o| o.name() == KEDA_NAME)
+    };
     let mut found: Vec<Object> = kinds()
         .iter()
-        .filter(|g| g.kind != "Secret")
-        .filter_map(read)
+        .filter_map(|gvk| match gvk.kind.as_str() {
+            "Secret" => None,
+            "ServiceAccount" => by_name(gvk),
+            _ => by_label(gvk),
+        })
         .collect();
     if !found.is_empty()
-        && let Some(secret) = read(&gvk::secret())
+        && let Some(secret) = by_name(&gvk::secret())
     {
         found.push(secret);
     }
