@@ -72,6 +72,33 @@ where
     }
 }
 
+/// Waits until `name` exists through `api` and returns it.
+pub async fn exists<K>(api: &kube::Api<K>, name: &str) -> anyhow::Result<K>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    eventually(&format!("{name} exists"), Timing::default(), || async {
+        api.get_opt(name)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("{name} not found"))
+    })
+    .await
+}
+
+/// Waits until `name` no longer exists through `api`.
+pub async fn absent<K>(api: &kube::Api<K>, name: &str) -> anyhow::Result<()>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    eventually(&format!("{name} is gone"), Timing::default(), || async {
+        match api.get_opt(name).await? {
+            None => Ok(()),
+            Some(_) => anyhow::bail!("{name} still exists"),
+        }
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,31 +155,4 @@ mod tests {
             .await
             .unwrap();
     }
-}
-
-/// Waits until `name` exists through `api` and returns it.
-pub async fn exists<K>(api: &kube::Api<K>, name: &str) -> anyhow::Result<K>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    eventually(&format!("{name} exists"), Timing::default(), || async {
-        api.get_opt(name)
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("{name} not found"))
-    })
-    .await
-}
-
-/// Waits until `name` no longer exists through `api`.
-pub async fn absent<K>(api: &kube::Api<K>, name: &str) -> anyhow::Result<()>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    eventually(&format!("{name} is gone"), Timing::default(), || async {
-        match api.get_opt(name).await? {
-            None => Ok(()),
-            Some(_) => anyhow::bail!("{name} still exists"),
-        }
-    })
-    .await
 }
