@@ -13,6 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kube::core::GroupVersionKind;
+use odh_test_fixtures as fixtures;
 use odh_test_support::TestContext;
 use serde_json::json;
 
@@ -132,13 +133,12 @@ async fn main() -> anyhow::Result<()> {
     )
     .create(
         &PostParams::default(),
-        &serde_json::from_value(json!({
-            "apiVersion": "serving.kserve.io/v1alpha1", "kind": "ServingRuntime",
-            "metadata": {"name": "kserve-ovms"},
-            "spec": {"annotations": {"prometheus.io/port": "8888", "prometheus.io/path": "/metrics",
-                                     "opendatahub.io/kserve-runtime": "ovms"},
-                     "containers": [{"name": "kserve-container", "image": "ovms"}]},
-        }))?,
+        &serde_json::from_value(
+            fixtures::ovms_runtime()
+                .namespace(&t.namespace)
+                .remove("/metadata/creationTimestamp")
+                .build(),
+        )?,
     )
     .await?;
     let isvcs = dynamic(
@@ -147,15 +147,17 @@ async fn main() -> anyhow::Result<()> {
         "inferenceservices",
     );
     let start = Instant::now();
+    let namespace = t.namespace.clone();
     futures::stream::iter(0..COUNT)
         .map(|i| {
-            let isvcs = isvcs.clone();
+            let (isvcs, namespace) = (isvcs.clone(), namespace.clone());
             async move {
-                let obj: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-                    "metadata": {"name": format!("model-{i:03}")},
-                    "spec": {"predictor": {"model": {"modelFormat": {"name": "onnx"}, "runtime": "kserve-ovms"}}},
-                }))
+                let obj: DynamicObject = serde_json::from_value(
+                    fixtures::isvc(&format!("model-{i:03}"))
+                        .namespace(&namespace)
+                        .remove("/metadata/uid")
+                        .build(),
+                )
                 .unwrap();
                 isvcs.create(&PostParams::default(), &obj).await
             }

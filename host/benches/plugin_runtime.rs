@@ -10,6 +10,7 @@ use odh_model_controller::plugin::{
     CallEnv, ClusterView, EngineOptions, Export, LoadRequest, LoadedPlugin, MemoryCluster,
     PluginEngine, ReconcileInput, Source,
 };
+use odh_test_fixtures as fixtures;
 use serde_json::json;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -45,38 +46,29 @@ fn object_2k() -> String {
     .to_string()
 }
 
-/// An exposed InferenceService on an OVMS runtime, as KServe users write them.
+/// An exposed InferenceService with auth on the OVMS runtime, holding our finalizer.
 fn isvc_object() -> String {
-    json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-           "metadata": {"name": "demo", "namespace": "bench", "uid": "1234",
-                        "labels": {"networking.kserve.io/visibility": "exposed"},
-                        "annotations": {"security.opendatahub.io/enable-auth": "true"},
-                        "finalizers": ["odh.inferenceservice.finalizers"]},
-           "spec": {"predictor": {"model": {"modelFormat": {"name": "onnx"}, "runtime": "ovms",
-                                            "storageUri": "s3://bucket/model"}}}})
-    .to_string()
+    fixtures::isvc("demo")
+        .namespace("bench")
+        .exposed()
+        .with_auth(None)
+        .finalizers(&["odh.inferenceservice.finalizers"])
+        .build()
+        .to_string()
 }
 
 /// What that reconcile reads: its runtime, its predictor Service, itself.
 fn isvc_cluster() -> MemoryCluster {
     let mut cluster = MemoryCluster::default();
-    cluster
-        .insert(serde_json::from_str(&isvc_object()).unwrap())
-        .unwrap();
-    cluster
-        .insert(
-            json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ServingRuntime",
-            "metadata": {"name": "ovms", "namespace": "bench"},
-            "spec": {"annotations": {"prometheus.io/port": "8888", "prometheus.io/path": "/metrics",
-                                     "opendatahub.io/kserve-runtime": "ovms"}}}),
-        )
-        .unwrap();
-    cluster
-        .insert(json!({"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": "demo-predictor", "namespace": "bench",
-                         "labels": {"component": "predictor", "serving.kserve.io/inferenceservice": "demo"}},
-            "spec": {"ports": [{"name": "http", "port": 8888, "targetPort": 8888}]}}))
-        .unwrap();
+    for object in [
+        serde_json::from_str(&isvc_object()).unwrap(),
+        fixtures::ovms_runtime().namespace("bench").build(),
+        fixtures::predictor_service("demo")
+            .namespace("bench")
+            .build(),
+    ] {
+        cluster.insert(object).unwrap();
+    }
     cluster
 }
 

@@ -173,12 +173,14 @@ fn webhook_entry(name: &str, port: u16, path: &str, ca_pem: &str, namespaces: &[
     })
 }
 
+/// A fixture InferenceService as a client creates it (no namespace: the API's; no uid), its
+/// model without storage.
 fn isvc(name: &str) -> Value {
-    json!({
-        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-        "metadata": {"name": name},
-        "spec": {"predictor": {"model": {"modelFormat": {"name": "onnx"}, "runtime": "kserve-ovms"}}},
-    })
+    odh_test_fixtures::isvc(name)
+        .remove("/metadata/namespace")
+        .remove("/metadata/uid")
+        .remove("/spec/predictor/model/storage")
+        .build()
 }
 
 fn dynamic(client: &Client, ns: &str, gvk: (&str, &str, &str), plural: &str) -> Api<DynamicObject> {

@@ -23,6 +23,13 @@ fn run(args: &[&str]) -> (i32, Value, String) {
     )
 }
 
+/// `plugin eval --plugin <plugin> --op <op> --object <object>`.
+fn eval(plugin: &str, op: &str, object: &str) -> (i32, Value, String) {
+    run(&[
+        "plugin", "eval", "--plugin", plugin, "--op", op, "--object", object,
+    ])
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -79,16 +86,7 @@ fn inspect_prints_the_manifest_with_the_wit_version() {
 fn eval_reconcile_prints_the_outcome() {
     let d = tmpdir("reconcile");
     let obj = write(&d, "cm.yaml", DEMO);
-    let (code, out, err) = run(&[
-        "plugin",
-        "eval",
-        "--plugin",
-        hello(),
-        "--op",
-        "reconcile",
-        "--object",
-        obj.to_str().unwrap(),
-    ]);
+    let (code, out, err) = eval(hello(), "reconcile", obj.to_str().unwrap());
     assert_eq!(code, 0, "{err}");
     assert_eq!(out["op"], "reconcile");
     let applied = &out["outcome"]["apply"][0];
@@ -106,16 +104,7 @@ fn eval_mutate_and_validate_print_decisions() {
         "cm.json",
         r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"n"},"data":{"forbidden":"1"},"extra":{"kept":true}}"#,
     );
-    let (code, out, err) = run(&[
-        "plugin",
-        "eval",
-        "--plugin",
-        hello(),
-        "--op",
-        "mutate",
-        "--object",
-        obj.to_str().unwrap(),
-    ]);
+    let (code, out, err) = eval(hello(), "mutate", obj.to_str().unwrap());
     assert_eq!(code, 0, "{err}");
     assert_eq!(out["decision"]["allowed"], true);
     assert_eq!(out["decision"]["patch"][0]["op"], "add");
@@ -124,16 +113,7 @@ fn eval_mutate_and_validate_print_decisions() {
         "unknown fields survive"
     );
 
-    let (code, out, err) = run(&[
-        "plugin",
-        "eval",
-        "--plugin",
-        hello(),
-        "--op",
-        "validate",
-        "--object",
-        obj.to_str().unwrap(),
-    ]);
+    let (code, out, err) = eval(hello(), "validate", obj.to_str().unwrap());
     assert_eq!(code, 0, "a denial is a decision, not a failure: {err}");
     assert_eq!(out["decision"]["allowed"], false);
     assert_eq!(
@@ -199,7 +179,7 @@ fn eval_sends_no_post() {
     });
     let d = tmpdir("eval-post");
     let plugin = odh_test_support::plugin_wasm("misbehave").unwrap();
-    let eval = |behaviour: &str| {
+    let reconcile = |behaviour: &str| {
         let obj = write(
             &d,
             &format!("{behaviour}.yaml"),
@@ -207,18 +187,9 @@ fn eval_sends_no_post() {
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\n  namespace: ns1\ndata:\n  behaviour: {behaviour}\n  url: {url}\n"
             ),
         );
-        run(&[
-            "plugin",
-            "eval",
-            "--plugin",
-            plugin.to_str().unwrap(),
-            "--op",
-            "reconcile",
-            "--object",
-            obj.to_str().unwrap(),
-        ])
+        eval(plugin.to_str().unwrap(), "reconcile", obj.to_str().unwrap())
     };
-    let (code, out, err) = eval("http-post");
+    let (code, out, err) = reconcile("http-post");
     assert_eq!(code, 0, "the plugin returned an outcome: {err}");
     let error = &out["outcome"]["error"];
     assert_eq!(error["kind"], "transient", "{out}");
@@ -233,7 +204,7 @@ fn eval_sends_no_post() {
         out["outcome"]["apply"][0]["object"]["metadata"]["name"], "r-ok",
         "what it decided is still there"
     );
-    let (code, out, err) = eval("http-get");
+    let (code, out, err) = reconcile("http-get");
     assert_eq!(code, 0, "{err}");
     assert_eq!(out["outcome"]["status"]["httpStatus"], 200, "{out}");
     let seen: Vec<String> = requests.try_iter().collect();
@@ -250,16 +221,7 @@ fn a_plugin_failure_exits_1_with_a_json_error() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\n  namespace: ns1\ndata:\n  behaviour: panic\n",
     );
     let plugin = odh_test_support::plugin_wasm("misbehave").unwrap();
-    let (code, out, err) = run(&[
-        "plugin",
-        "eval",
-        "--plugin",
-        plugin.to_str().unwrap(),
-        "--op",
-        "reconcile",
-        "--object",
-        obj.to_str().unwrap(),
-    ]);
+    let (code, out, err) = eval(plugin.to_str().unwrap(), "reconcile", obj.to_str().unwrap());
     assert_eq!(code, 1);
     assert_eq!(out["error"]["reason"], "trap");
     assert!(err.contains("misbehave: deliberate panic"), "{err}");
@@ -269,16 +231,7 @@ fn a_plugin_failure_exits_1_with_a_json_error() {
         "t.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\ndata:\n  behaviour: error-transient\n",
     );
-    let (code, out, _) = run(&[
-        "plugin",
-        "eval",
-        "--plugin",
-        plugin.to_str().unwrap(),
-        "--op",
-        "reconcile",
-        "--object",
-        obj.to_str().unwrap(),
-    ]);
+    let (code, out, _) = eval(plugin.to_str().unwrap(), "reconcile", obj.to_str().unwrap());
     assert_eq!(code, 1);
     assert_eq!(out["error"]["kind"], "transient");
 }

@@ -6,11 +6,10 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use odh_model_controller::gvk::Gvk;
 use odh_model_controller::plugin::wire::{Operation, RequestKey, WebhookType};
 use odh_model_controller::plugin::{
-    AdmissionInput, CallEnv, CallError, ClusterView, EngineOptions, Export, Grants, GuestError,
-    Limits, LoadRequest, LoadedPlugin, MemoryCluster, PluginEngine, ReconcileInput, Source,
+    CallEnv, CallError, ClusterView, EngineOptions, Export, Grants, GuestError, Limits,
+    LoadRequest, LoadedPlugin, MemoryCluster, PluginEngine, ReconcileInput, Source,
 };
 use odh_test_support::host::component;
 use serde_json::{Value, json};
@@ -347,26 +346,15 @@ fn an_admission_call_ends_within_its_budget() {
         ..Limits::default()
     });
     let (url, _) = slow_server(None);
-    let input = AdmissionInput {
-        uid: "u".into(),
-        path: "/mutate-misbehave".into(),
-        gvk: Gvk::new("", "v1", "ConfigMap"),
-        resource: "configmaps".into(),
-        sub_resource: None,
-        operation: Operation::Create,
-        namespace: Some("ns".into()),
-        name: Some("hang".into()),
-        object: Some(
-            serde_json::from_str(&config_map(
-                "hang",
-                json!({"behaviour": "http", "url": url}),
-            ))
-            .unwrap(),
-        ),
-        old_object: None,
-        dry_run: false,
-        user_info: json!({}),
-    };
+    let input = odh_test_support::host::admission(
+        "/mutate-misbehave",
+        Operation::Create,
+        serde_json::from_str(&config_map(
+            "hang",
+            json!({"behaviour": "http", "url": url}),
+        ))
+        .unwrap(),
+    );
     let started = Instant::now();
     let err = plugin
         .admit_blocking(

@@ -15,7 +15,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
 use odh_model_controller::gvk::Gvk;
 use odh_model_controller::plugin::wire::{Operation, WebhookType};
-use odh_model_controller::plugin::{AdmissionInput, CallEnv, NoCluster, PluginSlot};
+use odh_model_controller::plugin::{CallEnv, NoCluster, PluginSlot};
 use odh_model_controller::registry::{Registry, STATUS_CONFIGMAP_NAME, SwapResult};
 use odh_test_support::TestContext;
 use serde_json::{Value, json};
@@ -100,22 +100,11 @@ impl Fixture {
 
     /// The value the serving version gives the `misbehave/ok` label.
     fn decision(&self) -> String {
-        let input = AdmissionInput {
-            uid: "u".into(),
-            path: "/mutate-misbehave".into(),
-            gvk: Gvk::new("", "v1", "ConfigMap"),
-            resource: "configmaps".into(),
-            sub_resource: None,
-            operation: Operation::Create,
-            namespace: Some("ns".into()),
-            name: Some("x".into()),
-            object: Some(
-                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}),
-            ),
-            old_object: None,
-            dry_run: false,
-            user_info: json!({}),
-        };
+        let input = odh_test_support::host::admission(
+            "/mutate-misbehave",
+            Operation::Create,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}}),
+        );
         let d = self
             .slot
             .current()

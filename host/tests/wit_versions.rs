@@ -4,10 +4,9 @@
 
 use std::sync::Arc;
 
-use odh_model_controller::gvk::Gvk;
 use odh_model_controller::plugin::wire::{Operation, RequestKey, WebhookType};
 use odh_model_controller::plugin::{
-    AdmissionInput, CallEnv, LoadRequest, LoadedPlugin, MemoryCluster, ReconcileInput, Source,
+    CallEnv, LoadRequest, LoadedPlugin, MemoryCluster, ReconcileInput, Source,
 };
 use serde_json::json;
 
@@ -47,21 +46,12 @@ fn a_component_of_wit_0_1_0_keeps_loading_and_serving() {
     let decision = plugin
         .admit_blocking(
             WebhookType::Validating,
-            &AdmissionInput {
-                uid: "u".into(),
-                path: "/validate-hello-configmap".into(),
-                gvk: Gvk::new("", "v1", "ConfigMap"),
-                resource: "configmaps".into(),
-                sub_resource: None,
-                operation: Operation::Create,
-                namespace: Some("ns".into()),
-                name: Some("demo".into()),
-                object: Some(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": "demo"}, "data": {"forbidden": "1"}})),
-                old_object: None,
-                dry_run: false,
-                user_info: json!({}),
-            },
+            &odh_test_support::host::admission(
+                "/validate-hello-configmap",
+                Operation::Create,
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "demo", "namespace": "ns"}, "data": {"forbidden": "1"}}),
+            ),
             &env,
         )
         .expect("validate");

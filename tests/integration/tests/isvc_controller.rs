@@ -16,6 +16,7 @@ use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::{Value, json};
 
 mod common;
+use odh_test_fixtures as fixtures;
 use odh_test_support::host::load;
 
 const FINALIZER: &str = "odh.inferenceservice.finalizers";
@@ -85,74 +86,22 @@ fn trigger_auths(t: &TestContext) -> Api<DynamicObject> {
     )
 }
 
-async fn create(api: &Api<DynamicObject>, object: Value) -> anyhow::Result<DynamicObject> {
+/// Creates a fixture object through `api`, in the API's namespace (a fixture names its own
+/// namespace and uid; a client sends neither).
+async fn create(api: &Api<DynamicObject>, mut object: Value) -> anyhow::Result<DynamicObject> {
+    if let Some(metadata) = object["metadata"].as_object_mut() {
+        metadata.remove("namespace");
+        metadata.remove("uid");
+    }
     Ok(api
         .create(&PostParams::default(), &serde_json::from_value(object)?)
         .await?)
 }
 
-/// SR-1: `kserve-ovms` with Prometheus port 8888.
-fn ovms_runtime() -> Value {
-    json!({
-        "apiVersion": "serving.kserve.io/v1alpha1", "kind": "ServingRuntime",
-        "metadata": {"name": "kserve-ovms"},
-        "spec": {
-            "multiModel": false,
-            "annotations": {"prometheus.io/port": "8888", "prometheus.io/path": "/metrics"},
-            "supportedModelFormats": [{"name": "onnx", "version": "1", "autoSelect": true}],
-            "containers": [{"name": "kserve-container", "image": "ovms"}],
-        },
-    })
-}
-
-/// ISVC-1 (`example-onnx-mnist`-like) with a chosen name.
-fn isvc(name: &str) -> Value {
-    json!({
-        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-        "metadata": {"name": name, "annotations": {"serving.kserve.io/deploymentMode": "RawDeployment"}},
-        "spec": {"predictor": {"model": {
-            "modelFormat": {"name": "onnx"}, "runtime": "kserve-ovms",
-            "storage": {"key": "testkey", "path": "/testpath/test"},
-        }}},
-    })
-}
-
-fn with_auth(mut v: Value, sa: Option<&str>) -> Value {
-    v["metadata"]["annotations"]["security.opendatahub.io/enable-auth"] = json!("true");
-    if let Some(sa) = sa {
-        v["spec"]["predictor"]["serviceAccountName"] = json!(sa);
-    }
-    v
-}
-
-fn exposed(mut v: Value) -> Value {
-    v["metadata"]["labels"] = json!({"networking.kserve.io/visibility": "exposed"});
-    v
-}
-
-fn keda(mut v: Value) -> Value {
-    v["spec"]["predictor"]["minReplicas"] = json!(1);
-    v["spec"]["predictor"]["maxReplicas"] = json!(5);
-    v["spec"]["predictor"]["autoScaling"] = json!({"metrics": [{
-        "type": "External",
-        "external": {
-            "metric": {"backend": "prometheus", "serverAddress": "https://thanos-querier.openshift-monitoring.svc:9092", "query": "q"},
-            "target": {"type": "AverageValue", "averageValue": "2"},
-        },
-    }]});
-    v
-}
-
 /// The predictor Service KServe would create: `http` 8888 → `http`.
 async fn predictor_service(t: &TestContext, isvc: &str) -> anyhow::Result<()> {
-    let svc: Service = serde_json::from_value(json!({
-        "metadata": {"name": format!("{isvc}-predictor"), "labels": {
-            "component": "predictor", "serving.kserve.io/inferenceservice": isvc}},
-        "spec": {"clusterIP": "None", "ports": [{"name": "http", "port": 8888, "targetPort": "http"}]},
-    }))?;
-    t.api::<Service>()
-        .create(&PostParams::default(), &svc)
-        .await?;
+    let services = t.dynamic("", "v1", "Service", "services");
+    create(&services, fixtures::predictor_service(isvc).build()).await?;
     Ok(())
 }
 
@@ -217,8 +166,8 @@ fn short() -> Timing {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c_01_c_10_c_11_d_16_owned_objects_follow_the_inference_service() -> anyhow::Result<()> {
     let t = setup("isvc-c01").await?;
-    create(&runtimes(&t), ovms_runtime()).await?;
-    let created = create(&isvcs(&t), isvc("example-onnx-mnist")).await?;
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
+    let created = create(&isvcs(&t), fixtures::isvc("example-onnx-mnist").build()).await?;
     let uid = created.uid().unwrap();
 
     // D-16: the finalizer is added.
@@ -261,10 +210,20 @@ async fn c_01_c_10_c_11_d_16_owned_objects_follow_the_inference_service() -> any
 async fn c_02_c_03_c_13_auth_delegator_bindings() -> anyhow::Result<()> {
     let t = setup("isvc-c02").await?;
     let crbs = Api::<ClusterRoleBinding>::all(t.client.clone());
-    create(&runtimes(&t), ovms_runtime()).await?;
-    create(&isvcs(&t), with_auth(isvc("default-sa"), None)).await?;
-    create(&isvcs(&t), with_auth(isvc("custom"), Some("custom-sa"))).await?;
-    create(&isvcs(&t), isvc("no-auth")).await?;
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
+    create(
+        &isvcs(&t),
+        fixtures::isvc("default-sa").with_auth(None).build(),
+    )
+    .await?;
+    create(
+        &isvcs(&t),
+        fixtures::isvc("custom")
+            .with_auth(Some("custom-sa"))
+            .build(),
+    )
+    .await?;
+    create(&isvcs(&t), fixtures::isvc("no-auth").build()).await?;
     let ns = &t.namespace;
     let default = eventually("C-02 default-SA binding", Timing::default(), || {
         exists(&crbs, &format!("{ns}-default-auth-delegator"))
@@ -294,17 +253,17 @@ async fn c_04_c_12_d_13_shared_bindings_live_as_long_as_an_inference_service_use
     let crbs = Api::<ClusterRoleBinding>::all(t.client.clone());
     let default_crb = format!("{ns}-default-auth-delegator");
     let custom_crb = format!("{ns}-custom-sa-auth-delegator");
-    create(&runtimes(&t), ovms_runtime()).await?;
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
     for (name, sa) in [
         ("default-1", None),
         ("default-2", None),
         ("custom-1", Some("custom-sa")),
         ("custom-2", Some("custom-sa")),
     ] {
-        create(&isvcs(&t), with_auth(isvc(name), sa)).await?;
+        create(&isvcs(&t), fixtures::isvc(name).with_auth(sa).build()).await?;
     }
     // C-04: an InferenceService without auth on the same ServiceAccount does not remove it.
-    let mut no_auth = isvc("isvc-without-auth");
+    let mut no_auth = fixtures::isvc("isvc-without-auth").build();
     no_auth["spec"]["predictor"]["serviceAccountName"] = json!("custom-sa");
     create(&isvcs(&t), no_auth).await?;
     for name in [&default_crb, &custom_crb] {
@@ -336,7 +295,13 @@ async fn c_04_c_12_d_13_shared_bindings_live_as_long_as_an_inference_service_use
         .await?;
     }
     // D-13: turning auth off on a custom ServiceAccount removes its binding.
-    create(&isvcs(&t), with_auth(isvc("toggle"), Some("toggle-sa"))).await?;
+    create(
+        &isvcs(&t),
+        fixtures::isvc("toggle")
+            .with_auth(Some("toggle-sa"))
+            .build(),
+    )
+    .await?;
     let toggle_crb = format!("{ns}-toggle-sa-auth-delegator");
     eventually("the toggle binding exists", Timing::default(), || {
         exists(&crbs, &toggle_crb)
@@ -361,9 +326,9 @@ async fn c_04_c_12_d_13_shared_bindings_live_as_long_as_an_inference_service_use
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c_05_c_06_d_07_routes_follow_exposure_and_timeouts() -> anyhow::Result<()> {
     let t = setup("isvc-c05").await?;
-    create(&runtimes(&t), ovms_runtime()).await?;
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
     predictor_service(&t, "example-onnx-mnist").await?;
-    let mut v = exposed(isvc("example-onnx-mnist"));
+    let mut v = fixtures::isvc("example-onnx-mnist").exposed().build();
     for component in ["predictor", "transformer", "explainer"] {
         if component != "predictor" {
             v["spec"][component] = json!({"containers": [{"name": "c", "image": "x"}]});
@@ -426,7 +391,7 @@ async fn c_05_c_06_d_07_routes_follow_exposure_and_timeouts() -> anyhow::Result<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c_07_d_04_default_timeouts_and_canaries_removed() -> anyhow::Result<()> {
     let t = setup("isvc-c07").await?;
-    create(&runtimes(&t), ovms_runtime()).await?;
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
     predictor_service(&t, "m").await?;
     let canary_svc: Service = serde_json::from_value(json!({
         "metadata": {"name": "m-v2-predictor"},
@@ -435,7 +400,7 @@ async fn c_07_d_04_default_timeouts_and_canaries_removed() -> anyhow::Result<()>
     t.api::<Service>()
         .create(&PostParams::default(), &canary_svc)
         .await?;
-    let mut v = exposed(isvc("m"));
+    let mut v = fixtures::isvc("m").exposed().build();
     v["spec"]["transformer"] = json!({"containers": [{"name": "c", "image": "x"}]});
     v["spec"]["explainer"] = json!({"containers": [{"name": "c", "image": "x"}]});
     v["spec"]["canary"] = json!([{"trafficPercent": 20, "predictor": {"name": "v2"}}]);
@@ -484,7 +449,7 @@ async fn c_07_d_04_default_timeouts_and_canaries_removed() -> anyhow::Result<()>
 async fn c_08_a_user_route_named_like_an_unexposed_inference_service_survives() -> anyhow::Result<()>
 {
     let t = setup("isvc-c08").await?;
-    create(&runtimes(&t), ovms_runtime()).await?;
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
     predictor_service(&t, "example-onnx-mnist").await?;
     create(
         &routes(&t),
@@ -493,7 +458,7 @@ async fn c_08_a_user_route_named_like_an_unexposed_inference_service_survives() 
                "spec": {"to": {"kind": "Service", "name": "example-onnx-mnist-predictor"}}}),
     )
     .await?;
-    create(&isvcs(&t), isvc("example-onnx-mnist")).await?;
+    create(&isvcs(&t), fixtures::isvc("example-onnx-mnist").build()).await?;
     let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = t.api();
     eventually(
         "the InferenceService is reconciled",
@@ -517,9 +482,9 @@ async fn c_09_d_18_metrics_objects_appear_when_the_runtime_does() -> anyhow::Res
     let t = setup("isvc-c09").await?;
     // The runtime comes after the InferenceService: the ServingRuntime watch (D-18) brings
     // the reconcile that creates the metrics objects.
-    create(&isvcs(&t), isvc("example-onnx-mnist")).await?;
+    create(&isvcs(&t), fixtures::isvc("example-onnx-mnist").build()).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    create(&runtimes(&t), ovms_runtime()).await?;
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
     let svc = eventually(
         "C-09: the metrics Service exists",
         Timing::default(),
@@ -570,12 +535,12 @@ async fn keda_owners(t: &TestContext) -> anyhow::Result<Vec<Vec<String>>> {
 async fn c_14_to_c_21_keda_objects_are_shared_restored_released_and_cleaned_up()
 -> anyhow::Result<()> {
     let t = setup("isvc-keda").await?;
-    create(&runtimes(&t), ovms_runtime()).await?;
-    let uid1 = create(&isvcs(&t), keda(isvc("isvc1")))
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
+    let uid1 = create(&isvcs(&t), fixtures::isvc("isvc1").keda().build())
         .await?
         .uid()
         .unwrap();
-    let uid2 = create(&isvcs(&t), keda(isvc("isvc2")))
+    let uid2 = create(&isvcs(&t), fixtures::isvc("isvc2").keda().build())
         .await?
         .uid()
         .unwrap();
@@ -747,8 +712,8 @@ async fn c_14_to_c_21_keda_objects_are_shared_restored_released_and_cleaned_up()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c_22_an_inference_service_dropping_keda_removes_the_objects() -> anyhow::Result<()> {
     let t = setup("isvc-c22").await?;
-    create(&runtimes(&t), ovms_runtime()).await?;
-    create(&isvcs(&t), keda(isvc("isvc1"))).await?;
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
+    create(&isvcs(&t), fixtures::isvc("isvc1").keda().build()).await?;
     eventually("the KEDA objects exist", Timing::default(), || {
         keda_owners(&t)
     })
@@ -778,13 +743,13 @@ async fn c_22_an_inference_service_dropping_keda_removes_the_objects() -> anyhow
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c_23_c_25_c_26_foreign_owners_and_unowned_objects_are_respected() -> anyhow::Result<()> {
     let t = setup("isvc-c23").await?;
-    create(&runtimes(&t), ovms_runtime()).await?;
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
     // C-26: with no KEDA user, an unowned ServiceAccount of that name is left alone (upstream
     // deletes it; docs/divergences.md).
     let sas: Api<ServiceAccount> = t.api();
     let unowned: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": KEDA}}))?;
     sas.create(&PostParams::default(), &unowned).await?;
-    let isvc1 = create(&isvcs(&t), isvc("isvc1")).await?;
+    let isvc1 = create(&isvcs(&t), fixtures::isvc("isvc1").build()).await?;
     let uid1 = isvc1.uid().unwrap();
     let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = t.api();
     eventually("isvc1 is reconciled", Timing::default(), || {
@@ -814,7 +779,7 @@ async fn c_23_c_25_c_26_foreign_owners_and_unowned_objects_are_respected() -> an
     t.api::<Role>()
         .create(&PostParams::default(), &role)
         .await?;
-    create(&isvcs(&t), keda(isvc("isvc2"))).await?;
+    create(&isvcs(&t), fixtures::isvc("isvc2").keda().build()).await?;
     eventually(
         "C-23: isvc1 lets go, the foreign owner stays",
         Timing::default(),

@@ -7,8 +7,10 @@ use kube::Client;
 use odh_model_controller::applier::Applier;
 use odh_model_controller::cache::{CacheFilters, Caches};
 use odh_model_controller::controller::{self, ControllerContext};
+use odh_model_controller::gvk::Gvk;
+use odh_model_controller::plugin::wire::Operation;
 use odh_model_controller::plugin::{
-    EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, PluginSlot, Source,
+    AdmissionInput, EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, PluginSlot, Source,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -40,6 +42,27 @@ pub fn load_with(
     let (source, bytes) = component(name);
     LoadedPlugin::load(&engine(), configure(LoadRequest::new(source, &bytes)))
         .unwrap_or_else(|e| panic!("loading plugin {name}: {e}"))
+}
+
+/// An admission request to `path` for `object` (its kind, namespace and name taken from it), as
+/// the apiserver would send it: uid `test`, resource guessed from the kind, no old object.
+pub fn admission(path: &str, operation: Operation, object: serde_json::Value) -> AdmissionInput {
+    let gvk = Gvk::of_object(&object).expect("an object with apiVersion and kind");
+    let field = |key: &str| object["metadata"][key].as_str().map(str::to_string);
+    AdmissionInput {
+        uid: "test".into(),
+        path: path.into(),
+        resource: format!("{}s", gvk.kind.to_ascii_lowercase()),
+        gvk,
+        sub_resource: None,
+        operation,
+        namespace: field("namespace"),
+        name: field("name"),
+        object: Some(object),
+        old_object: None,
+        dry_run: false,
+        user_info: serde_json::json!({}),
+    }
 }
 
 /// Controllers running on a test's runtime, and what they run with.
