@@ -42,8 +42,9 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, sleep_until, timeout, timeout_at};
 use tracing::{debug, error, info, warn};
 
-/// Upstream's leader election ID, the name of the Lease.
-pub const DEFAULT_LEASE_NAME: &str = "odh-model-controller.opendatahub.io";
+/// Upstream's leader election ID, the name of the Lease (kept with the deployment's other
+/// names in the registration list).
+pub const DEFAULT_LEASE_NAME: &str = crate::builtins::LEASE_NAME;
 /// How long a lease is valid after its last renewal (controller-runtime's default).
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
 /// How long the leader keeps retrying a failing renewal before giving up.

@@ -47,5 +47,9 @@ pub const BUILTINS: &[Builtin] = &[Builtin {
     webhook_only_kinds: &[],
 }];
 
+/// The leader-election Lease of the deployment (upstream's election ID, so a replica of the
+/// Go controller and one of ours never lead at once during an upgrade).
+pub const LEASE_NAME: &str = "odh-model-controller.opendatahub.io";
+
 /// The process environment that picks the webhook-only profile, and its value.
 pub const WEBHOOK_ONLY_PROFILE: (&str, &str) = ("ODH_PLATFORM_TYPE", "xKS");

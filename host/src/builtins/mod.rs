@@ -4,7 +4,7 @@
 
 mod list;
 
-pub use list::{BUILTINS, Builtin, FromProcess, WEBHOOK_ONLY_PROFILE};
+pub use list::{BUILTINS, Builtin, FromProcess, LEASE_NAME, WEBHOOK_ONLY_PROFILE};
 use serde_json::Value;
 
 mod embedded {
