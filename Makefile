@@ -57,7 +57,9 @@ test-deps:
 ## test: every test, unit and integration, against a real kube-apiserver
 test: toolchain test-deps $(APISERVER) plugins
 	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
-		$(MAKE) --no-print-directory stop-test-apiserver; exit $$status
+		$(MAKE) --no-print-directory stop-test-apiserver; \
+		{ $(CARGO) build -q -p odh-model-controller -p odh-test-support --bins && tests/dev/run-check.sh; } || status=$$?; \
+		exit $$status
 
 ## stop-test-apiserver: stop the apiserver shared by a test run (it also stops itself when idle)
 stop-test-apiserver:

@@ -109,6 +109,10 @@ pub struct RunArgs {
     /// Leader election: how long the leader keeps trying to renew before it gives up.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub leader_elect_renew_deadline: std::time::Duration,
+    /// Leader election: release the lease when the process stops (after its controllers
+    /// stopped), so a successor takes over at once; by default it expires.
+    #[arg(long, default_value_t = false)]
+    pub leader_elect_release_on_cancel: bool,
     /// Leader election: how often candidates retry.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub leader_elect_retry_period: std::time::Duration,

@@ -8,12 +8,15 @@ pub enum Encoder {
     Console,
 }
 
-/// Installs the global subscriber. `RUST_LOG` overrides the level when set.
+/// Installs the global subscriber. `RUST_LOG` overrides the level when set. Colours only on
+/// a terminal: a pod's log (a pipe) gets plain text.
 pub fn init(encoder: Encoder, level: &str) {
+    use std::io::IsTerminal;
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(format!("warn,odh_model_controller={level}")));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     // A second init (e.g. from tests) keeps the first subscriber.
     let _ = match encoder {

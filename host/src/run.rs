@@ -22,8 +22,8 @@ use crate::metrics::Metrics;
 use crate::plugin::{EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, PluginSlot, Source};
 use crate::profile::ProcessEnv;
 use crate::registry::Registry;
-use crate::servers::{self, parse_bind_address};
-use crate::webhook::{self, TlsServerConfig, WebhookTable};
+use crate::servers::{self, Readiness, parse_bind_address};
+use crate::webhook::{self, TlsServer, TlsServerConfig, WebhookTable};
 
 type Servers = JoinSet<anyhow::Result<()>>;
 
@@ -42,11 +42,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // swaps them.
     let slots: Vec<PluginSlot> = plugins.iter().cloned().map(PluginSlot::new).collect();
     let shutdown = CancellationToken::new();
-    let (ready_tx, ready) = watch::channel(false);
+    let (ready_tx, ready_flag) = watch::channel(false);
     let metrics = Metrics::global().clone();
-    let mut servers = Servers::new();
-
-    serve_probes(&args, &ready, &metrics, &shutdown, &mut servers).await?;
     let caches = Caches::new(
         client.clone(),
         CacheFilters::from_manifests(plugins.iter().map(LoadedPlugin::manifest)),
@@ -56,35 +53,54 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         caches.clone(),
         std::env::var("POD_NAME").ok(),
     ));
-    if env.webhooks_enabled {
-        serve_webhooks(
-            &args,
-            &env,
-            &slots,
-            &caches,
-            &applier,
-            &shutdown,
-            &mut servers,
-        )?;
+
+    // Every listener is bound before anything serves: an address in use stops the process
+    // here, with its server named, as controller-runtime does.
+    let mut readiness = Readiness::new(ready_flag.clone());
+    let webhooks = if env.webhooks_enabled {
+        bind_webhooks(&args, &env, &slots, &caches, &applier).await?
     } else {
         info!("Webhooks are disabled via environment variable.");
+        None
+    };
+    if let Some((server, _)) = &webhooks {
+        let cert = server.certificate();
+        readiness = readiness.with_check("webhook-certificate", Arc::new(move || cert.is_loaded()));
     }
-    serve_model_serving_api(
-        &args,
-        &config,
-        &slots,
-        &caches,
-        &ready,
-        &shutdown,
-        &mut servers,
-    )?;
+    let api = bind_model_serving_api(&args, &config, &slots, &caches, &ready_flag).await?;
+    if let Some((server, _)) = &api {
+        let cert = server.certificate();
+        readiness = readiness.with_check(
+            "model-serving-api-certificate",
+            Arc::new(move || cert.is_loaded()),
+        );
+    }
+    let health = match parse_bind_address(&args.health_probe_bind_address)? {
+        Some(addr) => Some(servers::bind_health(addr, readiness).await?),
+        None => None,
+    };
+    let metrics_server = match parse_bind_address(&args.metrics_bind_address)? {
+        Some(addr) => Some(servers::bind_metrics(addr, metrics.clone()).await?),
+        None => None,
+    };
+
+    let mut servers = Servers::new();
+    for server in health.into_iter().chain(metrics_server) {
+        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
+    }
+    for (server, router) in webhooks.into_iter().chain(api) {
+        let stop = shutdown.clone();
+        servers.spawn(async move { server.serve(router, stop.cancelled_owned()).await });
+    }
 
     let controllers_wanted = env.profile.runs_controllers()
         && plugins.iter().any(|p| !p.manifest().controllers.is_empty());
     let ctx = ControllerContext::new(caches.clone(), applier, args.max_concurrent_reconciles);
-    let mut lost_leadership = None;
-    // Dropping the set would abort the controllers: it lives as long as `run`.
-    let mut _controllers = None;
+    // The election ends after the controllers stopped, so a lease released on shutdown is
+    // released when nothing of ours reconciles any more.
+    let election_stop = CancellationToken::new();
+    let mut election = None;
+    let mut controllers = None;
     if controllers_wanted {
         if args.leader_elect {
             let namespace = lease_namespace(env.pod_namespace.clone())?;
@@ -92,21 +108,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 lease_duration: args.leader_elect_lease_duration,
                 renew_deadline: args.leader_elect_renew_deadline,
                 retry_period: args.leader_elect_retry_period,
+                release_on_cancel: args.leader_elect_release_on_cancel,
                 ..LeaseConfig::new(namespace)
             };
             let elector = LeaderElector::new(client.clone(), lease)?;
-            let (mut leader, handle) = elector.run(shutdown.clone().cancelled_owned());
-            lost_leadership = Some(handle);
+            let (mut leader, handle) = elector.run(election_stop.clone().cancelled_owned());
+            election = Some(handle);
             // Not ready to reconcile yet, but plugins and webhooks are: a standby is ready.
             let _ = ready_tx.send(true);
             tokio::select! {
                 _ = leader.wait_for(|l| *l) => {}
-                _ = shutdown_signal() => return stop(shutdown, servers).await,
+                _ = shutdown_signal() => {
+                    return stop(shutdown, servers, None, election_stop, election).await;
+                }
             }
             metrics.set_leader(true);
             info!("became the leader; starting controllers");
         }
-        _controllers = Some(controller::start(ctx, &slots, shutdown.clone()).await?);
+        controllers = Some(controller::start(ctx, &slots, shutdown.clone()).await?);
         caches.wait_all_synced().await;
     }
     match &env.pod_namespace {
@@ -121,57 +140,41 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let _ = ready_tx.send(true);
     info!(plugins = plugins.len(), "starting manager");
 
-    match lost_leadership {
-        Some(handle) => {
-            tokio::select! {
-                end = handle => {
-                    if matches!(end, Ok(ElectionEnd::LostLeadership)) {
-                        shutdown.cancel();
-                        anyhow::bail!("leader election lost");
-                    }
-                }
-                _ = shutdown_signal() => {}
-            }
+    let lost = match &mut election {
+        Some(handle) => tokio::select! {
+            end = handle => matches!(end, Ok(ElectionEnd::LostLeadership)),
+            _ = shutdown_signal() => false,
+        },
+        None => {
+            shutdown_signal().await;
+            false
         }
-        None => shutdown_signal().await,
+    };
+    if lost {
+        // Another replica leads now: stop at once, reconciling nothing more (as
+        // controller-runtime exits), and say so with a non-zero status.
+        shutdown.cancel();
+        anyhow::bail!("leader election lost");
     }
-    stop(shutdown, servers).await
+    stop(shutdown, servers, controllers, election_stop, election).await
 }
 
-/// Health probes and metrics, plain HTTP.
-async fn serve_probes(
-    args: &RunArgs,
-    ready: &watch::Receiver<bool>,
-    metrics: &Metrics,
-    shutdown: &CancellationToken,
-    servers: &mut Servers,
-) -> anyhow::Result<()> {
-    if let Some(addr) = parse_bind_address(&args.health_probe_bind_address)? {
-        let server = servers::bind_health(addr, ready.clone()).await?;
-        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
-    }
-    if let Some(addr) = parse_bind_address(&args.metrics_bind_address)? {
-        let server = servers::bind_metrics(addr, metrics.clone()).await?;
-        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
-    }
-    Ok(())
-}
+/// A TLS server bound and the router it will serve.
+type Bound = (TlsServer, axum::Router);
 
-/// The admission webhooks the profile serves, over TLS.
-fn serve_webhooks(
+/// The admission webhooks the profile serves, bound (none when no plugin serves one).
+async fn bind_webhooks(
     args: &RunArgs,
     env: &ProcessEnv,
     slots: &[PluginSlot],
     caches: &Arc<Caches>,
     applier: &Arc<Applier>,
-    shutdown: &CancellationToken,
-    servers: &mut Servers,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<Bound>> {
     let table = env
         .profile
         .webhooks(WebhookTable::from_slots(slots).context("unable to create webhookSetup")?);
     if table.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let bind = parse_bind_address(&args.webhook_bind_address)?
         .context("the webhook server needs an address")?;
@@ -182,51 +185,73 @@ fn serve_webhooks(
         ..Default::default()
     };
     let router = webhook::webhook_router(&table, caches.clone(), applier.clone());
-    let stop = shutdown.clone();
-    servers.spawn(async move { webhook::serve(config, router, stop.cancelled_owned()).await });
-    Ok(())
+    Ok(Some((TlsServer::bind(config).await?, router)))
 }
 
-/// The model-serving-api server with the plugins' API routes, over TLS.
-fn serve_model_serving_api(
+/// The model-serving-api server with the plugins' API routes, bound (none when disabled).
+async fn bind_model_serving_api(
     args: &RunArgs,
     config: &Config,
     slots: &[PluginSlot],
     caches: &Arc<Caches>,
     ready: &watch::Receiver<bool>,
-    shutdown: &CancellationToken,
-    servers: &mut Servers,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<Bound>> {
     let Some(bind) = parse_bind_address(&args.model_serving_api_bind_address)? else {
-        return Ok(());
+        return Ok(None);
     };
     let routes = ApiRoutes::from_slots(slots).map_err(anyhow::Error::msg)?;
     info!(routes = ?routes.paths().collect::<Vec<_>>(), "plugin API routes");
-    let router = servers::model_serving_api_router(
-        routes.router(caches.clone(), AccessReviewer::new(config.clone())?),
-        ready.clone(),
-        Metrics::global().clone(),
-    );
-    let config = TlsServerConfig {
+    let server = TlsServer::bind(TlsServerConfig {
         name: "model-serving-api",
         bind,
         cert_dir: args.model_serving_api_cert_dir.clone(),
         enable_http2: args.enable_http2,
         ..Default::default()
-    };
-    let stop = shutdown.clone();
-    servers.spawn(async move { webhook::serve(config, router, stop.cancelled_owned()).await });
-    Ok(())
+    })
+    .await?;
+    let cert = server.certificate();
+    let readiness =
+        Readiness::new(ready.clone()).with_check("certificate", Arc::new(move || cert.is_loaded()));
+    let router = servers::model_serving_api_router(
+        routes.router(caches.clone(), AccessReviewer::new(config.clone())?),
+        readiness,
+        Metrics::global().clone(),
+    );
+    Ok(Some((server, router)))
 }
 
-async fn stop(shutdown: CancellationToken, mut servers: Servers) -> anyhow::Result<()> {
+/// A graceful stop: servers stop accepting and let requests in flight finish, controllers
+/// finish the reconciles in progress (both bounded), then the leader election ends (releasing
+/// the lease when configured to).
+async fn stop(
+    shutdown: CancellationToken,
+    mut servers: Servers,
+    controllers: Option<JoinSet<()>>,
+    election_stop: CancellationToken,
+    election: Option<tokio::task::JoinHandle<ElectionEnd>>,
+) -> anyhow::Result<()> {
     info!("shutting down");
     shutdown.cancel();
+    if let Some(mut controllers) = controllers {
+        let grace = controller::SHUTDOWN_GRACE + std::time::Duration::from_secs(1);
+        let stopped = tokio::time::timeout(grace, async {
+            while controllers.join_next().await.is_some() {}
+        })
+        .await;
+        if stopped.is_err() {
+            tracing::warn!("controllers still running after {grace:?}; stopping them");
+        }
+    }
     while let Some(r) = servers.join_next().await {
         if let Ok(Err(e)) = r {
             tracing::warn!("a server stopped with an error: {e:#}");
         }
     }
+    election_stop.cancel();
+    if let Some(handle) = election {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), handle).await;
+    }
+    info!("stopped");
     Ok(())
 }
 

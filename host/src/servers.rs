@@ -144,7 +144,8 @@ impl Server {
 }
 
 /// The health-probe server's routes.
-pub fn health_router(ready: watch::Receiver<bool>) -> Router {
+pub fn health_router(ready: impl Into<Readiness>) -> Router {
+    let ready: Readiness = ready.into();
     Router::new()
         .route("/healthz", get(healthz))
         .route("/healthz/", get(healthz))
@@ -163,7 +164,7 @@ pub fn metrics_router(metrics: Metrics) -> Router {
 }
 
 /// Binds the health-probe server.
-pub async fn bind_health(addr: SocketAddr, ready: watch::Receiver<bool>) -> anyhow::Result<Server> {
+pub async fn bind_health(addr: SocketAddr, ready: impl Into<Readiness>) -> anyhow::Result<Server> {
     Server::bind("health-probe", addr, health_router(ready)).await
 }
 
@@ -177,7 +178,7 @@ pub async fn bind_metrics(addr: SocketAddr, metrics: Metrics) -> anyhow::Result<
 /// security headers. It is served over TLS (`run` uses the webhook module's server).
 pub fn model_serving_api_router(
     plugin_routes: Router,
-    ready: watch::Receiver<bool>,
+    ready: impl Into<Readiness>,
     metrics: Metrics,
 ) -> Router {
     plugin_routes
@@ -231,8 +232,52 @@ fn single(failure: Option<&str>) -> Response {
     }
 }
 
-fn readiness(ready: &watch::Receiver<bool>) -> Option<&'static str> {
-    (!*ready.borrow()).then_some("not ready")
+/// What `/readyz` reports: the process's own flag (plugins loaded and, on the leader, caches
+/// synced) and the checks its servers add (a TLS server is ready once it serves a
+/// certificate).
+#[derive(Clone)]
+pub struct Readiness {
+    flag: watch::Receiver<bool>,
+    checks: Vec<(&'static str, ReadyCheck)>,
+}
+
+/// One readiness check: true when ready.
+pub type ReadyCheck = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
+
+impl Readiness {
+    pub fn new(flag: watch::Receiver<bool>) -> Self {
+        Self {
+            flag,
+            checks: Vec::new(),
+        }
+    }
+
+    /// Adds a check named `name` (reported when it fails).
+    pub fn with_check(mut self, name: &'static str, check: ReadyCheck) -> Self {
+        self.checks.push((name, check));
+        self
+    }
+
+    /// Why the process is not ready, if it is not.
+    pub fn failure(&self) -> Option<&'static str> {
+        if !*self.flag.borrow() {
+            return Some("not ready");
+        }
+        self.checks
+            .iter()
+            .find(|(_, check)| !check())
+            .map(|(name, _)| *name)
+    }
+}
+
+impl From<watch::Receiver<bool>> for Readiness {
+    fn from(flag: watch::Receiver<bool>) -> Self {
+        Self::new(flag)
+    }
+}
+
+fn readiness(ready: &Readiness) -> Option<&'static str> {
+    ready.failure()
 }
 
 async fn healthz(uri: Uri) -> Response {
@@ -243,11 +288,11 @@ async fn healthz_check() -> Response {
     single(None)
 }
 
-async fn readyz(State(ready): State<watch::Receiver<bool>>, uri: Uri) -> Response {
+async fn readyz(State(ready): State<Readiness>, uri: Uri) -> Response {
     aggregated("readyz", readiness(&ready), &uri)
 }
 
-async fn readyz_check(State(ready): State<watch::Receiver<bool>>) -> Response {
+async fn readyz_check(State(ready): State<Readiness>) -> Response {
     single(readiness(&ready))
 }
 

@@ -1,19 +1,38 @@
 #!/usr/bin/env bash
-# `make run`: the controller against $KUBECONFIG, or against a local apiserver started here.
-# Ctrl-C stops everything this script started.
+# `make run`: the controller with its default plugins against $KUBECONFIG, or against a local
+# apiserver started here. With the local apiserver it also shows what the controller does: the
+# webhooks registered against this host, a sample InferenceService applied, and what the
+# controller made of it (a cluster of your own is left alone: nothing is registered or
+# applied there). Ctrl-C stops everything this script started and removes the registrations.
+#
+# Settings (environment): POD_NAMESPACE (default opendatahub: the plugins ConfigMap and the
+# protected application namespace), ODH_RUN_DEMO_NAMESPACE (odh-demo), ODH_RUN_HEALTH
+# (127.0.0.1:8081), ODH_RUN_METRICS (127.0.0.1:8080), ODH_RUN_WEBHOOK (127.0.0.1:9443),
+# ODH_RUN_CLUSTER_DIR (target/dev-cluster, for the local apiserver).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+export POD_NAMESPACE=${POD_NAMESPACE:-opendatahub}
+demo=${ODH_RUN_DEMO_NAMESPACE:-odh-demo}
+health=${ODH_RUN_HEALTH:-127.0.0.1:8081}
+metrics=${ODH_RUN_METRICS:-127.0.0.1:8080}
+webhook=${ODH_RUN_WEBHOOK:-127.0.0.1:9443}
+dir=${ODH_RUN_CLUSTER_DIR:-target/dev-cluster}
+bin=target/debug
+
 pids=()
+registered=
 cleanup() {
-	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+	if [ -n "$registered" ]; then "$bin/odh-dev" unregister-webhooks 2>/dev/null || true; fi
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[$i]}" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+local_cluster=
 if [ -z "${KUBECONFIG:-}" ]; then
-	dir=target/dev-cluster
+	local_cluster=yes
 	mkdir -p "$dir"
 	rm -f "$dir/ready.json"
 	echo "starting a local kube-apiserver (log: $dir/apiserver.log)"
@@ -25,14 +44,56 @@ if [ -z "${KUBECONFIG:-}" ]; then
 		sleep 0.1
 	done
 	[ -f "$dir/ready.json" ] || { echo "the apiserver did not become ready"; exit 1; }
-	cat "$dir/ready.json"
 	export KUBECONFIG="$PWD/$dir/kubeconfig"
 fi
 
-target/debug/odh-dev install-crds deploy/crds tests/crds
-cert_dir=target/dev-cluster/webhook-certs
-target/debug/odh-dev serving-cert "$cert_dir"
-target/debug/odh-model-controller run --health-probe-bind-address=127.0.0.1:8081 --metrics-bind-address=127.0.0.1:8080 \
-	--webhook-bind-address=127.0.0.1:9443 --webhook-cert-dir="$cert_dir" &
+"$bin/odh-dev" install-crds deploy/crds tests/crds
+"$bin/odh-dev" ensure-namespace "$POD_NAMESPACE"
+[ -n "$local_cluster" ] && "$bin/odh-dev" ensure-namespace "$demo"
+cert_dir=$dir/webhook-certs
+"$bin/odh-dev" serving-cert "$cert_dir"
+"$bin/odh-model-controller" run --health-probe-bind-address="$health" --metrics-bind-address="$metrics" \
+	--webhook-bind-address="$webhook" --webhook-cert-dir="$cert_dir" &
 pids+=($!)
+
+# Ready: plugins loaded, caches synced, the webhook server serving its certificate.
+ready() {
+	local reply
+	{ exec 3<>"/dev/tcp/${health%:*}/${health##*:}"; } 2>/dev/null || return 1
+	printf 'GET /readyz HTTP/1.0\r\n\r\n' >&3
+	read -r reply <&3 || true
+	exec 3>&-
+	[[ $reply == *" 200 "* ]]
+}
+for _ in $(seq 1 600); do
+	kill -0 "${pids[-1]}" 2>/dev/null || { echo "the controller stopped"; exit 1; }
+	ready && break
+	sleep 0.1
+done
+ready || { echo "the controller did not become ready"; exit 1; }
+
+if [ -z "$local_cluster" ]; then
+	echo "the controller is ready (KUBECONFIG=$KUBECONFIG); Ctrl-C stops it"
+	wait "${pids[-1]}"
+	exit
+fi
+registered=yes
+"$bin/odh-dev" register-webhooks "$webhook" "$cert_dir/tls.crt" "$POD_NAMESPACE" "$demo"
+"$bin/odh-dev" apply "$demo" tests/dev/samples/inference-service.yaml
+"$bin/odh-dev" wait-for "$demo" v1 ConfigMap demo-model-metrics-dashboard
+"$bin/odh-dev" wait-for "$demo" route.openshift.io/v1 Route demo-model
+echo "the sample is reconciled; in namespace $demo:"
+"$bin/odh-dev" show "$demo"
+cat <<INFO
+
+The controller runs with its default plugins (POD_NAMESPACE=$POD_NAMESPACE). Look at:
+  export KUBECONFIG=$KUBECONFIG
+  kubectl -n $demo get inferenceservices,routes,services,servicemonitors,configmaps
+  kubectl -n $POD_NAMESPACE get configmap odh-model-controller-plugins-status -o yaml
+      (after a change to ConfigMap odh-model-controller-plugins: hot swap, docs/plugins-configmap.md)
+  curl -s http://$metrics/metrics | grep -E '^(controller_runtime_reconcile_total|odh_plugin_calls_total)'
+  curl -s http://$health/readyz
+Admission goes through this host's webhooks for namespaces $POD_NAMESPACE and $demo: an
+InferenceService in $POD_NAMESPACE is denied (a protected namespace). Ctrl-C stops everything.
+INFO
 wait "${pids[-1]}"

@@ -124,12 +124,29 @@ async fn run(
     ctl.clone().resync_on_swap(&mut tasks);
     // Everything that exists now gets one reconcile (the queue drops duplicates).
     ctl.enqueue_all();
-    ctl.clone().spawn_workers(&mut tasks);
+    let mut workers = JoinSet::new();
+    ctl.clone().spawn_workers(&mut workers);
     shutdown.cancelled().await;
+    // No new work; a reconcile in progress finishes (its writes are not cut in half).
     ctl.queue.shutdown();
     tasks.abort_all();
+    let finished = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while workers.join_next().await.is_some() {}
+    })
+    .await;
+    if finished.is_err() {
+        tracing::warn!(
+            controller = ctl.spec.name,
+            "reconciles still running after {SHUTDOWN_GRACE:?}; stopping them"
+        );
+        workers.abort_all();
+    }
     Ok(())
 }
+
+/// How long reconciles in progress may take to finish once shutdown begins
+/// (controller-runtime's graceful shutdown timeout).
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(Clone)]
 enum Source {

@@ -31,7 +31,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// keep-alive connection waits for its next request, so this is the idle timeout as well.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long open connections may take to finish once shutdown begins.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Where and how the webhook server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,16 +85,142 @@ pub fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// A TLS server bound to its address with its certificate source, not yet serving. Binding
+/// first lets start-up fail on an address in use (as controller-runtime does) and lets
+/// readiness watch the certificate before the first request.
+pub struct TlsServer {
+    listener: TcpListener,
+    config: TlsServerConfig,
+    cert: Arc<ReloadingCert>,
+}
+
+impl TlsServer {
+    /// Binds `config.bind`; an address that cannot be bound is an error naming the server.
+    pub async fn bind(config: TlsServerConfig) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .with_context(|| format!("{} server: listening on {}", config.name, config.bind))?;
+        Ok(Self::on(listener, config))
+    }
+
+    /// A server on a listener bound already (`config.bind` is ignored), e.g. to port 0.
+    pub fn on(listener: TcpListener, config: TlsServerConfig) -> Self {
+        let cert = Arc::new(ReloadingCert::new(&config.cert_dir, crypto_provider()));
+        Self {
+            listener,
+            config,
+            cert,
+        }
+    }
+
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Its certificate: [`ReloadingCert::is_loaded`] tells whether it can serve.
+    pub fn certificate(&self) -> Arc<ReloadingCert> {
+        self.cert.clone()
+    }
+
+    /// Serves `router` until `shutdown` completes, then lets open connections finish (at most
+    /// [`SHUTDOWN_GRACE`]).
+    pub async fn serve(
+        self,
+        router: Router,
+        shutdown: impl Future<Output = ()>,
+    ) -> anyhow::Result<()> {
+        let Self {
+            listener,
+            config,
+            cert,
+        } = self;
+        let tls = tls_server_config(cert.clone(), config.enable_http2)?;
+        let acceptor = TlsAcceptor::from(Arc::new(tls));
+        let router = with_body_limit(router, config.body_limit);
+
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT);
+        if !config.enable_http2 {
+            builder = builder.http1_only();
+        }
+        let builder = Arc::new(builder);
+
+        let local = listener.local_addr().ok();
+        info!(server = config.name, address = ?local, cert_dir = %config.cert_dir.display(), http2 = config.enable_http2, "serving over TLS");
+
+        // The certificate is looked at on handshakes; this also catches the first one (or a
+        // rotation) when nobody connects, so readiness follows the files.
+        let watcher = {
+            let cert = cert.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(super::serving_cert::DEFAULT_CHECK_INTERVAL);
+                loop {
+                    tick.tick().await;
+                    cert.reload_if_changed();
+                }
+            })
+        };
+
+        let (stop, stopped) = watch::channel(false);
+        let mut connections = JoinSet::new();
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((tcp, peer)) => {
+                        connections.spawn(serve_connection(
+                            tcp,
+                            peer,
+                            acceptor.clone(),
+                            builder.clone(),
+                            router.clone(),
+                            stopped.clone(),
+                        ));
+                    }
+                    Err(e) => {
+                        // Usually out of file descriptors: back off instead of spinning.
+                        warn!(server = config.name, "accepting a connection failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        drop(listener);
+        watcher.abort();
+        info!(
+            server = config.name,
+            open_connections = connections.len(),
+            "TLS server shutting down"
+        );
+        let _ = stop.send(true);
+        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            warn!(
+                server = config.name,
+                open_connections = connections.len(),
+                "connections still open after {SHUTDOWN_GRACE:?}; closing them"
+            );
+            connections.shutdown().await;
+        }
+        Ok(())
+    }
+}
+
 /// Binds `config.bind` and serves `router` until `shutdown` completes.
 pub async fn serve(
     config: TlsServerConfig,
     router: Router,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(config.bind)
-        .await
-        .with_context(|| format!("binding the {} server to {}", config.name, config.bind))?;
-    serve_on(listener, config, router, shutdown).await
+    TlsServer::bind(config).await?.serve(router, shutdown).await
 }
 
 /// [`serve`] on a listener bound already (`config.bind` is ignored), e.g. to port 0.
@@ -104,69 +230,9 @@ pub async fn serve_on(
     router: Router,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let cert = Arc::new(ReloadingCert::new(&config.cert_dir, crypto_provider())?);
-    let tls = tls_server_config(cert, config.enable_http2)?;
-    let acceptor = TlsAcceptor::from(Arc::new(tls));
-    let router = with_body_limit(router, config.body_limit);
-
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    if !config.enable_http2 {
-        builder = builder.http1_only();
-    }
-    let builder = Arc::new(builder);
-
-    let local = listener.local_addr().ok();
-    info!(server = config.name, address = ?local, cert_dir = %config.cert_dir.display(), http2 = config.enable_http2, "serving over TLS");
-
-    let (stop, stopped) = watch::channel(false);
-    let mut connections = JoinSet::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, peer)) => {
-                    connections.spawn(serve_connection(
-                        tcp,
-                        peer,
-                        acceptor.clone(),
-                        builder.clone(),
-                        router.clone(),
-                        stopped.clone(),
-                    ));
-                }
-                Err(e) => {
-                    // Usually out of file descriptors: back off instead of spinning.
-                    warn!("accepting a webhook connection failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-    drop(listener);
-    info!(
-        server = config.name,
-        open_connections = connections.len(),
-        "TLS server shutting down"
-    );
-    let _ = stop.send(true);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
-        warn!(
-            open_connections = connections.len(),
-            "webhook connections still open after {SHUTDOWN_GRACE:?}; closing them"
-        );
-        connections.shutdown().await;
-    }
-    Ok(())
+    TlsServer::on(listener, config)
+        .serve(router, shutdown)
+        .await
 }
 
 async fn serve_connection(

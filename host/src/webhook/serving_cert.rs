@@ -1,7 +1,9 @@
-//! The webhook's serving certificate: `tls.crt` and `tls.key` from a directory, reloaded when
-//! the files change (checked at most once per interval, on a handshake), without a restart.
-//! A change that does not load (unreadable, half-written, key and certificate not matching)
-//! keeps the last good certificate and is logged.
+//! A TLS server's certificate: `tls.crt` and `tls.key` from a directory, reloaded when the
+//! files change (checked at most once per interval, on a handshake and by the server's own
+//! ticker), without a restart. A change that does not load (unreadable, half-written, key and
+//! certificate not matching) keeps the last good certificate and is logged. Until a first
+//! certificate loads (a Secret volume not written yet) handshakes fail and the server is not
+//! ready.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -54,13 +56,14 @@ pub struct ReloadingCert {
     key_path: PathBuf,
     provider: Arc<CryptoProvider>,
     interval: Duration,
-    current: RwLock<Arc<CertifiedKey>>,
+    current: RwLock<Option<Arc<CertifiedKey>>>,
     check: Mutex<Check>,
 }
 
 impl ReloadingCert {
-    /// Loads `tls.crt` and `tls.key` from `cert_dir`; fails when they do not load.
-    pub fn new(cert_dir: &Path, provider: Arc<CryptoProvider>) -> anyhow::Result<Self> {
+    /// Loads `tls.crt` and `tls.key` from `cert_dir` if they are there and load; otherwise
+    /// starts without a certificate (logged) and picks one up when the files appear.
+    pub fn new(cert_dir: &Path, provider: Arc<CryptoProvider>) -> Self {
         Self::with_interval(cert_dir, provider, DEFAULT_CHECK_INTERVAL)
     }
 
@@ -68,32 +71,38 @@ impl ReloadingCert {
         cert_dir: &Path,
         provider: Arc<CryptoProvider>,
         interval: Duration,
-    ) -> anyhow::Result<Self> {
+    ) -> Self {
         let cert_path = cert_dir.join(CERT_FILE);
         let key_path = cert_dir.join(KEY_FILE);
         let seen = (stamp(&cert_path), stamp(&key_path));
-        let key = load(&cert_path, &key_path, &provider).with_context(|| {
-            format!(
-                "loading the webhook serving certificate from {}",
-                cert_dir.display()
-            )
-        })?;
-        Ok(Self {
+        let key = match load(&cert_path, &key_path, &provider) {
+            Ok(key) => Some(Arc::new(key)),
+            Err(e) => {
+                tracing::warn!(cert_dir = %cert_dir.display(), "no serving certificate yet, not ready until one loads: {e:#}");
+                None
+            }
+        };
+        Self {
             cert_path,
             key_path,
             provider,
             interval,
-            current: RwLock::new(Arc::new(key)),
+            current: RwLock::new(key),
             check: Mutex::new(Check {
                 last: Instant::now(),
                 seen,
             }),
-        })
+        }
     }
 
-    /// The certificate being served now.
-    pub fn current(&self) -> Arc<CertifiedKey> {
+    /// The certificate being served now, if one has loaded.
+    pub fn current(&self) -> Option<Arc<CertifiedKey>> {
         self.current.read().expect("certificate lock").clone()
+    }
+
+    /// Whether a certificate is being served.
+    pub fn is_loaded(&self) -> bool {
+        self.current.read().expect("certificate lock").is_some()
     }
 
     /// Looks at the files now (whatever the interval) and reloads them if they changed.
@@ -126,12 +135,12 @@ impl ReloadingCert {
         check.seen = now;
         match load(&self.cert_path, &self.key_path, &self.provider) {
             Ok(key) => {
-                *self.current.write().expect("certificate lock") = Arc::new(key);
-                tracing::info!(cert = %self.cert_path.display(), "reloaded the webhook serving certificate");
+                *self.current.write().expect("certificate lock") = Some(Arc::new(key));
+                tracing::info!(cert = %self.cert_path.display(), "loaded the serving certificate");
                 true
             }
             Err(e) => {
-                tracing::warn!(cert = %self.cert_path.display(), "keeping the previous webhook serving certificate: {e:#}");
+                tracing::warn!(cert = %self.cert_path.display(), "keeping the previous serving certificate: {e:#}");
                 false
             }
         }
@@ -141,7 +150,7 @@ impl ReloadingCert {
 impl ResolvesServerCert for ReloadingCert {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         self.maybe_reload();
-        Some(self.current())
+        self.current()
     }
 }
 

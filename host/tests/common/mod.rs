@@ -209,3 +209,73 @@ pub async fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Resu
 pub async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<Reply> {
     request(addr, "GET", path).await
 }
+
+/// An `odh-model-controller` child process, killed when dropped.
+pub struct HostProcess {
+    pub child: std::process::Child,
+    /// Its stdout and stderr.
+    pub log: PathBuf,
+}
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl HostProcess {
+    /// Starts `odh-model-controller run` against the test cluster with `args` (JSON logs,
+    /// metrics off unless given) and `env`; output goes to a log file named after `name`.
+    pub fn start(name: &str, args: &[String], env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        let log = std::env::temp_dir().join(format!(
+            "{name}-{}-{}.log",
+            std::process::id(),
+            rand_suffix()
+        ));
+        let file = std::fs::File::create(&log)?;
+        let kubeconfig = odh_test_support::cluster()?.kubeconfig.clone();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_odh-model-controller"));
+        cmd.args(["run", "--zap-devel=false"])
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Ok(Self {
+            child: cmd.spawn()?,
+            log,
+        })
+    }
+
+    /// What it printed so far.
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM, as the kubelet does on pod deletion.
+    pub fn terminate(&self) {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// Waits for the process to exit, at most `within`.
+    pub fn wait(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().ok().flatten() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

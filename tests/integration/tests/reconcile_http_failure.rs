@@ -49,8 +49,7 @@ async fn a_hanging_request_fails_alone_and_the_reconcile_is_retried() -> anyhow:
     let shutdown = CancellationToken::new();
     let _started = start_controllers(t.client.clone(), vec![plugin], 1, shutdown.clone()).await?;
     let cms: Api<ConfigMap> = t.api();
-    let primary =
-        json!({"metadata": {"name": "caller"}, "data": {"behaviour": "http-get", "url": url}});
+    let primary = json!({"metadata": {"name": "caller", "labels": {"odh-test/misbehave": "true"}}, "data": {"behaviour": "http-get", "url": url}});
     cms.create(&PostParams::default(), &serde_json::from_value(primary)?)
         .await?;
 

@@ -78,8 +78,7 @@ async fn a_shadow_candidate_sends_no_post() -> anyhow::Result<()> {
     let cms: Api<ConfigMap> = t.api();
     let differences = shadow_differences();
 
-    let post =
-        json!({"metadata": {"name": "poster"}, "data": {"behaviour": "http-post", "url": url}});
+    let post = json!({"metadata": {"name": "poster", "labels": {"odh-test/misbehave": "true"}}, "data": {"behaviour": "http-post", "url": url}});
     cms.create(&PostParams::default(), &serde_json::from_value(post)?)
         .await?;
     eventually(
@@ -101,8 +100,7 @@ async fn a_shadow_candidate_sends_no_post() -> anyhow::Result<()> {
     )
     .await?;
 
-    let get =
-        json!({"metadata": {"name": "getter"}, "data": {"behaviour": "http-get", "url": url}});
+    let get = json!({"metadata": {"name": "getter", "labels": {"odh-test/misbehave": "true"}}, "data": {"behaviour": "http-get", "url": url}});
     cms.create(&PostParams::default(), &serde_json::from_value(get)?)
         .await?;
     eventually(

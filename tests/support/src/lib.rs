@@ -14,6 +14,7 @@
 
 mod apiserver;
 pub mod crds;
+pub mod dev;
 pub mod host;
 pub mod namespace;
 pub mod proxy;

@@ -23,6 +23,8 @@
 //! POST fails there, the ConfigMap is still applied.
 //! Pods (webhook `/mutate-misbehave-pod`) always behave `ok`: they get the `misbehave/ok` label.
 //!
+//! The controller reconciles only ConfigMaps labelled `odh-test/misbehave=true`.
+//!
 //! Settings: `{"okLabel": "<value>"}` sets the value of that label (default `"true"`), so two
 //! configurations of the same component decide differently; unknown settings are invalid.
 
@@ -34,6 +36,9 @@ use odh_plugin_sdk::{Object, Outcome, Plan, Plugin, ReconcileRequest, Validatabl
 use odh_plugin_sdk::{Webhook, core_gvk, json};
 
 pub struct Misbehave;
+
+/// The label a ConfigMap carries to be reconciled by the `misbehave` controller.
+pub const PRIMARY_SELECTOR: &str = "odh-test/misbehave=true";
 
 #[derive(serde::Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -52,7 +57,12 @@ impl Plugin for Misbehave {
         let cm = core_gvk("ConfigMap");
         Manifest::new("misbehave", "0.1.0")
             .description("Misbehaves on request, to test the host's sandbox")
-            .controller(Controller::new("misbehave", cm.clone()).owns(cm.clone()))
+            // Only ConfigMaps that ask for it: its controller runs in a cluster shared by tests.
+            .controller(
+                Controller::new("misbehave", cm.clone())
+                    .primary_label_selector(PRIMARY_SELECTOR)
+                    .owns(cm.clone()),
+            )
             .webhook(Webhook::mutating(
                 "/mutate-misbehave",
                 cm.clone(),

@@ -1,34 +1,92 @@
-//! Developer helper for `make run` (there is no kubectl or openssl on a fresh machine):
-//! `install-crds DIR...` installs CRDs into the cluster of KUBECONFIG;
-//! `serving-cert DIR` writes a self-signed `tls.crt`/`tls.key` for 127.0.0.1 and localhost.
+//! Developer helper for `make run` (there is no kubectl or openssl on a fresh machine), for the
+//! cluster of KUBECONFIG:
+//!
+//! * `install-crds DIR...`: the CRDs of these directories;
+//! * `serving-cert DIR`: a self-signed `tls.crt`/`tls.key` for 127.0.0.1 and localhost;
+//! * `ensure-namespace NS`;
+//! * `register-webhooks ADDRESS CA_FILE NS...`: the default built-ins' webhooks, called at
+//!   `https://ADDRESS`, for objects in the namespaces `NS...` only;
+//! * `unregister-webhooks`;
+//! * `apply NS FILE...`: server-side apply of every object of the files;
+//! * `wait-for NS API_VERSION KIND NAME`: until the object exists (a minute at most);
+//! * `show NS`: the objects of the serving kinds in NS, with their finalizers.
+
+use std::path::PathBuf;
 
 use anyhow::Context;
+use odh_test_support::dev;
+
+const USAGE: &str = "usage: odh-dev install-crds DIR... | serving-cert DIR | ensure-namespace NS | \
+    register-webhooks ADDRESS CA_FILE NS... | unregister-webhooks | apply NS FILE... | \
+    wait-for NS API_VERSION KIND NAME | show NS";
+
+/// The kinds `show` lists: what an InferenceService's reconcile makes, and the service itself.
+const SHOWN: [(&str, &str); 6] = [
+    ("serving.kserve.io/v1beta1", "InferenceService"),
+    ("serving.kserve.io/v1alpha1", "ServingRuntime"),
+    ("route.openshift.io/v1", "Route"),
+    ("v1", "Service"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("v1", "ConfigMap"),
+];
+
+async fn client() -> anyhow::Result<kube::Client> {
+    kube::Client::try_default()
+        .await
+        .context("connecting with KUBECONFIG")
+}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
-    match args.next().as_deref() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = || args[1..].to_vec();
+    match args.first().map(String::as_str) {
         Some("install-crds") => {
-            let dirs: Vec<String> = args.collect();
-            anyhow::ensure!(!dirs.is_empty(), "usage: odh-dev install-crds DIR...");
-            let client = kube::Client::try_default()
-                .await
-                .context("connecting with KUBECONFIG")?;
-            let names = odh_test_support::crds::install(&client, &dirs).await?;
+            anyhow::ensure!(args.len() > 1, "{USAGE}");
+            let names = odh_test_support::crds::install(&client().await?, &rest()).await?;
             println!("installed {} CRDs", names.len());
-            Ok(())
         }
         Some("serving-cert") => {
-            let dir =
-                std::path::PathBuf::from(args.next().context("usage: odh-dev serving-cert DIR")?);
+            let dir = PathBuf::from(args.get(1).context(USAGE)?);
             let cert =
                 rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])?;
             std::fs::create_dir_all(&dir)?;
             std::fs::write(dir.join("tls.crt"), cert.cert.pem())?;
             std::fs::write(dir.join("tls.key"), cert.signing_key.serialize_pem())?;
             println!("wrote {}/tls.crt and tls.key", dir.display());
-            Ok(())
         }
-        _ => anyhow::bail!("usage: odh-dev install-crds DIR... | odh-dev serving-cert DIR"),
+        Some("ensure-namespace") => {
+            dev::ensure_namespace(&client().await?, args.get(1).context(USAGE)?).await?;
+        }
+        Some("register-webhooks") if args.len() > 3 => {
+            let ca = std::fs::read_to_string(&args[2])
+                .with_context(|| format!("reading {}", args[2]))?;
+            let count = dev::register_webhooks(&client().await?, &args[1], &ca, &args[3..]).await?;
+            println!(
+                "registered {count} webhooks at https://{} for namespaces {}",
+                args[1],
+                args[3..].join(", ")
+            );
+        }
+        Some("unregister-webhooks") => dev::unregister_webhooks(&client().await?).await?,
+        Some("apply") if args.len() > 2 => {
+            let client = client().await?;
+            for file in &args[2..] {
+                for applied in dev::apply_file(&client, file.as_ref(), &args[1]).await? {
+                    println!("applied {applied}");
+                }
+            }
+        }
+        Some("wait-for") if args.len() == 5 => {
+            dev::wait_for(&client().await?, &args[1], &args[2], &args[3], &args[4]).await?;
+        }
+        Some("show") => {
+            let ns = args.get(1).context(USAGE)?;
+            for line in dev::show(&client().await?, ns, &SHOWN).await? {
+                println!("  {line}");
+            }
+        }
+        _ => anyhow::bail!("{USAGE}"),
     }
+    Ok(())
 }
