@@ -191,18 +191,7 @@ fn slow_server(slow: Duration, delay: Duration) -> (String, Arc<AtomicUsize>, Ar
 
 /// An AdmissionReview of a ConfigMap named `name` with `data`.
 fn review(name: &str, data: Value) -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": format!("uid-{name}"),
-            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
-            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
-            "operation": "CREATE", "namespace": "ns", "name": name,
-            "object": {"apiVersion": "v1", "kind": "ConfigMap",
-                       "metadata": {"name": name, "namespace": "ns"}, "data": data},
-            "userInfo": {"username": "tester"},
-        },
-    })
+    common::config_map_review(&format!("uid-{name}"), name, data)
 }
 
 /// What one admission client saw.

@@ -22,17 +22,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 fn review(uid: u64) -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": format!("u-{uid}"),
-            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
-            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
-            "operation": "CREATE", "namespace": "ns", "name": "x",
-            "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}},
-            "userInfo": {"username": "load"}, "dryRun": false
-        }
-    })
+    common::config_map_review(&format!("u-{uid}"), "x", json!({}))
 }
 
 /// The `misbehave/ok` label value an answer sets, from its JSON patch.

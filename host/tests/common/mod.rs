@@ -279,3 +279,19 @@ impl HostProcess {
         }
     }
 }
+
+/// An AdmissionReview v1 request (CREATE) for ConfigMap `ns/name` with `data`, uid `uid`.
+pub fn config_map_review(uid: &str, name: &str, data: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "operation": "CREATE", "namespace": "ns", "name": name,
+            "object": {"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": name, "namespace": "ns"}, "data": data},
+            "userInfo": {"username": "tester"}, "dryRun": false,
+        },
+    })
+}
