@@ -116,6 +116,11 @@ pub struct RunArgs {
     /// Leader election: how often candidates retry.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub leader_elect_retry_period: std::time::Duration,
+    /// Field managers of the controller this one replaces, comma-separated (the Go controller
+    /// writes as `manager`): their fields are taken over on first apply and objects they
+    /// created count as ours for deletes. Empty: none.
+    #[arg(long, default_value = "manager", value_delimiter = ',')]
+    pub adopt_field_managers: Vec<String>,
     /// Where compiled plugins are cached between starts.
     #[arg(long)]
     pub plugin_cache_dir: Option<PathBuf>,

@@ -48,11 +48,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         client.clone(),
         CacheFilters::from_manifests(plugins.iter().map(LoadedPlugin::manifest)),
     );
-    let applier = Arc::new(Applier::new(
-        client.clone(),
-        caches.clone(),
-        std::env::var("POD_NAME").ok(),
-    ));
+    let applier = Arc::new(
+        Applier::new(
+            client.clone(),
+            caches.clone(),
+            std::env::var("POD_NAME").ok(),
+        )
+        .adopting(args.adopt_field_managers.clone()),
+    );
 
     // Every listener is bound before anything serves: an address in use stops the process
     // here, with its server named, as controller-runtime does.

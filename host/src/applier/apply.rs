@@ -91,19 +91,51 @@ impl Applier {
         {
             return Ok(());
         }
+        let applied = self
+            .server_side_apply(&api, &gvk, &name, &manager, &object)
+            .await?;
+        let legacy = applied
+            .metadata
+            .managed_fields
+            .as_deref()
+            .and_then(|entries| super::adopt::taken_over(entries, &self.legacy_managers, &manager));
+        if let Some(entries) = legacy {
+            // Once per object: the legacy manager's fields become ours, and the next apply
+            // removes those we do not declare.
+            tracing::info!(plugin, kind = %gvk, name, "taking over the fields of a legacy field manager");
+            self.wrote();
+            super::adopt::replace_managed_fields(&api, &applied, &entries)
+                .await
+                .map_err(|source| ApplyError::Kube {
+                    what: format!("taking over the fields of {gvk} {name}"),
+                    source,
+                })?;
+            self.server_side_apply(&api, &gvk, &name, &manager, &object)
+                .await?;
+        }
+        self.remember(key, digest);
+        Ok(())
+    }
+
+    async fn server_side_apply(
+        &self,
+        api: &Api<DynamicObject>,
+        gvk: &Gvk,
+        name: &str,
+        manager: &str,
+        object: &Value,
+    ) -> Result<DynamicObject, ApplyError> {
         self.wrote();
         api.patch(
-            &name,
-            &PatchParams::apply(&manager).force(),
-            &Patch::Apply(&object),
+            name,
+            &PatchParams::apply(manager).force(),
+            &Patch::Apply(object),
         )
         .await
         .map_err(|source| ApplyError::Kube {
             what: format!("applying {gvk} {name}"),
             source,
-        })?;
-        self.remember(key, digest);
-        Ok(())
+        })
     }
 
     /// Whether the cluster holds `desired` now: from the kind's cache, or, for an object a

@@ -50,6 +50,7 @@ impl Applier {
             m.manager
                 .as_deref()
                 .is_some_and(|m| m == fm || m.starts_with(&format!("{fm}/")))
+                || super::adopt::is_legacy(m, &self.legacy_managers)
         });
         if !owned && !ours {
             tracing::info!(kind = %key.gvk, name = key.name, "not deleting an object this controller does not manage");

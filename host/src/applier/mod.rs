@@ -6,6 +6,7 @@
 //! against the plugin's write capabilities when the plugin returned it (`plugin::LoadedPlugin`),
 //! and kinds are resolved through the caches' memo, so a no-op reconcile sends no request.
 
+mod adopt;
 mod apply;
 mod delete;
 mod events;
@@ -57,6 +58,9 @@ pub struct Applier {
     /// even when the cache still "contains" it, so fields a plugin stops declaring are removed.
     last_applied: Mutex<HashMap<AppliedKey, u64>>,
     writes: AtomicU64,
+    /// Field managers of a controller this one replaces (the Go controller's `manager`): their
+    /// fields are taken over on first apply, their objects count as ours for deletes.
+    legacy_managers: Vec<String>,
 }
 
 impl Applier {
@@ -71,7 +75,14 @@ impl Applier {
             caches,
             last_applied: Mutex::new(HashMap::new()),
             writes: AtomicU64::new(0),
+            legacy_managers: Vec::new(),
         }
+    }
+
+    /// Takes over the objects of these field managers (see `adopt.rs`); none by default.
+    pub fn adopting(mut self, managers: impl IntoIterator<Item = String>) -> Self {
+        self.legacy_managers = managers.into_iter().filter(|m| !m.is_empty()).collect();
+        self
     }
 
     /// Write requests sent so far (applies, deletes, status and finalizer patches, Events).

@@ -86,7 +86,8 @@ pub async fn start_controllers(
     let filters = CacheFilters::from_manifests(plugins.iter().map(LoadedPlugin::manifest));
     let slots: Vec<PluginSlot> = plugins.into_iter().map(PluginSlot::new).collect();
     let caches = Caches::new(client.clone(), filters);
-    let applier = Arc::new(Applier::new(client, caches.clone(), None));
+    // As `run` starts it by default: the Go controller's `manager` is taken over.
+    let applier = Arc::new(Applier::new(client, caches.clone(), None).adopting(["manager".into()]));
     let ctx = ControllerContext::new(caches, applier, workers);
     let tasks = controller::start(ctx.clone(), &slots, shutdown).await?;
     Ok(StartedControllers { ctx, slots, tasks })
