@@ -459,6 +459,83 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     })
     .await?;
 
+    // D2 / D5: the DataScienceCluster lookup fails (a second DSC: "only one
+    // DataScienceCluster is allowed") while an MR-linked InferenceService is deleted. The ODH
+    // finalizer goes anyway, as upstream's does; the MR finalizer stays while the lookup fails;
+    // once it recovers, the object (now held only by the MR finalizer) is still reconciled and
+    // goes away without manual help.
+    let mut v = isvc("stuck-inference-service");
+    v["metadata"]["labels"] = json!({
+        "modelregistry.opendatahub.io/registered-model-id": "1",
+        "modelregistry.opendatahub.io/model-version-id": "2",
+    });
+    v["metadata"]["annotations"] =
+        json!({"modelregistry.opendatahub.io/url": format!("http://127.0.0.1:{mr_port}")});
+    create(&isvcs, v).await?;
+    let stuck_id = eventually(
+        "the second MR-linked ISVC carries both finalizers",
+        Timing::default(),
+        || async {
+            let o = isvcs.get("stuck-inference-service").await?;
+            // D20: in upstream's order, the ODH finalizer first.
+            let f = o.finalizers();
+            anyhow::ensure!(
+                f == [
+                    "odh.inferenceservice.finalizers",
+                    "modelregistry.opendatahub.io/finalizer"
+                ],
+                "{f:?}"
+            );
+            o.labels()
+                .get("modelregistry.opendatahub.io/inference-service-id")
+                .cloned()
+                .ok_or_else(|| anyhow::anyhow!("no MR id yet"))
+        },
+    )
+    .await?;
+    let second_dsc = format!("dsc-second-{ns}");
+    dscs.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "apiVersion": "datasciencecluster.opendatahub.io/v1", "kind": "DataScienceCluster",
+            "metadata": {"name": second_dsc},
+            "spec": {"components": {"modelregistry": {"registriesNamespace": ns}}},
+        }))?,
+    )
+    .await?;
+    isvcs
+        .delete("stuck-inference-service", &DeleteParams::default())
+        .await?;
+    eventually(
+        "D5: the ODH finalizer goes although the MR step fails",
+        Timing::default(),
+        || async {
+            let o = isvcs.get("stuck-inference-service").await?;
+            anyhow::ensure!(
+                o.finalizers() == ["modelregistry.opendatahub.io/finalizer"],
+                "{:?}",
+                o.finalizers()
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    dscs.delete(&second_dsc, &DeleteParams::default()).await?;
+    eventually(
+        "D2: once the DSC lookup recovers, the MR step finishes and the ISVC goes",
+        Timing::default(),
+        || async {
+            let state = registry.lock().unwrap().services[&stuck_id]["desiredState"].clone();
+            anyhow::ensure!(state == "UNDEPLOYED", "desiredState {state}");
+            anyhow::ensure!(
+                isvcs.get_opt("stuck-inference-service").await?.is_none(),
+                "still there"
+            );
+            Ok(())
+        },
+    )
+    .await?;
+
     vwcs.delete(&format!("isvc-e2e-{ns}"), &DeleteParams::default())
         .await?;
     mwcs.delete(&format!("isvc-e2e-{ns}"), &DeleteParams::default())

@@ -92,7 +92,7 @@ impl Applier {
             .patch_metadata(api, existing, json!({"ownerReferences": remaining}))
             .await
         {
-            Ok(()) => Ok(()),
+            Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
             Err(source) => Err(ApplyError::Kube {
                 what: format!("releasing {} {}", key.gvk, key.name),

@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use kube::Client;
 use kube::api::DynamicObject;
 use kube::runtime::events::{Recorder, Reporter};
+use kube::{Client, ResourceExt};
 
 use crate::cache::{Caches, ResolvedKind};
 use crate::gvk::Gvk;
@@ -103,6 +103,12 @@ impl Applier {
 
     /// Applies a whole outcome of plugin `plugin`, in the documented order: finalizer add,
     /// desired objects, deletions, primary metadata, status, events, finalizer remove.
+    ///
+    /// As upstream orders them: the finalizer is added before anything else is written (a
+    /// write that fails later cannot leave the object without it), and a finalizer the plugin
+    /// asks to remove is removed even when a write before it failed (the object goes; the
+    /// error is still returned and retried). Objects are independent: one failing write does
+    /// not hold back the others; it holds back only the status, which would describe them.
     pub async fn apply_outcome(
         &self,
         plugin: &str,
@@ -111,21 +117,30 @@ impl Applier {
         outcome: &Outcome,
     ) -> Result<(), ApplyError> {
         let fm = field_manager(plugin);
+        // The primary as it is now: each metadata patch answers with the next version, which
+        // the next compare-and-swap starts from.
+        let mut current = primary.object.cloned();
+        let seen: Vec<String> = current
+            .as_ref()
+            .map(|o| o.finalizers().to_vec())
+            .unwrap_or_default();
+        if outcome.finalizer == FinalizerAction::Add
+            && let Some(updated) = self
+                .add_finalizer(primary, current.as_ref(), finalizer)
+                .await?
+        {
+            current = Some(updated);
+        }
         // A metadata patch that sets the whole finalizer list carries the finalizer action
         // too: two patches of one resourceVersion would conflict.
+        let now = current.as_ref().map(|o| o.finalizers()).unwrap_or_default();
         let metadata = outcome
             .primary_metadata
             .as_ref()
-            .map(|m| primary::fold_finalizer(m, outcome.finalizer, finalizer));
+            .map(|m| primary::rebase_finalizers(m, &seen, now, outcome.finalizer, finalizer));
         let finalizer_in_metadata = metadata
             .as_ref()
             .is_some_and(|m| m.get("finalizers").is_some());
-        if !finalizer_in_metadata && outcome.finalizer == FinalizerAction::Add {
-            self.add_finalizer(primary, finalizer).await?;
-        }
-        // Objects are independent: one failing write does not hold back the others (a Route
-        // on a cluster without Routes must not stop the rest), but it does hold back the
-        // steps that assume them done.
         let mut failed = Vec::new();
         for d in &outcome.apply {
             if let Err(e) = self.apply_desired(plugin, &fm, Some(primary), d).await {
@@ -137,25 +152,36 @@ impl Applier {
                 failed.push(e);
             }
         }
-        if !failed.is_empty() {
-            for later in &failed[1..] {
-                tracing::error!(plugin, object = primary.name, "{later}");
+        if let (Some(patch), Some(obj)) = (&metadata, current.as_ref()) {
+            match self.patch_primary_metadata(primary, obj, patch).await {
+                Ok(Some(updated)) => current = Some(updated),
+                Ok(None) => {}
+                Err(e) => failed.push(e),
             }
-            return Err(failed.swap_remove(0));
         }
-        if let (Some(patch), Some(obj)) = (&metadata, primary.object) {
-            self.patch_primary_metadata(primary, obj, patch).await?;
-        }
-        if let (Some(status), Some(obj)) = (&outcome.status, primary.object) {
+        if let (Some(status), Some(obj), true) =
+            (&outcome.status, current.as_ref(), failed.is_empty())
+        {
             self.apply_status(plugin, &fm, primary, obj, status).await?;
         }
         for e in &outcome.events {
             self.event(primary, e).await;
         }
-        if !finalizer_in_metadata && outcome.finalizer == FinalizerAction::Remove {
-            self.remove_finalizer(primary, finalizer).await?;
+        if !finalizer_in_metadata
+            && outcome.finalizer == FinalizerAction::Remove
+            && let Err(e) = self
+                .remove_finalizer(primary, current.as_ref(), finalizer)
+                .await
+        {
+            failed.push(e);
         }
-        Ok(())
+        if failed.is_empty() {
+            return Ok(());
+        }
+        for later in &failed[1..] {
+            tracing::error!(plugin, object = primary.name, "{later}");
+        }
+        Err(failed.swap_remove(0))
     }
 
     /// Applies objects that belong to no primary (admission side effects) under plugin

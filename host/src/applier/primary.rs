@@ -11,39 +11,45 @@ use crate::gvk::Gvk;
 use crate::plugin::wire::FinalizerAction;
 
 impl Applier {
+    /// Adds `finalizer` to `obj` unless it is there or the object is being deleted; returns
+    /// the updated object when it wrote.
     pub(super) async fn add_finalizer(
         &self,
         primary: &Primary<'_>,
+        obj: Option<&DynamicObject>,
         finalizer: Option<&str>,
-    ) -> Result<(), ApplyError> {
-        if let (Some(f), Some(obj)) = (finalizer, primary.object)
-            && obj.metadata.deletion_timestamp.is_none()
-            && !obj.finalizers().iter().any(|x| x == f)
-        {
-            let mut list = obj.finalizers().to_vec();
-            list.push(f.to_string());
-            self.patch_finalizers(primary, obj, list).await?;
+    ) -> Result<Option<DynamicObject>, ApplyError> {
+        let (Some(f), Some(obj)) = (finalizer, obj) else {
+            return Ok(None);
+        };
+        if obj.metadata.deletion_timestamp.is_some() || obj.finalizers().iter().any(|x| x == f) {
+            return Ok(None);
         }
-        Ok(())
+        let mut list = obj.finalizers().to_vec();
+        list.push(f.to_string());
+        self.patch_finalizers(primary, obj, list).await.map(Some)
     }
 
+    /// Removes `finalizer` from `obj` if it is there.
     pub(super) async fn remove_finalizer(
         &self,
         primary: &Primary<'_>,
+        obj: Option<&DynamicObject>,
         finalizer: Option<&str>,
     ) -> Result<(), ApplyError> {
-        if let (Some(f), Some(obj)) = (finalizer, primary.object)
-            && obj.finalizers().iter().any(|x| x == f)
-        {
-            let list = obj
-                .finalizers()
-                .iter()
-                .filter(|x| *x != f)
-                .cloned()
-                .collect();
-            self.patch_finalizers(primary, obj, list).await?;
+        let (Some(f), Some(obj)) = (finalizer, obj) else {
+            return Ok(());
+        };
+        if !obj.finalizers().iter().any(|x| x == f) {
+            return Ok(());
         }
-        Ok(())
+        let list = obj
+            .finalizers()
+            .iter()
+            .filter(|x| *x != f)
+            .cloned()
+            .collect();
+        self.patch_finalizers(primary, obj, list).await.map(|_| ())
     }
 
     async fn patch_finalizers(
@@ -51,7 +57,7 @@ impl Applier {
         primary: &Primary<'_>,
         obj: &DynamicObject,
         list: Vec<String>,
-    ) -> Result<(), ApplyError> {
+    ) -> Result<DynamicObject, ApplyError> {
         self.patch_metadata(
             &primary_api(&self.client, primary),
             obj,
@@ -71,7 +77,7 @@ impl Applier {
         api: &Api<DynamicObject>,
         obj: &DynamicObject,
         mut metadata: Value,
-    ) -> Result<(), kube::Error> {
+    ) -> Result<DynamicObject, kube::Error> {
         metadata["resourceVersion"] = json!(obj.resource_version());
         self.wrote();
         api.patch(
@@ -80,15 +86,16 @@ impl Applier {
             &Patch::Merge(&json!({ "metadata": metadata })),
         )
         .await
-        .map(|_| ())
     }
 
+    /// Patches the primary's labels, annotations and finalizers; returns the updated object
+    /// when it wrote.
     pub(super) async fn patch_primary_metadata(
         &self,
         primary: &Primary<'_>,
         obj: &DynamicObject,
         patch: &Value,
-    ) -> Result<(), ApplyError> {
+    ) -> Result<Option<DynamicObject>, ApplyError> {
         let Some(fields) = patch.as_object() else {
             return Err(ApplyError::Invalid(
                 "primaryMetadata must be a JSON object".into(),
@@ -103,10 +110,11 @@ impl Applier {
             )));
         }
         if metadata_holds(obj, fields) {
-            return Ok(());
+            return Ok(None);
         }
         self.patch_metadata(&primary_api(&self.client, primary), obj, patch.clone())
             .await
+            .map(Some)
             .map_err(|source| ApplyError::Kube {
                 what: format!("updating the metadata of {}", primary.name),
                 source,
@@ -162,24 +170,40 @@ fn primary_api(client: &kube::Client, primary: &Primary<'_>) -> Api<DynamicObjec
     api_for(client, primary.kind, primary.namespace)
 }
 
-/// `patch` with the manifest finalizer added to or removed from its `finalizers` list, if it
-/// has one.
-pub(super) fn fold_finalizer(
+/// `patch` with its `finalizers` list (if it has one) rebased from `seen`, the list the
+/// plugin saw, onto `now`, the primary's list at this point (after the host added the manifest
+/// finalizer, say): the plugin's removals and additions, in its order, and the manifest
+/// finalizer's `action`. Upstream adds finalizers one by one, so each lands after those before.
+pub(super) fn rebase_finalizers(
     patch: &Value,
+    seen: &[String],
+    now: &[String],
     action: FinalizerAction,
     finalizer: Option<&str>,
 ) -> Value {
     let mut patch = patch.clone();
-    if let (Some(list), Some(f)) = (
-        patch.get_mut("finalizers").and_then(Value::as_array_mut),
-        finalizer,
-    ) {
+    let Some(list) = patch.get_mut("finalizers").and_then(Value::as_array_mut) else {
+        return patch;
+    };
+    let wanted: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
+    let mut rebased: Vec<String> = now
+        .iter()
+        .filter(|f| wanted.contains(&f.as_str()) || !seen.contains(f))
+        .cloned()
+        .collect();
+    for f in wanted {
+        if !seen.iter().any(|s| s == f) && !rebased.iter().any(|r| r == f) {
+            rebased.push(f.to_string());
+        }
+    }
+    if let Some(f) = finalizer {
         match action {
-            FinalizerAction::Add if !list.iter().any(|x| x == f) => list.push(json!(f)),
-            FinalizerAction::Remove => list.retain(|x| x != f),
+            FinalizerAction::Add if !rebased.iter().any(|x| x == f) => rebased.push(f.to_string()),
+            FinalizerAction::Remove => rebased.retain(|x| x != f),
             _ => {}
         }
     }
+    *list = rebased.into_iter().map(Value::from).collect();
     patch
 }
 
@@ -201,4 +225,60 @@ fn metadata_holds(obj: &DynamicObject, fields: &serde_json::Map<String, Value>) 
         "finalizers" => serde_json::to_value(obj.finalizers()).ok().as_ref() == Some(want),
         _ => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ODH: &str = "odh.inferenceservice.finalizers";
+    const MR: &str = "modelregistry.opendatahub.io/finalizer";
+
+    fn list(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn rebased(wanted: &[&str], seen: &[&str], now: &[&str], action: FinalizerAction) -> Value {
+        let patch = json!({"finalizers": wanted, "labels": {"a": "b"}});
+        let out = rebase_finalizers(&patch, &list(seen), &list(now), action, Some(ODH));
+        assert_eq!(out["labels"], json!({"a": "b"}));
+        out["finalizers"].clone()
+    }
+
+    #[test]
+    fn d20_a_fresh_object_gets_the_manifest_finalizer_before_the_plugins() {
+        // The host added ODH first; the plugin, which saw none, asks for MR.
+        let out = rebased(&[MR], &[], &[ODH], FinalizerAction::Add);
+        assert_eq!(out, json!([ODH, MR]));
+    }
+
+    #[test]
+    fn the_plugins_removal_and_the_manifest_removal_both_hold() {
+        let out = rebased(
+            &["z.example/last", ODH],
+            &[ODH, MR, "z.example/last"],
+            &[ODH, MR, "z.example/last"],
+            FinalizerAction::Remove,
+        );
+        assert_eq!(out, json!(["z.example/last"]));
+    }
+
+    #[test]
+    fn finalizers_others_added_since_the_plugin_looked_are_kept() {
+        let out = rebased(&[MR], &[], &["other.example/x"], FinalizerAction::Keep);
+        assert_eq!(out, json!(["other.example/x", MR]));
+    }
+
+    #[test]
+    fn a_patch_without_finalizers_is_left_alone() {
+        let patch = json!({"labels": {"a": null}});
+        let out = rebase_finalizers(
+            &patch,
+            &[],
+            &list(&[ODH]),
+            FinalizerAction::Remove,
+            Some(ODH),
+        );
+        assert_eq!(out, patch);
+    }
 }

@@ -340,18 +340,13 @@ impl ControllerLoop {
     /// Reconciles one key; `None` when there was nothing to do (filtered out).
     async fn reconcile(&self, key: &RequestKey) -> Option<ReconcileResult> {
         let object = self.primary.get(key.namespace.as_deref(), &key.name);
-        if let Some(obj) = &object {
-            if !self.selector.matches(obj.labels()) {
-                return None;
-            }
-            let ours = self
-                .spec
-                .finalizer
-                .as_ref()
-                .is_some_and(|f| obj.finalizers().iter().any(|x| x == f));
-            if obj.metadata.deletion_timestamp.is_some() && !ours {
-                return None; // being deleted and nothing of ours holds it: nothing left to do
-            }
+        // A deleting object is handed to the plugin whatever finalizers it carries, as
+        // controller-runtime hands it to a reconciler: a plugin may hold it by another
+        // finalizer (the Model Registry's) that only it can let go of.
+        if let Some(obj) = &object
+            && !self.selector.matches(obj.labels())
+        {
+            return None;
         }
         let json = match object.as_deref().map(serde_json::to_string).transpose() {
             Ok(j) => j,

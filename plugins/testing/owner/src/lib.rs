@@ -2,7 +2,9 @@
 //! `odh-test/primary=true` gets a `<name>-owned` ConfigMap (controller owner reference) mirroring
 //! its `data.value`, and a finalizer that deletes the owned ConfigMap before the primary goes.
 //! A primary with `data.shared: <name>` also co-owns ConfigMap `<name>` (a plain owner
-//! reference, as objects shared by several primaries need).
+//! reference, as objects shared by several primaries need). A primary with
+//! `data.tombstone: <name>` writes an unowned ConfigMap `<name>` recording its deletion during
+//! its cleanup (a cleanup write that can be made to fail with a name the apiserver refuses).
 
 use odh_plugin_sdk::{
     Controller, Ctx, Error, Manifest, NoSettings, Object, Outcome, Plan, Plugin, ReconcileRequest,
@@ -53,6 +55,11 @@ pub fn decide(primary: &Object) -> Outcome {
             &owned_name(primary),
         );
         plan.delete(key);
+        if let Some(tombstone) = primary.str_at(&["data", "tombstone"]) {
+            let record = Object::new(&core_gvk("ConfigMap"), primary.namespace(), tombstone)
+                .with("data", json!({ "deleted": primary.name() }));
+            plan.apply_unowned(record);
+        }
         plan.remove_finalizer();
         plan.event_normal("Finalized", "deleted the owned ConfigMap");
         return plan.into_outcome();
@@ -118,6 +125,16 @@ mod tests {
         assert_eq!(out.apply[0].ownership, Ownership::Owner);
         assert_eq!(out.apply[1].ownership, Ownership::Controller);
         out.assert_declared(&Owner::manifest());
+    }
+
+    #[test]
+    fn a_deleted_primary_with_a_tombstone_writes_it_unowned() {
+        let mut primary = primary(true);
+        primary.set(&["data", "tombstone"], "gone");
+        let out = decide(&primary);
+        assert_eq!(out.applied_kinds(), ["ConfigMap/gone"]);
+        assert_eq!(out.apply[0].ownership, Ownership::None);
+        assert_eq!(out.finalizer, FinalizerAction::Remove);
     }
 
     #[test]
