@@ -258,15 +258,15 @@ impl Readiness {
         self
     }
 
-    /// Why the process is not ready, if it is not.
+    /// Why the process is not ready, if it is not. A named check (a missing certificate) is
+    /// reported before the general flag: it is what an operator can act on.
     pub fn failure(&self) -> Option<&'static str> {
-        if !*self.flag.borrow() {
-            return Some("not ready");
-        }
-        self.checks
+        let check = self
+            .checks
             .iter()
             .find(|(_, check)| !check())
-            .map(|(name, _)| *name)
+            .map(|(name, _)| *name);
+        check.or_else(|| (!*self.flag.borrow()).then_some("not ready"))
     }
 }
 

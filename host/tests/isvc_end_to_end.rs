@@ -217,6 +217,10 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
             "datascienceclusters",
         ),
     );
+    // This test is the only user of DataScienceClusters in the shared apiserver: one left by
+    // an earlier run that failed half-way would make every lookup fail.
+    dscs.delete_collection(&DeleteParams::default(), &Default::default())
+        .await?;
     let dsc_name = format!("dsc-{ns}");
     dscs.create(
         &PostParams::default(),
@@ -318,6 +322,20 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     )
     .await?;
     assert_eq!(denial.code, 422);
+    // D12: upstream's `Invalid` status, with the offending field as a cause.
+    assert_eq!(denial.reason, "Invalid");
+    let details = denial.details.as_ref().expect("status.details");
+    assert_eq!(
+        (
+            details.kind.as_str(),
+            details.group.as_str(),
+            details.name.as_str()
+        ),
+        ("InferenceService", "serving.kserve.io", long.as_str())
+    );
+    assert_eq!(details.causes.len(), 1);
+    assert_eq!(details.causes[0].field, "metadata.name");
+    assert_eq!(details.causes[0].reason, "FieldValueInvalid");
     assert_eq!(
         denial.message,
         format!(
@@ -365,6 +383,35 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     );
     let sa = t.api::<ServiceAccount>().get("s3-secret-sa").await?;
     assert_eq!(sa.secrets.unwrap()[0].name.as_deref(), Some("s3-secret"));
+
+    // D7: a `<secret>-sa` the user made before keeps exactly its own fields (created if
+    // absent, AlreadyExists is success, as upstream).
+    let user_secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "user-s3", "annotations": {"opendatahub.io/connection-type-protocol": "s3"}},
+        "stringData": {"AWS_ACCESS_KEY_ID": "k"},
+    }))?;
+    t.api::<Secret>()
+        .create(&PostParams::default(), &user_secret)
+        .await?;
+    let own: ServiceAccount = serde_json::from_value(json!({
+        "metadata": {"name": "user-s3-sa", "labels": {"team": "mine"}},
+        "secrets": [{"name": "something-else"}],
+    }))?;
+    let own = t
+        .api::<ServiceAccount>()
+        .create(&PostParams::default(), &own)
+        .await?;
+    let mut v = isvc("with-user-sa");
+    v["metadata"]["annotations"] = json!({"opendatahub.io/connections": "user-s3"});
+    let created = create(&isvcs, v).await?;
+    assert_eq!(
+        created.data["spec"]["predictor"]["serviceAccountName"],
+        "user-s3-sa"
+    );
+    let after = t.api::<ServiceAccount>().get("user-s3-sa").await?;
+    assert_eq!(after.resource_version(), own.resource_version());
+    assert_eq!(after.secrets, own.secrets);
+    assert_eq!(after.managed_fields().len(), own.managed_fields().len());
 
     // The controller runs the default plugin: finalizer and dashboard ConfigMap.
     eventually(
@@ -535,6 +582,108 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         },
     )
     .await?;
+
+    // D7: when the ServiceAccount cannot be created, the API server's own status is the
+    // answer, as upstream's (here an admission policy refuses that ServiceAccount).
+    let policies = Api::<DynamicObject>::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicy",
+            ),
+            "validatingadmissionpolicies",
+        ),
+    );
+    let bindings = Api::<DynamicObject>::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicyBinding",
+            ),
+            "validatingadmissionpolicybindings",
+        ),
+    );
+    let policy = format!("no-blocked-sa-{ns}");
+    policies
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": policy},
+                "spec": {
+                    "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "operations": ["CREATE"], "resources": ["serviceaccounts"]}]},
+                    "validations": [{"expression": "object.metadata.name != 'blocked-sa'",
+                                     "message": "no blocked-sa here", "reason": "Forbidden"}],
+                },
+            }))?,
+        )
+        .await?;
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": policy},
+                "spec": {
+                    "policyName": policy, "validationActions": ["Deny"],
+                    "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}},
+                },
+            }))?,
+        )
+        .await?;
+    let blocked: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "blocked", "annotations": {"opendatahub.io/connection-type-protocol": "s3"}},
+        "stringData": {"AWS_ACCESS_KEY_ID": "k"},
+    }))?;
+    t.api::<Secret>()
+        .create(&PostParams::default(), &blocked)
+        .await?;
+    let attempt = std::sync::atomic::AtomicU32::new(0);
+    let status = eventually(
+        "D7: the policy's refusal of the ServiceAccount is the answer",
+        Timing::default(),
+        || async {
+            let name = format!(
+                "blocked-{}",
+                attempt.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            );
+            let mut v = isvc(&name);
+            v["metadata"]["annotations"] = json!({"opendatahub.io/connections": "blocked"});
+            match create(&isvcs, v).await {
+                Err(kube::Error::Api(s)) => Ok(s),
+                Ok(_) => {
+                    // The policy is not active yet: undo and try again.
+                    isvcs.delete(&name, &DeleteParams::default()).await?;
+                    t.api::<ServiceAccount>()
+                        .delete("blocked-sa", &DeleteParams::default())
+                        .await?;
+                    anyhow::bail!("admitted (policy not active yet)")
+                }
+                Err(e) => Err(e.into()),
+            }
+        },
+    )
+    .await?;
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (403, "Forbidden"),
+        "{status:?}"
+    );
+    assert!(
+        status.message.starts_with(&format!(
+            "admission webhook \"{MUTATING}\" denied the request: serviceaccounts \"blocked-sa\" is forbidden"
+        )) && status.message.contains("no blocked-sa here")
+            && !status.message.contains("failed to create ServiceAccount"),
+        "{}",
+        status.message
+    );
+    bindings.delete(&policy, &DeleteParams::default()).await?;
+    policies.delete(&policy, &DeleteParams::default()).await?;
 
     vwcs.delete(&format!("isvc-e2e-{ns}"), &DeleteParams::default())
         .await?;

@@ -869,7 +869,8 @@ async fn validating_denial_carries_code_403_and_the_plugin_message() -> anyhow::
     assert_eq!(
         response,
         json!({"uid": "u-deny", "allowed": false,
-               "status": {"code": 403, "message": "hello: the key \"forbidden\" is not allowed"}})
+               "status": {"code": 403, "reason": "Forbidden",
+                          "message": "hello: the key \"forbidden\" is not allowed"}})
     );
     server.stop().await;
     Ok(())

@@ -15,6 +15,15 @@ use crate::plugin::wire::{Desired, Ownership};
 /// keyed under `<plugin>/status`.
 pub(super) type AppliedKey = (String, Gvk, Option<String>, String);
 
+/// One object a plugin asked for, resolved against the cluster.
+pub(super) struct Target {
+    pub gvk: Gvk,
+    pub kind: ResolvedKind,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub object: Value,
+}
+
 impl Applier {
     /// Applies `d` with field manager `fm`; `primary` (none for admission side effects) gives
     /// the default namespace and the owner.
@@ -25,41 +34,15 @@ impl Applier {
         primary: Option<&Primary<'_>>,
         d: &Desired,
     ) -> Result<(), ApplyError> {
-        let gvk = Gvk::of_object(&d.object).ok_or_else(|| {
-            ApplyError::Invalid(format!(
-                "plugin {plugin:?} returned an object without apiVersion/kind"
-            ))
-        })?;
-        let kind = self
-            .resolve(&gvk)
-            .await?
-            .ok_or_else(|| ApplyError::Invalid(format!("the cluster does not serve {gvk}")))?;
-        let mut object = d.object.clone();
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                ApplyError::Invalid(format!(
-                    "plugin {plugin:?} returned a {gvk} without metadata.name"
-                ))
-            })?
-            .to_string();
-        let namespace = if kind.namespaced {
-            let ns = object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .or_else(|| primary.and_then(|p| p.namespace).map(str::to_string))
-                .ok_or_else(|| {
-                    ApplyError::Invalid(format!(
-                        "plugin {plugin:?} returned {gvk} {name} without a namespace"
-                    ))
-                })?;
-            object["metadata"]["namespace"] = json!(ns);
-            Some(ns)
-        } else {
-            None
-        };
+        let Target {
+            gvk,
+            kind,
+            name,
+            namespace,
+            mut object,
+        } = self
+            .target(plugin, primary.and_then(|p| p.namespace), &d.object)
+            .await?;
         let mut manager = fm.to_string();
         if d.ownership != Ownership::None {
             let Some((owner_kind, owner)) = primary.and_then(|p| Some((p.kind, p.object?))) else {
@@ -135,6 +118,61 @@ impl Applier {
         .map_err(|source| ApplyError::Kube {
             what: format!("applying {gvk} {name}"),
             source,
+        })
+    }
+
+    /// Where `object` goes: its kind as the cluster serves it, its name and namespace
+    /// (`default_namespace` when a namespaced object names none, written into the object).
+    pub(super) async fn target(
+        &self,
+        plugin: &str,
+        default_namespace: Option<&str>,
+        object: &Value,
+    ) -> Result<Target, ApplyError> {
+        let gvk = Gvk::of_object(object).ok_or_else(|| {
+            ApplyError::Invalid(format!(
+                "plugin {plugin:?} returned an object without apiVersion/kind"
+            ))
+        })?;
+        let kind = self.resolve(&gvk).await?.ok_or_else(|| {
+            ApplyError::Invalid(format!(
+                "no matches for kind {:?} in version {:?}",
+                gvk.kind,
+                gvk.api_version()
+            ))
+        })?;
+        let mut object = object.clone();
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                ApplyError::Invalid(format!(
+                    "plugin {plugin:?} returned a {gvk} without metadata.name"
+                ))
+            })?
+            .to_string();
+        let namespace = if kind.namespaced {
+            let ns = object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .or(default_namespace)
+                .map(str::to_string)
+                .ok_or_else(|| {
+                    ApplyError::Invalid(format!(
+                        "plugin {plugin:?} returned {gvk} {name} without a namespace"
+                    ))
+                })?;
+            object["metadata"]["namespace"] = json!(ns);
+            Some(ns)
+        } else {
+            None
+        };
+        Ok(Target {
+            gvk,
+            kind,
+            name,
+            namespace,
+            object,
         })
     }
 

@@ -8,6 +8,7 @@
 
 mod adopt;
 mod apply;
+mod create;
 mod delete;
 mod events;
 mod primary;
@@ -23,7 +24,7 @@ use kube::{Client, ResourceExt};
 
 use crate::cache::{Caches, ResolvedKind};
 use crate::gvk::Gvk;
-use crate::plugin::wire::{Desired, FinalizerAction, Outcome, Ownership};
+use crate::plugin::wire::{Desired, FinalizerAction, Outcome};
 
 use apply::AppliedKey;
 pub use apply::contains;
@@ -183,20 +184,6 @@ impl Applier {
         }
         Err(failed.swap_remove(0))
     }
-
-    /// Applies objects that belong to no primary (admission side effects) under plugin
-    /// `plugin`'s field manager. Objects must name their namespace.
-    pub async fn apply_objects(&self, plugin: &str, objects: &[Desired]) -> Result<(), ApplyError> {
-        let fm = field_manager(plugin);
-        for d in objects {
-            let unowned = Desired {
-                object: d.object.clone(),
-                ownership: Ownership::None,
-            };
-            self.apply_desired(plugin, &fm, None, &unowned).await?;
-        }
-        Ok(())
-    }
 }
 
 impl crate::webhook::SideEffectSink for Applier {
@@ -205,10 +192,6 @@ impl crate::webhook::SideEffectSink for Applier {
         plugin: &'a str,
         objects: Vec<Desired>,
     ) -> crate::webhook::SideEffectFuture<'a> {
-        Box::pin(async move {
-            self.apply_objects(plugin, &objects)
-                .await
-                .map_err(anyhow::Error::new)
-        })
+        Box::pin(async move { self.create_absent(plugin, &objects).await })
     }
 }

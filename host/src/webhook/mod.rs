@@ -5,6 +5,7 @@
 //! certificate in `tls.crt`/`tls.key` of the cert dir, reloaded when the files change, and
 //! HTTP/1.1 only unless HTTP/2 is enabled, as upstream's controller-runtime server does.
 
+mod invalid;
 mod review;
 mod router;
 mod server;
@@ -20,6 +21,6 @@ pub use server::{
     crypto_provider, serve, serve_on, tls_server_config,
 };
 pub use serving_cert::{CERT_FILE, KEY_FILE, ReloadingCert};
-pub use side_effects::{NoSideEffects, SideEffectFuture, SideEffectSink};
+pub use side_effects::{NoSideEffects, SideEffectError, SideEffectFuture, SideEffectSink};
 pub use table::{WebhookRoute, WebhookTable, WebhookTableError, routable};
 pub use verdict::Verdict;

@@ -135,6 +135,13 @@ pub fn review_response(uid: &str, verdict: &Verdict) -> Value {
         if let Some(m) = &verdict.message {
             status.insert("message".into(), json!(m));
         }
+        let (reason, details) = verdict.status_reason();
+        if let Some(r) = reason {
+            status.insert("reason".into(), json!(r));
+        }
+        if let Some(d) = details {
+            status.insert("details".into(), d);
+        }
         response.insert("status".into(), Value::Object(status));
     }
     if !verdict.warnings.is_empty() {
@@ -261,7 +268,33 @@ mod tests {
         let denied = review_response("u", &Verdict::deny(403, "no"));
         assert_eq!(
             denied["response"],
-            json!({"uid": "u", "allowed": false, "status": {"code": 403, "message": "no"}})
+            json!({"uid": "u", "allowed": false,
+                   "status": {"code": 403, "message": "no", "reason": "Forbidden"}})
+        );
+        // D12: a 422 is `Invalid`, with the causes its message spells out; codes
+        // controller-runtime's `Errored` answers with carry no reason.
+        let invalid = review_response(
+            "u",
+            &Verdict::deny(
+                422,
+                r#"InferenceService.serving.kserve.io "m" is invalid: metadata.name: Invalid value: "m": too long"#,
+            ),
+        );
+        let status = &invalid["response"]["status"];
+        assert_eq!(status["reason"], "Invalid");
+        assert_eq!(status["details"]["kind"], "InferenceService");
+        assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
+        let errored = review_response("u", &Verdict::deny(500, "boom"));
+        assert!(errored["response"]["status"].get("reason").is_none());
+        let passed_on = review_response(
+            "u",
+            &Verdict::from_status(
+                &kube::core::Status::failure("sa \"x\" is forbidden", "Forbidden").with_code(403),
+            ),
+        );
+        assert_eq!(
+            passed_on["response"]["status"],
+            json!({"code": 403, "message": "sa \"x\" is forbidden", "reason": "Forbidden"})
         );
         let patch = json!([{"op": "add", "path": "/a", "value": 1}]);
         let mutated = review_response(

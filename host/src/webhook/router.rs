@@ -13,7 +13,7 @@ use axum::routing::post;
 use tracing::{debug, warn};
 
 use super::review::{parse_review, review_response};
-use super::side_effects::SideEffectSink;
+use super::side_effects::{SideEffectError, SideEffectSink};
 use super::table::{WebhookRoute, WebhookTable};
 use super::verdict::Verdict;
 use crate::dispatch;
@@ -129,18 +129,19 @@ async fn decide(state: &RouterState, route: &WebhookRoute, input: AdmissionInput
     };
     let side_effects = std::mem::take(&mut decision.side_effects);
     let verdict = Verdict::from_decision(route.kind, decision, original.as_ref());
-    if !verdict.allowed || dry_run || side_effects.is_empty() {
+    // Side effects come first whatever the verdict: upstream creates the `<secret>-sa`
+    // ServiceAccount before the HardwareProfile step that may still deny the request.
+    if dry_run || side_effects.is_empty() {
         return verdict;
     }
     match state.side_effects.apply(plugin.name(), side_effects).await {
         Ok(()) => verdict,
         Err(e) => {
-            let message = format!(
-                "plugin {:?} side effects could not be applied: {e:#}",
-                plugin.name()
-            );
-            warn!(plugin = plugin.name(), path = %route.path, uid, "{message}");
-            Verdict::deny(500, message)
+            warn!(plugin = plugin.name(), path = %route.path, uid, "admission side effect failed: {e}");
+            match e {
+                SideEffectError::Status(status) => Verdict::from_status(&status),
+                SideEffectError::Failed(message) => Verdict::deny(403, message),
+            }
         }
     }
 }

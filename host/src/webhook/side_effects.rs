@@ -6,11 +6,25 @@ use std::pin::Pin;
 use crate::plugin::wire::Desired;
 
 /// The future a [`SideEffectSink`] returns.
-pub type SideEffectFuture<'a> = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>>;
+pub type SideEffectFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<(), SideEffectError>> + Send + 'a>>;
 
-/// Applies the side effects of an allowed, non-dry-run admission decision before the response
-/// is sent, as the plugin named `plugin` (whose write capabilities were checked already). An
-/// error turns the response into a denial (code 500) naming the plugin.
+/// Why a side effect could not be made, in the two shapes controller-runtime answers errors
+/// with.
+#[derive(Debug, thiserror::Error)]
+pub enum SideEffectError {
+    /// The API server refused (RBAC, quota, a timeout): its status is the answer, unchanged.
+    #[error("{}", .0.message)]
+    Status(Box<kube::core::Status>),
+    /// Anything else (no such kind, no connection): a 403 denial with this message.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Creates the side effects of a non-dry-run admission decision that do not exist yet (an
+/// existing object of that name is left alone), before the response is sent, as the plugin
+/// named `plugin` (whose write capabilities were checked already). An error becomes the
+/// response.
 pub trait SideEffectSink: Send + Sync {
     fn apply<'a>(&'a self, plugin: &'a str, objects: Vec<Desired>) -> SideEffectFuture<'a>;
 }

@@ -12,6 +12,10 @@ pub struct Verdict {
     /// `status.code`; sent (with `message`) when there is a message or a denial.
     pub code: u16,
     pub message: Option<String>,
+    /// `status.reason`; sent with a denial (derived from the code when none is set).
+    pub reason: Option<String>,
+    /// `status.details`, as the API server's own error gave it.
+    pub details: Option<Value>,
     pub warnings: Vec<String>,
     /// An RFC 6902 patch (a JSON array); sent only when allowed and non-empty.
     pub patch: Option<Value>,
@@ -23,6 +27,8 @@ impl Verdict {
             allowed: true,
             code: 200,
             message: None,
+            reason: None,
+            details: None,
             warnings: Vec::new(),
             patch: None,
         }
@@ -33,6 +39,8 @@ impl Verdict {
             allowed: false,
             code,
             message: Some(message.into()),
+            reason: None,
+            details: None,
             warnings: Vec::new(),
             patch: None,
         }
@@ -56,11 +64,46 @@ impl Verdict {
             allowed: decision.allowed,
             code,
             message: decision.message,
+            reason: None,
+            details: None,
             warnings: decision.warnings,
             patch: match kind {
                 WebhookType::Mutating => patch_for(decision.patch, decision.mutated, original),
                 WebhookType::Validating => None,
             },
+        }
+    }
+
+    /// The API server's own error status, answered unchanged (controller-runtime answers an
+    /// error that wraps an API status with that status).
+    pub fn from_status(status: &kube::core::Status) -> Self {
+        Self {
+            reason: Some(status.reason.clone()).filter(|r| !r.is_empty()),
+            details: status
+                .details
+                .as_ref()
+                .and_then(|d| serde_json::to_value(d).ok()),
+            ..Self::deny(status.code, status.message.clone())
+        }
+    }
+
+    /// `status.reason` and `status.details` of the answer. A denial without its own reason
+    /// gets controller-runtime's: 403 is `Forbidden` (`admission.Denied`), 422 is `Invalid`
+    /// (apimachinery's `NewInvalid`, whose field errors the message spells out); other codes
+    /// (`admission.Errored`) carry none.
+    pub fn status_reason(&self) -> (Option<&str>, Option<Value>) {
+        if self.reason.is_some() || self.allowed {
+            return (self.reason.as_deref(), self.details.clone());
+        }
+        match self.code {
+            403 => (Some("Forbidden"), self.details.clone()),
+            422 => (
+                Some("Invalid"),
+                self.details
+                    .clone()
+                    .or_else(|| self.message.as_deref().and_then(super::invalid::details)),
+            ),
+            _ => (None, self.details.clone()),
         }
     }
 

@@ -115,7 +115,10 @@ pub fn mutate(
     for w in defaulted.warnings {
         odh_plugin_sdk::log::log(odh_plugin_sdk::log::Level::Warn, &w);
     }
-    let mut decision = AdmissionDecision::mutated(object);
+    let mut decision = match defaulted.denied {
+        Some(e) => AdmissionDecision::deny_with_code(e.message(), 403),
+        None => AdmissionDecision::mutated(object),
+    };
     for account in defaulted.side_effects {
         decision = decision.side_effect(account, Ownership::None);
     }

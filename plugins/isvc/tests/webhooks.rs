@@ -210,3 +210,29 @@ fn a_failed_read_is_a_403_denial_with_the_bare_message() {
         )
     );
 }
+
+#[test]
+fn d7_a_hardware_profile_denial_keeps_the_service_account_created_before_it() {
+    let cluster = cluster().with(connection_secret("s3-secret", "s3"));
+    let v = isvc("m")
+        .raw()
+        .annotation(CONNECTIONS, "s3-secret")
+        .annotation(HARDWARE_PROFILE_NAME, "missing-profile")
+        .build();
+    let request = mutation(Operation::Create, &v);
+    let d = Isvc::mutate(&request, &Ctx::new(&Settings::default(), &cluster)).unwrap();
+    assert!(!d.allowed);
+    assert_eq!(d.code, Some(403));
+    assert!(
+        d.message.as_deref().unwrap().contains("missing-profile"),
+        "{:?}",
+        d.message
+    );
+    assert_eq!(
+        d.side_effects.len(),
+        1,
+        "the ServiceAccount still comes first"
+    );
+    let sa = Object::parse(&d.side_effects[0].object).unwrap();
+    assert_eq!(sa.name(), "s3-secret-sa");
+}

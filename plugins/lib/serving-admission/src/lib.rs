@@ -70,6 +70,9 @@ pub struct Defaulted {
     pub side_effects: Vec<Value>,
     /// Warnings worth logging (HardwareProfile scheduling that could not be undone, ...).
     pub warnings: Vec<String>,
+    /// The HardwareProfile step's failure: the request is denied, yet the ServiceAccounts
+    /// stand (upstream creates them before that step).
+    pub denied: Option<Error>,
 }
 
 /// The InferenceService mutating webhook's defaulting: ConnectionsAPI, then HardwareProfile,
@@ -83,9 +86,18 @@ pub fn default_inference_service(
         return Ok(Defaulted::default());
     }
     let side_effects = connections::default_inference_service(isvc, admission, cluster)?;
-    let warnings = hardware_profile::default_inference_service(isvc, admission, cluster)?;
-    Ok(Defaulted {
-        side_effects,
-        warnings,
-    })
+    Ok(
+        match hardware_profile::default_inference_service(isvc, admission, cluster) {
+            Ok(warnings) => Defaulted {
+                side_effects,
+                warnings,
+                denied: None,
+            },
+            Err(e) => Defaulted {
+                side_effects,
+                warnings: Vec::new(),
+                denied: Some(e),
+            },
+        },
+    )
 }
