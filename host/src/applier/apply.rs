@@ -234,10 +234,10 @@ fn owner_reference(resource: &ApiResource, owner: &DynamicObject, ownership: Own
         "name": owner.name_any(),
         "uid": owner.uid().unwrap_or_default(),
     });
-    if ownership == Ownership::Controller {
-        r["controller"] = json!(true);
-        r["blockOwnerDeletion"] = json!(true);
-    }
+    // A plain owner (a shared object) also blocks its owner's foreground deletion, as
+    // upstream's `AsOwnerRef` (controller: false, blockOwnerDeletion: true).
+    r["controller"] = json!(ownership == Ownership::Controller);
+    r["blockOwnerDeletion"] = json!(true);
     r
 }
 
@@ -318,7 +318,7 @@ mod tests {
     }
 
     #[test]
-    fn controller_owner_references_block_deletion() {
+    fn owner_references_block_deletion() {
         let ar = ApiResource::from_gvk_with_plural(
             &kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap"),
             "configmaps",
@@ -330,10 +330,10 @@ mod tests {
             r,
             json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "u1", "controller": true, "blockOwnerDeletion": true})
         );
-        assert!(
-            owner_reference(&ar, &owner, Ownership::Owner)
-                .get("controller")
-                .is_none()
+        // Plain owners as upstream's `AsOwnerRef` writes them (review D11).
+        assert_eq!(
+            owner_reference(&ar, &owner, Ownership::Owner),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "u1", "controller": false, "blockOwnerDeletion": true})
         );
     }
 }

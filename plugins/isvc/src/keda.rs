@@ -75,11 +75,22 @@ pub fn desired(namespace: &str, keda_served: bool) -> Vec<Value> {
     objects
 }
 
-/// Whether the cluster serves TriggerAuthentications (KEDA installed).
-fn keda_served(namespace: &str, cluster: &dyn Cluster) -> bool {
-    cluster
-        .list(&gvk::trigger_authentication(), Some(namespace), None)
-        .is_ok()
+/// Whether the cluster serves TriggerAuthentications (KEDA installed). Only "kind not served"
+/// means no; any other failed list is an error, as upstream's.
+fn keda_served(namespace: &str, cluster: &dyn Cluster) -> Result<bool, Error> {
+    match cluster.list(&gvk::trigger_authentication(), Some(namespace), None) {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_no_match() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// A read where a kind the cluster does not serve holds nothing.
+fn unless_unserved<T: Default>(read: Result<T, Error>) -> Result<T, Error> {
+    match read {
+        Err(e) if e.is_no_match() => Ok(T::default()),
+        other => other,
+    }
 }
 
 /// The five objects as they exist now (absent or unserved kinds left out), read where the
@@ -87,36 +98,31 @@ fn keda_served(namespace: &str, cluster: &dyn Cluster) -> bool {
 /// ServiceAccount), the Role, RoleBinding and TriggerAuthentication by the KEDA label their
 /// watches select (an object outside a filtered cache would be read from the apiserver). The
 /// Secret is outside the Secret cache (not `opendatahub.io/managed`), so each read of it is a
-/// request: it is read only when another of the objects exists.
-fn existing(namespace: &str, cluster: &dyn Cluster) -> Vec<Object> {
+/// request: it is read only when another of the objects exists (see docs/divergences.md). A
+/// failed read is an error, not "absent": the removal retries.
+fn existing(namespace: &str, cluster: &dyn Cluster) -> Result<Vec<Object>, Error> {
     let selector = format!("{KEDA_LABEL}={KEDA_LABEL_VALUE}");
-    let by_name = |gvk: &Gvk| {
-        cluster
-            .get_object(gvk, Some(namespace), KEDA_NAME)
-            .ok()
-            .flatten()
+    let by_name = |gvk: &Gvk| unless_unserved(cluster.get_object(gvk, Some(namespace), KEDA_NAME));
+    let by_label = |gvk: &Gvk| -> Result<Option<Object>, Error> {
+        Ok(
+            unless_unserved(cluster.list_objects(gvk, Some(namespace), Some(&selector)))?
+                .into_iter()
+                .find(|o| o.name() == KEDA_NAME),
+        )
     };
-    let by_label = |gvk: &Gvk| {
-        cluster
-            .list_objects(gvk, Some(namespace), Some(&selector))
-            .ok()?
-            .into_iter()
-            .find(|o| o.name() == KEDA_NAME)
-    };
-    let mut found: Vec<Object> = kinds()
-        .iter()
-        .filter_map(|gvk| match gvk.kind.as_str() {
-            "Secret" => None,
-            "ServiceAccount" => by_name(gvk),
-            _ => by_label(gvk),
-        })
-        .collect();
-    if !found.is_empty()
-        && let Some(secret) = by_name(&gvk::secret())
-    {
-        found.push(secret);
+    let mut found = Vec::new();
+    for gvk in kinds() {
+        let object = match gvk.kind.as_str() {
+            "Secret" => continue,
+            "ServiceAccount" => by_name(&gvk)?,
+            _ => by_label(&gvk)?,
+        };
+        found.extend(object);
     }
-    found
+    if !found.is_empty() {
+        found.extend(by_name(&gvk::secret())?);
+    }
+    Ok(found)
 }
 
 /// Lets go of (or deletes, when nobody else needs them) the objects.
@@ -130,7 +136,7 @@ fn release_or_remove(
     let still_needed = isvcs
         .iter()
         .any(|other| other.name() != isvc.name() && uses_keda(other));
-    for object in existing(namespace, cluster) {
+    for object in existing(namespace, cluster)? {
         let key = object_key(&object.gvk(), Some(namespace), KEDA_NAME);
         if !still_needed {
             // The host deletes what it manages and only releases what others co-own.
@@ -145,7 +151,7 @@ fn release_or_remove(
 pub fn reconcile(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
     let namespace = isvc.namespace().unwrap_or_default();
     if uses_keda(isvc) {
-        for object in desired(namespace, keda_served(namespace, cluster)) {
+        for object in desired(namespace, keda_served(namespace, cluster)?) {
             plan.apply_shared(object);
         }
         Ok(())
@@ -160,8 +166,9 @@ pub fn delete(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(
 }
 
 /// Namespace cleanup (no active InferenceService left): the objects go.
-pub fn cleanup(namespace: &str, cluster: &dyn Cluster, plan: &mut Plan) {
-    for object in existing(namespace, cluster) {
+pub fn cleanup(namespace: &str, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
+    for object in existing(namespace, cluster)? {
         plan.delete(object_key(&object.gvk(), Some(namespace), KEDA_NAME));
     }
+    Ok(())
 }

@@ -93,6 +93,9 @@ impl Plugin for Isvc {
     }
 
     fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {
+        if let Some(bad) = undecodable(request) {
+            return Ok(bad);
+        }
         denial_on_error(webhooks::mutate(request, cx.cluster))
     }
 
@@ -100,11 +103,23 @@ impl Plugin for Isvc {
         request: &AdmissionRequest,
         cx: &Ctx<Settings>,
     ) -> Result<AdmissionDecision, Error> {
+        if let Some(bad) = undecodable(request) {
+            return Ok(bad);
+        }
         denial_on_error(webhooks::validate(request, cx.settings, cx.cluster))
     }
 }
 
 odh_plugin_sdk::plugin!(Isvc);
+
+/// A request whose objects do not decode is answered 400, as controller-runtime's decoder
+/// answers it (`admission.Errored(http.StatusBadRequest, …)`), before any rule runs.
+pub fn undecodable(request: &AdmissionRequest) -> Option<AdmissionDecision> {
+    let decoded = request.object().and_then(|_| request.old_object());
+    decoded
+        .err()
+        .map(|e| AdmissionDecision::deny_with_code(e.message(), 400))
+}
 
 /// Upstream's webhooks deny with 403 and the bare error text whatever went wrong (a failed
 /// read included), rather than failing the call.

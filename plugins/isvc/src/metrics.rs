@@ -21,8 +21,9 @@ pub fn desired_service(isvc: &Object, sr: &Object) -> Result<Option<Value>, Erro
     else {
         return Ok(None);
     };
-    // Go's `strconv.ParseInt(s, 10, 32)`, whose error text upstream returns as is.
-    let port = go::parse_int(port, 32)?;
+    // Go's `strconv.ParseInt(s, 10, 64)` (whose error text upstream returns as is), then
+    // `int32(…)`, which wraps a larger value (the API server then refuses the port).
+    let port = go::parse_int(port, 64)? as i32;
     let name = metrics_name(isvc);
     Ok(Some(json!({
         "apiVersion": "v1",
@@ -102,9 +103,18 @@ pub fn desired_dashboard(
     }))
 }
 
-/// A cluster without the kind (no monitoring CRDs) fails the read: nothing to remove.
-fn remove_if_present(gvk: &Gvk, isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) {
-    let _ = plan.delete_existing(cluster, gvk, isvc.namespace(), &metrics_name(isvc));
+/// A cluster without the kind (no monitoring CRDs) has nothing to remove; any other failed
+/// read is an error that retries, as upstream's.
+fn remove_if_present(
+    gvk: &Gvk,
+    isvc: &Object,
+    cluster: &dyn Cluster,
+    plan: &mut Plan,
+) -> Result<(), Error> {
+    match plan.delete_existing(cluster, gvk, isvc.namespace(), &metrics_name(isvc)) {
+        Err(e) if e.is_no_match() => Ok(()),
+        other => other,
+    }
 }
 
 pub fn reconcile_service(
@@ -119,10 +129,12 @@ pub fn reconcile_service(
         Ok(Some(sr)) => desired_service(isvc, sr)?,
     };
     match desired {
-        Some(service) => plan.apply_owned(service),
+        Some(service) => {
+            plan.apply_owned(service);
+            Ok(())
+        }
         None => remove_if_present(&gvk::service(), isvc, cluster, plan),
     }
-    Ok(())
 }
 
 pub fn reconcile_service_monitor(
@@ -137,10 +149,7 @@ pub fn reconcile_service_monitor(
             plan.apply_owned(desired_service_monitor(isvc, sr));
             Ok(())
         }
-        Ok(None) => {
-            remove_if_present(&gvk::service_monitor(), isvc, cluster, plan);
-            Ok(())
-        }
+        Ok(None) => remove_if_present(&gvk::service_monitor(), isvc, cluster, plan),
     }
 }
 

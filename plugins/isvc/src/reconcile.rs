@@ -65,7 +65,7 @@ fn serving_steps(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) {
 fn namespace_cleanup(namespace: &str, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
     let isvcs = cluster.list_objects(&gvk::inference_service(), Some(namespace), None)?;
     if isvcs.iter().all(Object::is_deleting) {
-        keda::cleanup(namespace, cluster, plan);
+        keda::cleanup(namespace, cluster, plan)?;
     }
     Ok(())
 }

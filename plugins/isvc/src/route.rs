@@ -127,7 +127,10 @@ pub fn desired(isvc: &Object, cluster: &dyn Cluster) -> Result<Option<Value>, Er
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let name = format!("{}-{predictor}-predictor", isvc.name());
-            match cluster.get(&gvk::service(), isvc.namespace(), &name)? {
+            let found = cluster
+                .get(&gvk::service(), isvc.namespace(), &name)
+                .map_err(|e| e.context(format_args!("canary service \"{name}\" not found")))?;
+            match found {
                 Some(_) => {}
                 None => {
                     return Err(Error::Transient(format!(
@@ -195,8 +198,12 @@ pub fn reconcile(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Resul
     match desired(isvc, cluster)? {
         Some(route) => plan.apply_owned(route),
         None => {
-            // A cluster without Routes (not OpenShift) fails the read: nothing to remove.
-            let _ = plan.delete_existing(cluster, &gvk::route(), isvc.namespace(), isvc.name());
+            // A cluster without Routes (not OpenShift) has nothing to remove; any other failed
+            // read is an error that retries, as upstream's.
+            match plan.delete_existing(cluster, &gvk::route(), isvc.namespace(), isvc.name()) {
+                Err(e) if e.is_no_match() => {}
+                other => other?,
+            }
         }
     }
     Ok(())

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use odh_plugin_sdk::testing::FakeCluster;
-use odh_plugin_sdk::{Ownership, Value, json};
+use odh_plugin_sdk::{Error, Ownership, Value, json};
 
 const KINDS: [&str; 5] = [
     "ServiceAccount",
@@ -16,10 +16,15 @@ const KINDS: [&str; 5] = [
 ];
 const NAME: &str = "inference-prometheus-auth";
 
-fn keda_crd_served() -> Value {
-    // An existing TriggerAuthentication elsewhere tells the fake cluster the kind is served.
-    json!({"apiVersion": "keda.sh/v1alpha1", "kind": "TriggerAuthentication",
-           "metadata": {"name": "other", "namespace": "elsewhere"}})
+/// What the host answers for a kind the cluster does not serve (the KEDA CRD missing). The
+/// fake cluster serves every kind unless told otherwise like this.
+fn keda_crd_missing(cluster: FakeCluster) -> FakeCluster {
+    cluster.fail(
+        odh_kinds::gvk::trigger_authentication(),
+        Error::Transient(
+            "no matches for kind \"TriggerAuthentication\" in version \"keda.sh/v1alpha1\"".into(),
+        ),
+    )
 }
 
 fn existing(kind: &str, owners: &[&str]) -> Value {
@@ -46,8 +51,7 @@ fn with_all(mut cluster: FakeCluster, owners: &[&str]) -> FakeCluster {
 
 #[test]
 fn c_14_a_keda_inference_service_co_owns_all_five_objects() {
-    let cluster = cluster().with(keda_crd_served());
-    let d = reconcile(&cluster, Some(&isvc("isvc1").keda().build()));
+    let d = reconcile(&cluster(), Some(&isvc("isvc1").keda().build()));
     for kind in KINDS {
         let ownership = d
             .applied(kind, NAME)
@@ -63,10 +67,7 @@ fn c_14_a_keda_inference_service_co_owns_all_five_objects() {
 
 #[test]
 fn c_14_object_shapes() {
-    let d = reconcile(
-        &cluster().with(keda_crd_served()),
-        Some(&isvc("isvc1").keda().build()),
-    );
+    let d = reconcile(&cluster(), Some(&isvc("isvc1").keda().build()));
     let secret = d.applied_object("Secret", NAME);
     assert_eq!(secret["type"], "kubernetes.io/service-account-token");
     assert_eq!(
@@ -114,35 +115,35 @@ fn c_15_a_deleted_co_owner_releases_the_objects_the_other_still_holds() {
 
 #[test]
 fn c_16_c_17_c_18_c_19_c_20_drifted_objects_are_applied_again_in_full() {
-    // Every reconcile of a KEDA InferenceService applies the whole desired shape, so a changed
-    // rule, label, subject or secretTargetRef is put back by server-side apply.
-    let mut drifted = with_all(cluster().with(keda_crd_served()), &["uid-isvc1"]);
+    // The plugin's part of putting drift back: whatever the five objects look like now, every
+    // reconcile of a KEDA InferenceService asks for all five in their whole desired shape
+    // (server-side apply then restores them: the integration test c_14_to_c_21 shows that).
+    let clean = reconcile(&cluster(), Some(&isvc("isvc1").keda().build()));
+    let mut drifted = with_all(cluster(), &["uid-isvc1"]);
     let mut role = existing("Role", &["uid-isvc1"]);
     role["rules"] = json!([{"apiGroups": [""], "resources": ["fake"], "verbs": ["get"]}]);
     drifted.insert(role);
+    let mut binding = existing("RoleBinding", &["uid-isvc1"]);
+    binding["subjects"] = json!([{"kind": "User", "name": "mallory"}]);
+    drifted.insert(binding);
+    let mut auth = existing("TriggerAuthentication", &["uid-isvc1"]);
+    auth["spec"] = json!({"secretTargetRef": []});
+    drifted.insert(auth);
+    let mut account = existing("ServiceAccount", &["uid-isvc1"]);
+    account["metadata"]["labels"] = json!({"odh-model-controller": "changed"});
+    drifted.insert(account);
     let d = reconcile(&drifted, Some(&isvc("isvc1").keda().build()));
+    for kind in KINDS {
+        assert_eq!(
+            d.applied_object(kind, NAME).into_value(),
+            clean.applied_object(kind, NAME).into_value(),
+            "{kind} is asked for in its desired shape"
+        );
+        assert!(!d.deleted(kind, NAME), "{kind}");
+    }
     assert_eq!(
-        d.applied_object("Role", NAME)["rules"][0]["resources"][0],
-        "pods"
-    );
-    assert_eq!(
-        d.applied_object("ServiceAccount", NAME)["metadata"]["labels"]["odh-model-controller"],
-        "keda-reconciler"
-    );
-    assert_eq!(
-        d.applied_object("RoleBinding", NAME)["subjects"][0]["kind"],
-        "ServiceAccount"
-    );
-    assert_eq!(
-        d.applied_object("Secret", NAME)["metadata"]["labels"]["odh-model-controller"],
-        "keda-reconciler"
-    );
-    assert_eq!(
-        d.applied_object("TriggerAuthentication", NAME)["spec"]["secretTargetRef"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
+        d.applied_object("Role", NAME)["rules"][0]["resources"],
+        json!(["pods"])
     );
 }
 
@@ -224,12 +225,55 @@ fn c_26_an_unowned_object_is_asked_away_when_nobody_uses_keda() {
 
 #[test]
 fn d_14_without_the_keda_crd_no_trigger_authentication_is_applied() {
-    let cluster = cluster().with(ovms_runtime()).fail(
-        odh_kinds::gvk::trigger_authentication(),
-        odh_plugin_sdk::Error::Transient("no matches for kind \"TriggerAuthentication\"".into()),
-    );
+    let cluster = keda_crd_missing(cluster().with(ovms_runtime()));
     let d = reconcile(&cluster, Some(&isvc("isvc1").keda().build()));
     assert!(d.applied("TriggerAuthentication", NAME).is_none());
     assert!(d.applied("ServiceAccount", NAME).is_some());
     assert_eq!(d.error_message(), None);
+}
+
+#[test]
+fn d_14_cleanup_without_the_keda_crd_removes_the_other_four() {
+    let mut plain = isvc("isvc1").keda().build();
+    plain["spec"]["predictor"]
+        .as_object_mut()
+        .unwrap()
+        .remove("autoScaling");
+    let mut cluster = cluster().with(ovms_runtime()).with(plain.clone());
+    for kind in &KINDS[..4] {
+        cluster.insert(existing(kind, &["uid-isvc1"]));
+    }
+    let d = reconcile(&keda_crd_missing(cluster), Some(&plain));
+    for kind in &KINDS[..4] {
+        assert!(d.deleted(kind, NAME), "{kind} deleted");
+    }
+    assert!(!d.deleted("TriggerAuthentication", NAME));
+    assert_eq!(d.error_message(), None);
+}
+
+#[test]
+fn d8_a_trigger_authentication_list_error_is_an_error_not_a_missing_crd() {
+    let cluster = cluster().with(ovms_runtime()).fail(
+        odh_kinds::gvk::trigger_authentication(),
+        Error::Transient("the server was unable to return a response in the time allotted".into()),
+    );
+    let d = reconcile(&cluster, Some(&isvc("isvc1").keda().build()));
+    let err = d.error_message().expect("an error that retries");
+    assert!(err.contains("unable to return a response"), "{err}");
+}
+
+#[test]
+fn d9_a_failed_read_on_the_removal_path_is_an_error_not_absent() {
+    let mut plain = isvc("isvc1").keda().build();
+    plain["spec"]["predictor"]
+        .as_object_mut()
+        .unwrap()
+        .remove("autoScaling");
+    let cluster = with_all(cluster().with(plain.clone()), &["uid-isvc1"]).fail(
+        odh_kinds::gvk::role(),
+        Error::Transient("roles.rbac.authorization.k8s.io is forbidden".into()),
+    );
+    let d = reconcile(&cluster, Some(&plain));
+    let err = d.error_message().expect("an error that retries");
+    assert!(err.contains("is forbidden"), "{err}");
 }

@@ -219,3 +219,47 @@ fn u_d01_to_u_d06_dashboards_through_the_whole_reconcile() {
         json!({"supported": "false"})
     );
 }
+
+#[test]
+fn d19_a_port_beyond_32_bits_wraps_as_gos_int32_conversion_does() {
+    // 2^32 + 8080 parses as a 64-bit integer and wraps to 8080; 2^31 wraps negative (the API
+    // server then refuses the Service, as it refuses upstream's).
+    for (annotation, port) in [("4294975376", 8080), ("2147483648", i32::MIN as i64)] {
+        let sr = serving_runtime("kserve-ovms").spec_annotation("prometheus.io/port", annotation);
+        let d = reconcile(&cluster().with(sr), Some(&isvc("m").build()));
+        let svc = d.applied_object("Service", "m-metrics").into_value();
+        assert_eq!(svc["spec"]["ports"][0]["port"], json!(port), "{annotation}");
+        assert_eq!(svc["spec"]["ports"][0]["targetPort"], json!(port));
+    }
+    let sr = serving_runtime("kserve-ovms")
+        .spec_annotation("prometheus.io/port", "99999999999999999999");
+    let d = reconcile(&cluster().with(sr), Some(&isvc("m").build()));
+    assert!(
+        d.error_message()
+            .unwrap()
+            .contains("strconv.ParseInt: parsing \"99999999999999999999\": value out of range")
+    );
+}
+
+#[test]
+fn d9_a_failed_read_before_a_removal_is_an_error_unless_the_kind_is_not_served() {
+    // A raw-container InferenceService wants no metrics objects, so both are looked up to be
+    // removed.
+    let forbidden = cluster().fail(
+        odh_kinds::gvk::service_monitor(),
+        odh_plugin_sdk::Error::Transient(
+            "servicemonitors.monitoring.coreos.com is forbidden".into(),
+        ),
+    );
+    let d = reconcile(&forbidden, Some(&isvc("raw").raw().build()));
+    let err = d.error_message().expect("an error that retries");
+    assert!(err.contains("is forbidden"), "{err}");
+    let unserved = cluster().fail(
+        odh_kinds::gvk::service_monitor(),
+        odh_plugin_sdk::Error::Transient(
+            "no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\"".into(),
+        ),
+    );
+    let d = reconcile(&unserved, Some(&isvc("raw").raw().build()));
+    assert_eq!(d.error_message(), None);
+}

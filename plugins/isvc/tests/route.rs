@@ -275,6 +275,44 @@ fn d_03_a_missing_canary_service_is_an_error() {
     );
 }
 
+/// A canary Service whose read fails (not "absent") keeps upstream's prefix (review D17).
+#[test]
+fn d17_a_failed_canary_service_read_is_prefixed_like_a_missing_one() {
+    use odh_plugin_sdk::cluster::Cluster;
+    struct CanaryReadFails(FakeCluster);
+    impl Cluster for CanaryReadFails {
+        fn get(
+            &self,
+            gvk: &odh_plugin_sdk::Gvk,
+            namespace: Option<&str>,
+            name: &str,
+        ) -> Result<Option<odh_plugin_sdk::Value>, odh_plugin_sdk::Error> {
+            if name == "m-v2-predictor" {
+                return Err(odh_plugin_sdk::Error::Transient(
+                    "etcdserver: request timed out".into(),
+                ));
+            }
+            self.0.get(gvk, namespace, name)
+        }
+        fn list(
+            &self,
+            gvk: &odh_plugin_sdk::Gvk,
+            namespace: Option<&str>,
+            selector: Option<&str>,
+        ) -> Result<Vec<odh_plugin_sdk::Value>, odh_plugin_sdk::Error> {
+            self.0.list(gvk, namespace, selector)
+        }
+    }
+    let v = with_canaries(json!([{"trafficPercent": 10, "predictor": {"name": "v2"}}]));
+    let err = route::desired(&Object(v), &CanaryReadFails(canary_cluster())).unwrap_err();
+    assert_eq!(
+        err,
+        odh_plugin_sdk::Error::Transient(
+            "canary service \"m-v2-predictor\" not found: etcdserver: request timed out".into()
+        )
+    );
+}
+
 #[test]
 fn d_04_without_canaries_the_route_has_full_weight_and_no_alternates() {
     let r = route::desired(&Object(with_canaries(json!([]))), &canary_cluster())
@@ -337,4 +375,24 @@ fn c_08_a_route_named_like_an_unexposed_inference_service_is_asked_away() {
         .with(predictor_service("m"))
         .with(existing_route("m"));
     assert!(reconcile(&cluster, Some(&isvc("m").raw().build())).deleted("Route", "m"));
+}
+
+#[test]
+fn d9_a_failed_route_read_before_removal_is_an_error_unless_routes_are_not_served() {
+    let mut plan = odh_plugin_sdk::Plan::new();
+    let isvc = Object(isvc("test").build());
+    let failing = cluster().with(predictor_service("test")).fail(
+        odh_kinds::gvk::route(),
+        odh_plugin_sdk::Error::Transient("etcdserver: request timed out".into()),
+    );
+    let err = route::reconcile(&isvc, &failing, &mut plan).unwrap_err();
+    assert!(err.message().contains("timed out"), "{err:?}");
+    let openshift_less = cluster().with(predictor_service("test")).fail(
+        odh_kinds::gvk::route(),
+        odh_plugin_sdk::Error::Transient(
+            "no matches for kind \"Route\" in version \"route.openshift.io/v1\"".into(),
+        ),
+    );
+    route::reconcile(&isvc, &openshift_less, &mut plan).unwrap();
+    assert!(plan.outcome().delete.is_empty());
 }

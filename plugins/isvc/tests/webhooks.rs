@@ -236,3 +236,23 @@ fn d7_a_hardware_profile_denial_keeps_the_service_account_created_before_it() {
     let sa = Object::parse(&d.side_effects[0].object).unwrap();
     assert_eq!(sa.name(), "s3-secret-sa");
 }
+
+#[test]
+fn d21_an_object_that_does_not_decode_is_a_400_on_both_webhooks() {
+    for path in [webhooks::VALIDATING_PATH, webhooks::MUTATING_PATH] {
+        let mut r =
+            AdmissionRequest::for_object(path, Operation::Create, &Object(isvc("m").build()))
+                .with_namespace(NS);
+        r.object = Some("{\"metadata\": ".into());
+        let (settings, cluster) = (app_ns_settings(), cluster());
+        let cx = Ctx::new(&settings, &cluster);
+        let d = if path == webhooks::MUTATING_PATH {
+            Isvc::mutate(&r, &cx)
+        } else {
+            Isvc::validate(&r, &cx)
+        }
+        .unwrap();
+        assert!(!d.allowed, "{path}");
+        assert_eq!(d.code, Some(400), "{path}");
+    }
+}

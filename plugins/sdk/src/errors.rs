@@ -60,6 +60,13 @@ impl Error {
         }
     }
 
+    /// Whether this is a read of a kind the cluster does not serve (the host's
+    /// `no matches for kind "<Kind>" in version "<group/version>"`, apimachinery's NoKindMatch):
+    /// the CRD is not installed, so there is nothing of that kind to find or remove.
+    pub fn is_no_match(&self) -> bool {
+        self.message().contains("no matches for kind ")
+    }
+
     /// The same case with `context: ` put before the message.
     pub fn context(self, context: impl fmt::Display) -> Self {
         self.map_message(|m| format!("{context}: {m}"))

@@ -231,8 +231,8 @@ async fn a_shared_object_keeps_one_owner_reference_per_primary() -> anyhow::Resu
                 common
                     .owner_references()
                     .iter()
-                    .all(|r| r.controller.is_none()),
-                "plain owners only"
+                    .all(|r| r.controller == Some(false) && r.block_owner_deletion == Some(true)),
+                "plain blocking owners only"
             );
             Ok(())
         },

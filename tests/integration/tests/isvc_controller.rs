@@ -207,7 +207,7 @@ async fn c_01_c_10_c_11_d_16_owned_objects_follow_the_inference_service() -> any
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn c_02_c_03_c_13_auth_delegator_bindings() -> anyhow::Result<()> {
+async fn c_02_c_03_auth_delegator_bindings() -> anyhow::Result<()> {
     let t = setup("isvc-c02").await?;
     let crbs = Api::<ClusterRoleBinding>::all(t.client.clone());
     create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
@@ -223,7 +223,6 @@ async fn c_02_c_03_c_13_auth_delegator_bindings() -> anyhow::Result<()> {
             .build(),
     )
     .await?;
-    create(&isvcs(&t), fixtures::isvc("no-auth").build()).await?;
     let ns = &t.namespace;
     let default = eventually("C-02 default-SA binding", Timing::default(), || {
         exists(&crbs, &format!("{ns}-default-auth-delegator"))
@@ -242,6 +241,33 @@ async fn c_02_c_03_c_13_auth_delegator_bindings() -> anyhow::Result<()> {
     .await?;
     // C-02 (weak upstream): no Route without the exposed label.
     absent(&routes(&t), "default-sa").await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_13_an_inference_service_without_auth_has_no_binding_before_or_after_deletion()
+-> anyhow::Result<()> {
+    // A namespace of its own: no other InferenceService may ask for the default binding.
+    let t = setup("isvc-c13").await?;
+    let crbs = Api::<ClusterRoleBinding>::all(t.client.clone());
+    let binding = format!("{}-default-auth-delegator", t.namespace);
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
+    create(&isvcs(&t), fixtures::isvc("no-auth").build()).await?;
+    eventually("no-auth is reconciled", Timing::default(), || async {
+        let o = isvcs(&t).get("no-auth").await?;
+        anyhow::ensure!(!o.finalizers().is_empty(), "no finalizer yet");
+        Ok(())
+    })
+    .await?;
+    consistently("C-13: no binding while it lives", short(), || {
+        absent(&crbs, &binding)
+    })
+    .await?;
+    delete_isvc(&t, "no-auth").await?;
+    consistently("C-13: NotFound after deletion", short(), || {
+        absent(&crbs, &binding)
+    })
+    .await?;
     Ok(())
 }
 
@@ -480,11 +506,41 @@ async fn c_08_a_user_route_named_like_an_unexposed_inference_service_survives() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c_09_d_18_metrics_objects_appear_when_the_runtime_does() -> anyhow::Result<()> {
     let t = setup("isvc-c09").await?;
-    // The runtime comes after the InferenceService: the ServingRuntime watch (D-18) brings
-    // the reconcile that creates the metrics objects.
+    // The runtime declares no metrics port at first: the InferenceService reconciles
+    // successfully (nothing retries it) without a metrics Service. Only the ServingRuntime
+    // watch (D-18) can then bring the reconcile that creates the metrics objects.
+    let mut runtime = fixtures::ovms_runtime().build();
+    let annotations = runtime["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("annotations")
+        .expect("the fixture declares its metrics port");
+    create(&runtimes(&t), runtime).await?;
     create(&isvcs(&t), fixtures::isvc("example-onnx-mnist").build()).await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = t.api();
+    eventually("reconciled without metrics", Timing::default(), || async {
+        let dashboard = exists(&cms, "example-onnx-mnist-metrics-dashboard").await?;
+        anyhow::ensure!(
+            dashboard
+                .data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .map(String::as_str)
+                == Some("false"),
+            "{:?}",
+            dashboard.data
+        );
+        Ok(())
+    })
+    .await?;
+    absent(&t.api::<Service>(), "example-onnx-mnist-metrics").await?;
+    runtimes(&t)
+        .patch(
+            "kserve-ovms",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"annotations": annotations}})),
+        )
+        .await?;
     let svc = eventually(
         "C-09: the metrics Service exists",
         Timing::default(),
@@ -519,16 +575,37 @@ fn keda_apis(
     (t.api(), t.api(), t.api(), trigger_auths(t))
 }
 
-/// The owner UIDs of the four cached KEDA objects (the Secret is checked separately).
+/// The owner uids of the five KEDA objects; each reference must be upstream's plain owner
+/// reference (D11: `controller: false, blockOwnerDeletion: true`).
 async fn keda_owners(t: &TestContext) -> anyhow::Result<Vec<Vec<String>>> {
     let (sas, roles, rbs, tas) = keda_apis(t);
+    let shared = |object: &dyn ResourceExtRefs| -> anyhow::Result<Vec<String>> {
+        for r in object.refs() {
+            anyhow::ensure!(
+                r.controller == Some(false) && r.block_owner_deletion == Some(true),
+                "not a plain blocking owner reference: {r:?}"
+            );
+        }
+        Ok(object.refs().iter().map(|r| r.uid.clone()).collect())
+    };
     Ok(vec![
-        owner_uids(&exists(&sas, KEDA).await?),
-        owner_uids(&exists(&roles, KEDA).await?),
-        owner_uids(&exists(&rbs, KEDA).await?),
-        owner_uids(&exists(&tas, KEDA).await?),
-        owner_uids(&exists(&t.api::<k8s_openapi::api::core::v1::Secret>(), KEDA).await?),
+        shared(&exists(&sas, KEDA).await?)?,
+        shared(&exists(&roles, KEDA).await?)?,
+        shared(&exists(&rbs, KEDA).await?)?,
+        shared(&exists(&tas, KEDA).await?)?,
+        shared(&exists(&t.api::<k8s_openapi::api::core::v1::Secret>(), KEDA).await?)?,
     ])
+}
+
+/// Owner references of any object (object-safe, unlike `ResourceExt`).
+trait ResourceExtRefs {
+    fn refs(&self) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference];
+}
+
+impl<T: ResourceExt> ResourceExtRefs for T {
+    fn refs(&self) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference] {
+        self.owner_references()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -765,33 +842,164 @@ async fn c_23_c_25_c_26_foreign_owners_and_unowned_objects_are_respected() -> an
         },
     )
     .await?;
-    // C-23: objects co-owned by isvc1 (not using KEDA) and a foreign owner, while isvc2 uses
-    // KEDA: isvc1 lets go, the foreign owner stays.
+    // C-23: all five objects co-owned by isvc1 (not using KEDA) and a foreign owner, while
+    // isvc2 uses KEDA: isvc1 lets go of each, the foreign owner stays on each.
     sas.delete(KEDA, &DeleteParams::default()).await?;
     let refs = json!([
         {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "name": "isvc1", "uid": uid1},
         {"apiVersion": "v1", "kind": "Pod", "name": "other-owner", "uid": "other-owner-uid"},
     ]);
-    let role: Role = serde_json::from_value(json!({
-        "metadata": {"name": KEDA, "ownerReferences": refs, "labels": {"odh-model-controller": "keda-reconciler"}},
-        "rules": [],
-    }))?;
-    t.api::<Role>()
-        .create(&PostParams::default(), &role)
+    let metadata = json!({"name": KEDA, "ownerReferences": refs,
+                          "labels": {"odh-model-controller": "keda-reconciler"}});
+    let (sas, roles, rbs, tas) = keda_apis(&t);
+    let object = |extra: Value| {
+        let mut v = json!({"metadata": metadata});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v
+    };
+    sas.create(
+        &PostParams::default(),
+        &serde_json::from_value(object(json!({})))?,
+    )
+    .await?;
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(object(json!({"rules": []})))?,
+        )
+        .await?;
+    rbs.create(
+        &PostParams::default(),
+        &serde_json::from_value(object(json!({
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": KEDA},
+        })))?,
+    )
+    .await?;
+    tas.create(
+        &PostParams::default(),
+        &serde_json::from_value(object(json!({
+            "apiVersion": "keda.sh/v1alpha1", "kind": "TriggerAuthentication", "spec": {},
+        })))?,
+    )
+    .await?;
+    let mut secret = object(json!({"type": "kubernetes.io/service-account-token"}));
+    secret["metadata"]["annotations"] = json!({"kubernetes.io/service-account.name": KEDA});
+    t.api::<k8s_openapi::api::core::v1::Secret>()
+        .create(&PostParams::default(), &serde_json::from_value(secret)?)
         .await?;
     create(&isvcs(&t), fixtures::isvc("isvc2").keda().build()).await?;
     eventually(
-        "C-23: isvc1 lets go, the foreign owner stays",
+        "C-23: isvc1 lets go of all five, the foreign owner stays on each",
         Timing::default(),
         || async {
-            let owners = owner_uids(&exists(&t.api::<Role>(), KEDA).await?);
-            anyhow::ensure!(
-                !owners.contains(&uid1) && owners.contains(&"other-owner-uid".to_string()),
-                "{owners:?}"
-            );
+            let (sas, roles, rbs, tas) = keda_apis(&t);
+            let secrets = t.api::<k8s_openapi::api::core::v1::Secret>();
+            let all = [
+                ("ServiceAccount", owner_uids(&exists(&sas, KEDA).await?)),
+                ("Role", owner_uids(&exists(&roles, KEDA).await?)),
+                ("RoleBinding", owner_uids(&exists(&rbs, KEDA).await?)),
+                (
+                    "TriggerAuthentication",
+                    owner_uids(&exists(&tas, KEDA).await?),
+                ),
+                ("Secret", owner_uids(&exists(&secrets, KEDA).await?)),
+            ];
+            for (kind, owners) in all {
+                anyhow::ensure!(
+                    !owners.contains(&uid1) && owners.contains(&"other-owner-uid".to_string()),
+                    "{kind}: {owners:?}"
+                );
+            }
             Ok(())
         },
     )
+    .await?;
+    Ok(())
+}
+
+fn cluster_api(t: &TestContext, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+    Api::all_with(
+        t.client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d_16_a_failing_cleanup_delete_does_not_keep_the_finalizer() -> anyhow::Result<()> {
+    let t = setup("isvc-d16").await?;
+    let crbs = Api::<ClusterRoleBinding>::all(t.client.clone());
+    let binding = format!("{}-default-auth-delegator", t.namespace);
+    create(&runtimes(&t), fixtures::ovms_runtime().build()).await?;
+    create(&isvcs(&t), fixtures::isvc("only").with_auth(None).build()).await?;
+    eventually("the binding exists", Timing::default(), || {
+        exists(&crbs, &binding)
+    })
+    .await?;
+    // An admission policy refuses to delete this binding: the cleanup's Delete fails.
+    let policies = cluster_api(
+        &t,
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+    );
+    let bindings = cluster_api(
+        &t,
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+    );
+    let policy = format!("keep-{binding}");
+    policies
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": policy},
+                "spec": {
+                    "matchConstraints": {"resourceRules": [{"apiGroups": ["rbac.authorization.k8s.io"],
+                        "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["clusterrolebindings"]}]},
+                    "validations": [{"expression": format!("oldObject.metadata.name != '{binding}'"),
+                                     "message": "kept by the test"}],
+                },
+            }))?,
+        )
+        .await?;
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": policy},
+                "spec": {"policyName": policy, "validationActions": ["Deny"]},
+            }))?,
+        )
+        .await?;
+    let dry_run = DeleteParams {
+        dry_run: true,
+        ..DeleteParams::default()
+    };
+    eventually("the policy is active", Timing::default(), || async {
+        match crbs.delete(&binding, &dry_run).await {
+            Err(kube::Error::Api(s)) if s.message.contains("kept by the test") => Ok(()),
+            other => anyhow::bail!("not refused yet: {other:?}"),
+        }
+    })
+    .await?;
+
+    // D-16: the InferenceService goes although its cleanup Delete keeps failing.
+    delete_isvc(&t, "only").await?;
+    exists(&crbs, &binding).await?;
+
+    bindings.delete(&policy, &DeleteParams::default()).await?;
+    policies.delete(&policy, &DeleteParams::default()).await?;
+    eventually("the binding can be removed", Timing::default(), || async {
+        match crbs.delete(&binding, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+            Err(e) => anyhow::bail!("{e}"),
+        }
+    })
     .await?;
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! A slow host call fails that call, not the reconcile: a plugin whose reconcile asks an HTTP
-//! server that never answers still gets everything else it decided applied; the failed
+//! A slow host call fails that call, not the reconcile (review D1): a plugin whose reconcile
+//! asks an HTTP server that never answers still gets everything else it decided applied; the failed
 //! request is reported (a Warning Event on the primary) and the reconcile is retried.
 
 use std::net::TcpListener;
