@@ -1,0 +1,1 @@
+//! odh-model-controller plugin: the ServingRuntime controller (monitoring RoleBinding, Ray TLS CA and ray-tls Secrets) and the Pod controller (per-pod Ray TLS certificates) (spec core.md). Work in progress.
