@@ -1,1 +1,78 @@
-//! odh-model-controller plugin: the Pod mutating webhook (Ray TLS volumes and init container) (spec core.md). Work in progress.
+//! The Pod plugin (spec core.md §3.1, §2.7): the Pod mutating webhook `/mutate--v1-pod`,
+//! which prepares Pods that run Ray with TLS. Such a Pod gets the volumes `ray-tls`
+//! (emptyDir) and `ray-tls-secret` (the namespace's `ray-tls` Secret), a mount of `ray-tls`
+//! on its first `kserve-container`/`worker-container`, and the `ray-tls-generator` init
+//! container, which copies the CA and the Pod's own certificate into place.
+
+pub mod image;
+pub mod mutation;
+pub mod names;
+pub mod script;
+pub mod settings;
+
+use odh_kinds::gvk;
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::{
+    AdmissionDecision, AdmissionRequest, Ctx, Error, Manifest, Operation, Plugin, Webhook,
+};
+
+use settings::Settings;
+
+pub struct PodMutator;
+
+impl Plugin for PodMutator {
+    type Settings = Settings;
+
+    fn manifest() -> Manifest {
+        Manifest::new("pod-mutator", env!("CARGO_PKG_VERSION"))
+            .description("Pod mutating webhook: Ray TLS volumes, mount and the ray-tls-generator init container for Pods that run Ray with TLS")
+            .webhook(Webhook::mutating(
+                names::PATH,
+                gvk::pod(),
+                [Operation::Create],
+            ))
+            // The parameters ConfigMap in the controller's namespace.
+            .reads([gvk::config_map()])
+    }
+
+    fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {
+        Ok(mutate(request, cx.settings, cx.cluster))
+    }
+}
+
+odh_plugin_sdk::plugin!(PodMutator);
+
+/// The webhook's answer: unchanged unless the Pod is selected and runs Ray with TLS; then the
+/// mutated Pod, or upstream's denial when the image cannot be found.
+pub fn mutate(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> AdmissionDecision {
+    // controller-runtime answers an object it cannot decode into a Pod with a 400.
+    let pod = match request.object() {
+        Ok(Some(pod)) => pod,
+        Ok(None) => return AdmissionDecision::allow(),
+        Err(e) => return AdmissionDecision::deny_with_code(e.message(), 400),
+    };
+    if pod.kind() != "Pod" {
+        return AdmissionDecision::deny_with_code(
+            format!(
+                "expected an Pod object but got {}, Kind={}",
+                pod.api_version(),
+                pod.kind()
+            ),
+            400,
+        );
+    }
+    if !mutation::selected(&pod) || !mutation::needs_ray_tls_generator(&pod) {
+        return AdmissionDecision::allow();
+    }
+    let image = match image::ray_tls_generator_image(settings.pod_namespace.as_deref(), cluster) {
+        Ok(image) => image,
+        Err(missing) => return missing.denial(),
+    };
+    let mut pod = pod.into_value();
+    mutation::add_ray_tls(&mut pod, &image);
+    AdmissionDecision::mutated(pod)
+}

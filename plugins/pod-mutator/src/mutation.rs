@@ -1,0 +1,117 @@
+//! The Pod mutation (spec §3.1): which Pods run Ray with TLS, and what they get.
+
+use odh_kinds::{Pod, label};
+use odh_plugin_sdk::{Object, Value, json};
+
+use crate::names::{
+    CONTROL_PLANE_LABEL, INIT_CONTAINER, RAY_CONTAINERS, RAY_USE_TLS, SECRET_MOUNT_PATH,
+    TLS_MOUNT_PATH, TLS_SECRET, TLS_SECRET_VOLUME, TLS_VOLUME,
+};
+use crate::script::RAY_TLS_GENERATOR_SCRIPT;
+
+/// Whether the webhook's object selector admits the Pod: the label
+/// `serving.kserve.io/inferenceservice` exists (any value) and `control-plane` does not.
+///
+/// Upstream puts this in the webhook configuration only; the plugin manifest cannot carry an
+/// object selector, so the plugin applies it too and a configuration without it (such as the
+/// dev registration) still leaves other Pods alone.
+pub fn selected(pod: &Object) -> bool {
+    let labels = pod.at(&["metadata", "labels"]);
+    let has = |key: &str| labels.and_then(|l| l.get(key)).is_some();
+    has(label::INFERENCE_SERVICE_NAME) && !has(CONTROL_PLANE_LABEL)
+}
+
+fn named(container: &Value) -> Option<&str> {
+    container.get("name").and_then(Value::as_str)
+}
+
+fn is_ray_container(container: &Value) -> bool {
+    named(container).is_some_and(|n| RAY_CONTAINERS.contains(&n))
+}
+
+/// Whether a container sets `RAY_USE_TLS` to anything but the literal `0`: an empty value
+/// and one taken from `valueFrom` count as on, as in upstream (`envVar.Value != "0"`).
+fn uses_ray_tls(container: &Value) -> bool {
+    container
+        .get("env")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|env| {
+            env.get("name").and_then(Value::as_str) == Some(RAY_USE_TLS)
+                && env.get("value").and_then(Value::as_str).unwrap_or("") != "0"
+        })
+}
+
+/// Upstream's `needToAddRayTLSGenerator`: no `ray-tls-generator` init container yet, and a
+/// `kserve-container` or `worker-container` (main containers only) uses Ray TLS.
+pub fn needs_ray_tls_generator(pod: &Object) -> bool {
+    let view = Pod::of(pod);
+    if view
+        .init_containers()
+        .iter()
+        .any(|c| named(c) == Some(INIT_CONTAINER))
+    {
+        return false;
+    }
+    view.containers()
+        .iter()
+        .any(|c| is_ray_container(c) && uses_ray_tls(c))
+}
+
+/// The `ray-tls-generator` init container running `image`.
+pub fn init_container(image: &str) -> Value {
+    json!({
+        "name": INIT_CONTAINER,
+        "image": image,
+        "command": ["sh", "-c", RAY_TLS_GENERATOR_SCRIPT],
+        "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+        "volumeMounts": [
+            {"name": TLS_VOLUME, "mountPath": TLS_MOUNT_PATH},
+            {"name": TLS_SECRET_VOLUME, "mountPath": SECRET_MOUNT_PATH},
+        ],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    })
+}
+
+/// Appends `item` to the array at `key` of `parent`, creating it when absent (or null).
+fn append(parent: &mut Value, key: &str, item: Value) {
+    let Some(map) = parent.as_object_mut() else {
+        return;
+    };
+    let slot = map.entry(key).or_insert_with(|| json!([]));
+    if !slot.is_array() {
+        *slot = json!([]);
+    }
+    if let Some(items) = slot.as_array_mut() {
+        items.push(item);
+    }
+}
+
+/// Adds what a Ray TLS Pod needs, as upstream does: the two volumes appended (no
+/// de-duplication, §6 item 7), the mount on the FIRST `kserve-container`/`worker-container`
+/// only, and the init container after any existing ones. A Pod without a `spec` object is left
+/// as it is ([`needs_ray_tls_generator`] is false for it).
+pub fn add_ray_tls(pod: &mut Value, image: &str) {
+    let Some(spec) = pod.get_mut("spec") else {
+        return;
+    };
+    append(spec, "volumes", json!({"name": TLS_VOLUME, "emptyDir": {}}));
+    append(
+        spec,
+        "volumes",
+        json!({"name": TLS_SECRET_VOLUME, "secret": {"secretName": TLS_SECRET}}),
+    );
+    if let Some(container) = spec
+        .get_mut("containers")
+        .and_then(Value::as_array_mut)
+        .and_then(|cs| cs.iter_mut().find(|c| is_ray_container(c)))
+    {
+        append(
+            container,
+            "volumeMounts",
+            json!({"name": TLS_VOLUME, "mountPath": TLS_MOUNT_PATH}),
+        );
+    }
+    append(spec, "initContainers", init_container(image));
+}
