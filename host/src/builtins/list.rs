@@ -30,22 +30,32 @@ pub struct Builtin {
     pub webhook_only_kinds: &'static [&'static str],
 }
 
-pub const BUILTINS: &[Builtin] = &[Builtin {
-    name: "isvc",
-    default: true,
-    settings: &[
-        ("/podNamespace", FromProcess::Env("POD_NAMESPACE")),
-        (
-            "/modelRegistry/enabled",
-            FromProcess::EnvIs("MODELREGISTRY_STATE", "managed"),
-        ),
-        (
-            "/modelRegistry/bearerToken",
-            FromProcess::TokenWhen("MODELREGISTRY_STATE", "managed"),
-        ),
-    ],
-    webhook_only_kinds: &[],
-}];
+pub const BUILTINS: &[Builtin] = &[
+    // Upstream registers the Pod webhook first. Like isvc's, it is not served in the
+    // webhook-only profile (xKS): upstream's list there is LLMInferenceService only.
+    Builtin {
+        name: "pod-mutator",
+        default: true,
+        settings: &[("/podNamespace", FromProcess::Env("POD_NAMESPACE"))],
+        webhook_only_kinds: &[],
+    },
+    Builtin {
+        name: "isvc",
+        default: true,
+        settings: &[
+            ("/podNamespace", FromProcess::Env("POD_NAMESPACE")),
+            (
+                "/modelRegistry/enabled",
+                FromProcess::EnvIs("MODELREGISTRY_STATE", "managed"),
+            ),
+            (
+                "/modelRegistry/bearerToken",
+                FromProcess::TokenWhen("MODELREGISTRY_STATE", "managed"),
+            ),
+        ],
+        webhook_only_kinds: &[],
+    },
+];
 
 /// The leader-election Lease of the deployment (upstream's election ID, so a replica of the
 /// Go controller and one of ours never lead at once during an upgrade).
