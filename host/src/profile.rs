@@ -87,8 +87,18 @@ pub fn webhook_kinds(table: &WebhookTable) -> Vec<String> {
             .position(|b| b.name == plugin)
             .unwrap_or(usize::MAX)
     };
+    // Within a plugin, the order its manifest declares its webhooks in.
+    let declared = |r: &WebhookRoute| {
+        r.plugin
+            .current()
+            .manifest()
+            .webhooks
+            .iter()
+            .position(|w| w.path == r.path)
+            .unwrap_or(usize::MAX)
+    };
     let mut routes: Vec<_> = table.routes().collect();
-    routes.sort_by_key(|r| (rank(r.plugin.name()), r.plugin.name().to_string()));
+    routes.sort_by_key(|r| (rank(r.plugin.name()), r.plugin.name().to_string(), declared(r)));
     let mut kinds: Vec<String> = Vec::new();
     for r in routes {
         if !kinds.contains(&r.gvk.kind) {

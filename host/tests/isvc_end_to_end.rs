@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 
 const VALIDATING: &str = "validating.isvc.odh-model-controller.opendatahub.io";
 const MUTATING: &str = "minferenceservice-v1beta1.odh-model-controller.opendatahub.io";
+const VALIDATING_GRAPH: &str = "vinferencegraph-v1alpha1.odh-model-controller.opendatahub.io";
 
 #[test]
 fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() {
@@ -47,8 +48,7 @@ fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() 
         .collect();
     let table = WebhookTable::new(plugins.iter()).unwrap();
     // The spec's lists, in upstream's registration order. Only kinds some built-in plugin
-    // serves can be registered: the others (Pod, NIMAccount, InferenceGraph,
-    // LLMInferenceService) wait for their plugins (issues #12 `pod-mutator`/InferenceGraph,
+    // serves can be registered: the others wait for their plugins (issues #12 `pod-mutator`,
     // #13 `llm-gateway`, #15 `nim-account`). Each profile must register exactly the built
     // kinds of its list, in order, and nothing else.
     const FULL: [&str; 5] = [
@@ -181,6 +181,13 @@ async fn model_registry() -> (u16, Shared) {
     (port, state)
 }
 
+/// A webhook entry for InferenceGraphs (upstream's rules: CREATE and UPDATE of v1alpha1).
+fn graph_entry(mut entry: Value) -> Value {
+    entry["rules"] = json!([{"apiGroups": ["serving.kserve.io"], "apiVersions": ["v1alpha1"],
+                             "resources": ["inferencegraphs"], "operations": ["CREATE", "UPDATE"]}]);
+    entry
+}
+
 fn webhook_entry(name: &str, port: u16, path: &str, ca_pem: &str, namespaces: &[&str]) -> Value {
     json!({
         "name": name,
@@ -300,7 +307,10 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     let scope = [ns.as_str(), protected.as_str()];
     let validating: ValidatingWebhookConfiguration = serde_json::from_value(json!({
         "metadata": {"name": format!("isvc-e2e-{ns}")},
-        "webhooks": [webhook_entry(VALIDATING, webhook_port, "/validate-serving-kserve-io-v1beta1-inferenceservice", &ca_pem, &scope)],
+        "webhooks": [
+            webhook_entry(VALIDATING, webhook_port, "/validate-serving-kserve-io-v1beta1-inferenceservice", &ca_pem, &scope),
+            graph_entry(webhook_entry(VALIDATING_GRAPH, webhook_port, "/validate-serving-kserve-io-v1alpha1-inferencegraph", &ca_pem, &scope)),
+        ],
     }))?;
     let mutating: MutatingWebhookConfiguration = serde_json::from_value(json!({
         "metadata": {"name": format!("isvc-e2e-{ns}")},
@@ -384,6 +394,40 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         ),
         other => panic!("W-V02: expected a denial, got {other:?}"),
     }
+
+    // An InferenceGraph is validated on create (spec core §3.2, IG-7 and IG-3 through the
+    // apiserver): a public serviceUrl is an `Invalid` denial naming the step's field.
+    let graphs = dynamic(
+        &client,
+        &ns,
+        ("serving.kserve.io", "v1alpha1", "InferenceGraph"),
+        "inferencegraphs",
+    );
+    let graph = |name: &str, url: &str| {
+        json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "InferenceGraph",
+               "metadata": {"name": name},
+               "spec": {"nodes": {"root": {"routerType": "Sequence",
+                                           "steps": [{"name": "first", "serviceUrl": url}]}}}})
+    };
+    match create(&graphs, graph("public", "https://example.com")).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(
+                s.message,
+                format!(
+                    "admission webhook \"{VALIDATING_GRAPH}\" denied the request: InferenceGraph.serving.kserve.io \"public\" is invalid: spec.nodes[root].steps[0].serviceUrl: Invalid value: \"https://example.com\": using public hostnames is not allowed"
+                )
+            );
+            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+            let causes = &s.details.expect("status.details").causes;
+            assert_eq!(causes[0].field, "spec.nodes[root].steps[0].serviceUrl");
+        }
+        other => panic!("IG-7: expected a denial, got {other:?}"),
+    }
+    create(
+        &graphs,
+        graph("local", &format!("http://isvc.{ns}.svc.cluster.local")),
+    )
+    .await?;
 
     // W-C06 through the apiserver: an S3 connection injects the ServiceAccount and storage,
     // and the `<secret>-sa` ServiceAccount is created as a side effect.

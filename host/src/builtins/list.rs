@@ -15,6 +15,10 @@ pub enum FromProcess {
     /// The process's own bearer token (a kubeconfig token or the in-cluster ServiceAccount
     /// token, read once at start), only when the variable is set to exactly this value.
     TokenWhen(&'static str, &'static str),
+    /// The cluster's DNS domain as knative finds it: `cluster.local` when `/etc/resolv.conf`
+    /// cannot be read, else the variable when set and not empty, else the `svc.<domain>` search
+    /// entry of `/etc/resolv.conf`, else `cluster.local`.
+    ClusterDomain(&'static str),
 }
 
 /// One built-in plugin.
@@ -51,6 +55,10 @@ pub const BUILTINS: &[Builtin] = &[
             (
                 "/modelRegistry/bearerToken",
                 FromProcess::TokenWhen("MODELREGISTRY_STATE", "managed"),
+            ),
+            (
+                "/clusterDomain",
+                FromProcess::ClusterDomain("CLUSTER_DOMAIN"),
             ),
         ],
         webhook_only_kinds: &[],

@@ -52,6 +52,10 @@ impl Builtin {
                 FromProcess::TokenWhen(var, want) => token
                     .filter(|_| env(var).as_deref() == Some(want))
                     .map(|t| Value::String(t.to_string())),
+                FromProcess::ClusterDomain(var) => Some(Value::String(cluster_domain(
+                    env(var),
+                    std::fs::read_to_string(RESOLV_CONF).ok().as_deref(),
+                ))),
             };
             if let Some(value) = value {
                 set_pointer(&mut settings, pointer, value);
@@ -59,6 +63,27 @@ impl Builtin {
         }
         settings
     }
+}
+
+const RESOLV_CONF: &str = "/etc/resolv.conf";
+const DEFAULT_CLUSTER_DOMAIN: &str = "cluster.local";
+
+/// knative's `GetClusterDomainName`, which upstream's InferenceGraph validator uses.
+fn cluster_domain(variable: Option<String>, resolv_conf: Option<&str>) -> String {
+    let Some(resolv_conf) = resolv_conf else {
+        return DEFAULT_CLUSTER_DOMAIN.into();
+    };
+    if let Some(domain) = variable.filter(|d| !d.is_empty()) {
+        return domain;
+    }
+    resolv_conf
+        .lines()
+        .map(|line| line.split(' ').collect::<Vec<_>>())
+        .filter(|words| words[0] == "search")
+        .flat_map(|words| words.into_iter().skip(1))
+        .find_map(|entry| entry.strip_prefix("svc."))
+        .map(|domain| domain.trim_end_matches('.').to_string())
+        .unwrap_or_else(|| DEFAULT_CLUSTER_DOMAIN.into())
 }
 
 /// Sets `value` at a JSON pointer of objects (`/a/b`), creating the objects on the way.
@@ -115,6 +140,20 @@ mod tests {
             PLUGIN.starting_settings(env(&[("NS", ""), ("STATE", "Managed")]), Some("t")),
             json!({"feature": {"enabled": false}}),
             "empty variables are unset; the token goes only where its condition holds"
+        );
+    }
+
+    #[test]
+    fn the_cluster_domain_follows_knative() {
+        let resolv = "nameserver 10.0.0.10\nsearch ns.svc.corp.example. svc.corp.example. corp.example\noptions ndots:5\n";
+        assert_eq!(cluster_domain(None, Some(resolv)), "corp.example");
+        assert_eq!(cluster_domain(Some("x.y".into()), Some(resolv)), "x.y");
+        assert_eq!(cluster_domain(Some(String::new()), Some(resolv)), "corp.example");
+        assert_eq!(cluster_domain(None, Some("nameserver 1.1.1.1\n")), "cluster.local");
+        assert_eq!(
+            cluster_domain(Some("x.y".into()), None),
+            "cluster.local",
+            "without a readable resolv.conf knative never looks at the variable"
         );
     }
 

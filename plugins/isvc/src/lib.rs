@@ -1,9 +1,12 @@
 //! The InferenceService plugin (spec isvc.md): the `inferenceservice` controller, which adds
 //! platform integrations around KServe's RawDeployment InferenceServices, and the
-//! InferenceService admission webhooks.
+//! InferenceService admission webhooks; and the InferenceGraph admission webhooks (spec core
+//! §3.2).
 
 pub mod auth_delegator;
 pub mod dashboard;
+mod go_url;
+pub mod inference_graph;
 pub mod keda;
 pub mod metrics;
 pub mod model_registry;
@@ -60,7 +63,7 @@ impl Plugin for Isvc {
             .watches(Watch::new(gvk::serving_runtime(), Mapping::Custom))
             .watches(managed_secrets(Mapping::Custom));
         Manifest::new("isvc", env!("CARGO_PKG_VERSION"))
-            .description("InferenceService controller and webhooks: auth-delegator binding, Route, metrics Service and ServiceMonitor, metrics dashboard, KEDA Prometheus auth, Model Registry sync; ConnectionsAPI and HardwareProfile defaulting")
+            .description("InferenceService controller and webhooks (and the InferenceGraph webhooks): auth-delegator binding, Route, metrics Service and ServiceMonitor, metrics dashboard, KEDA Prometheus auth, Model Registry sync; ConnectionsAPI and HardwareProfile defaulting")
             .controller(controller)
             .webhook(Webhook::validating(
                 webhooks::VALIDATING_PATH,
@@ -70,6 +73,16 @@ impl Plugin for Isvc {
             .webhook(Webhook::mutating(
                 webhooks::MUTATING_PATH,
                 gvk::inference_service(),
+                [Operation::Create, Operation::Update],
+            ))
+            .webhook(Webhook::mutating(
+                inference_graph::MUTATING_PATH,
+                gvk::inference_graph(),
+                [Operation::Create],
+            ))
+            .webhook(Webhook::validating(
+                inference_graph::VALIDATING_PATH,
+                gvk::inference_graph(),
                 [Operation::Create, Operation::Update],
             ))
             // Beyond the controller's kinds: the platform objects and the webhooks' profiles.
@@ -96,6 +109,9 @@ impl Plugin for Isvc {
         if let Some(bad) = undecodable(request) {
             return Ok(bad);
         }
+        if inference_graph::is_for(request) {
+            return Ok(inference_graph::mutate());
+        }
         denial_on_error(webhooks::mutate(request, cx.cluster))
     }
 
@@ -105,6 +121,12 @@ impl Plugin for Isvc {
     ) -> Result<AdmissionDecision, Error> {
         if let Some(bad) = undecodable(request) {
             return Ok(bad);
+        }
+        if inference_graph::is_for(request) {
+            return denial_on_error(inference_graph::validate(
+                request,
+                cx.settings.cluster_domain(),
+            ));
         }
         denial_on_error(webhooks::validate(request, cx.settings, cx.cluster))
     }

@@ -113,8 +113,28 @@ fn the_manifest_declares_upstreams_controller_watches_and_webhooks() {
         paths,
         [
             "/validate-serving-kserve-io-v1beta1-inferenceservice",
-            "/mutate-serving-kserve-io-v1beta1-inferenceservice"
+            "/mutate-serving-kserve-io-v1beta1-inferenceservice",
+            "/mutate-serving-kserve-io-v1alpha1-inferencegraph",
+            "/validate-serving-kserve-io-v1alpha1-inferencegraph",
         ]
+    );
+    let graph_operations: Vec<_> = m.webhooks[2..]
+        .iter()
+        .map(|w| (w.gvk.kind.as_str(), w.operations.clone()))
+        .collect();
+    assert_eq!(
+        graph_operations,
+        [
+            ("InferenceGraph", vec![odh_plugin_sdk::Operation::Create]),
+            (
+                "InferenceGraph",
+                vec![
+                    odh_plugin_sdk::Operation::Create,
+                    odh_plugin_sdk::Operation::Update
+                ]
+            ),
+        ],
+        "upstream's operations: the defaulter on CREATE only"
     );
     assert!(
         odh_plugin_sdk::validate_settings::<isvc::settings::Settings>(
