@@ -1,0 +1,55 @@
+//! Deleting an object this plugin may not have written.
+//!
+//! The host deletes only objects it manages (owned by the primary, or carrying the plugin's
+//! field manager). Upstream deletes `odh-kserve-custom-ca-bundle` and a managed
+//! `storage-config` by name, whoever made them (X-5: a user's bundle goes too). So a delete
+//! here is preceded, in the same outcome, by an apply that claims one field of the object
+//! under our field manager; the host applies before it deletes, and then the object is ours.
+
+use odh_kinds::label;
+use odh_plugin_sdk::{Object, Plan};
+
+/// Claims `existing` (the object as read) and deletes it. The claim is the managed label
+/// (`"true"` on everything these controllers delete) with `existing`'s uid, so it applies to
+/// that object only: a different object under the same name is refused by the API server,
+/// and a later object under the name is claimed afresh.
+pub fn claim_and_delete(plan: &mut Plan, existing: &Object) {
+    let mut claim = Object::new(&existing.gvk(), existing.namespace(), existing.name())
+        .with_label(label::MANAGED, "true");
+    if let Some(uid) = existing.uid() {
+        claim.set(&["metadata", "uid"], uid);
+    }
+    plan.apply_unowned(claim);
+    plan.delete(existing.key());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use odh_plugin_sdk::{Ownership, core_gvk, json};
+
+    #[test]
+    fn the_claim_is_applied_before_the_delete_and_names_the_uid() {
+        let existing = Object(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "odh-kserve-custom-ca-bundle", "namespace": "ns", "uid": "u-1",
+                         "annotations": {"a": "b"}},
+            "data": {"cabundle.crt": "x"},
+        }));
+        let mut plan = Plan::new();
+        claim_and_delete(&mut plan, &existing);
+        let outcome = plan.into_outcome();
+        let applied = outcome
+            .applied("ConfigMap", "odh-kserve-custom-ca-bundle")
+            .unwrap();
+        assert_eq!(applied.ownership, Ownership::None);
+        assert_eq!(
+            applied.object.0,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "odh-kserve-custom-ca-bundle", "namespace": "ns",
+                                "uid": "u-1", "labels": {"opendatahub.io/managed": "true"}}})
+        );
+        assert!(outcome.deleted("ConfigMap", "odh-kserve-custom-ca-bundle"));
+        assert_eq!(outcome.delete[0].gvk, core_gvk("ConfigMap"));
+    }
+}
