@@ -63,6 +63,12 @@ pub const BUILTINS: &[Builtin] = &[
         ],
         webhook_only_kinds: &[],
     },
+    Builtin {
+        name: "storage",
+        default: true,
+        settings: &[],
+        webhook_only_kinds: &[],
+    },
 ];
 
 /// The leader-election Lease of the deployment (upstream's election ID, so a replica of the
