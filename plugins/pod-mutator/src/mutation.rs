@@ -4,8 +4,8 @@ use odh_kinds::{Pod, label};
 use odh_plugin_sdk::{Object, Value, json};
 
 use crate::names::{
-    CONTROL_PLANE_LABEL, INIT_CONTAINER, RAY_CONTAINERS, RAY_USE_TLS, SECRET_MOUNT_PATH,
-    TLS_MOUNT_PATH, TLS_SECRET, TLS_SECRET_VOLUME, TLS_VOLUME,
+    CONTROL_PLANE_LABEL, INIT_CONTAINER, RAY_CONTAINERS, SECRET_MOUNT_PATH, TLS_MOUNT_PATH,
+    TLS_SECRET, TLS_SECRET_VOLUME, TLS_VOLUME,
 };
 use crate::script::RAY_TLS_GENERATOR_SCRIPT;
 
@@ -29,34 +29,15 @@ fn is_ray_container(container: &Value) -> bool {
     named(container).is_some_and(|n| RAY_CONTAINERS.contains(&n))
 }
 
-/// Whether a container sets `RAY_USE_TLS` to anything but the literal `0`: an empty value
-/// and one taken from `valueFrom` count as on, as in upstream (`envVar.Value != "0"`).
-fn uses_ray_tls(container: &Value) -> bool {
-    container
-        .get("env")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|env| {
-            env.get("name").and_then(Value::as_str) == Some(RAY_USE_TLS)
-                && env.get("value").and_then(Value::as_str).unwrap_or("") != "0"
-        })
-}
-
-/// Upstream's `needToAddRayTLSGenerator`: no `ray-tls-generator` init container yet, and a
-/// `kserve-container` or `worker-container` (main containers only) uses Ray TLS.
+/// Upstream's `needToAddRayTLSGenerator`: no `ray-tls-generator` init container yet, and the
+/// Pod runs Ray with TLS ([`Pod::uses_ray_tls`], the Pod controller's rule too).
 pub fn needs_ray_tls_generator(pod: &Object) -> bool {
     let view = Pod::of(pod);
-    if view
+    let has_generator = view
         .init_containers()
         .iter()
-        .any(|c| named(c) == Some(INIT_CONTAINER))
-    {
-        return false;
-    }
-    view.containers()
-        .iter()
-        .any(|c| is_ray_container(c) && uses_ray_tls(c))
+        .any(|c| named(c) == Some(INIT_CONTAINER));
+    !has_generator && view.uses_ray_tls()
 }
 
 /// The `ray-tls-generator` init container running `image`.

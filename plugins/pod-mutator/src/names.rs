@@ -9,11 +9,10 @@ pub const PARAMS_CONFIG_MAP: &str = "odh-model-controller-parameters";
 /// Its key holding the image.
 pub const IMAGE_KEY: &str = "ray-tls-generator-image";
 
-/// The containers whose `RAY_USE_TLS` turns the mutation on, and of which the first gets the
-/// mount: KServe's `InferenceServiceContainerName` and `constants.WorkerContainerName`.
+/// The containers of which the first gets the mount: KServe's `InferenceServiceContainerName`
+/// and `constants.WorkerContainerName` (the ones whose `RAY_USE_TLS` counts, see
+/// `odh_kinds::Pod::uses_ray_tls`).
 pub const RAY_CONTAINERS: [&str; 2] = ["kserve-container", "worker-container"];
-/// The variable that turns Ray TLS on (any literal value but `0`).
-pub const RAY_USE_TLS: &str = "RAY_USE_TLS";
 
 /// The init container that copies the Ray certificates into place.
 pub const INIT_CONTAINER: &str = "ray-tls-generator";
