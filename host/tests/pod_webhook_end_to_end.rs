@@ -14,6 +14,11 @@ use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
+use odh_model_controller::builtins;
+use odh_model_controller::plugin::wire::Operation;
+use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
+use odh_model_controller::profile::{self, Profile};
+use odh_model_controller::webhook::WebhookTable;
 use odh_test_support::{TestContext, Timing, eventually};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -109,6 +114,45 @@ async fn denial(
     })
     .await
     .map(|s| *s)
+}
+
+/// MAIN-2 for the Pod: the default plugins serve `/mutate--v1-pod` (CREATE only), and the Pod
+/// is the first kind in registration order; MAIN-1: the webhook-only profile (xKS) serves no
+/// Pod webhook.
+#[test]
+fn main_1_main_2_the_pod_webhook_is_first_in_full_and_absent_in_xks() {
+    let engine = odh_test_support::host::engine();
+    let plugins: Vec<LoadedPlugin> = builtins::defaults()
+        .map(|b| {
+            let bytes = builtins::component(b.name).expect("embedded");
+            LoadedPlugin::load(
+                &engine,
+                LoadRequest::new(Source::Builtin(b.name.into()), bytes),
+            )
+            .expect("loads")
+        })
+        .collect();
+    let table = WebhookTable::new(plugins.iter()).expect("a table");
+    let pod_route = |t: &WebhookTable| {
+        t.routes().find(|r| r.path == "/mutate--v1-pod").map(|r| {
+            (
+                r.plugin.name().to_string(),
+                r.gvk.kind.clone(),
+                r.operations.clone(),
+            )
+        })
+    };
+    let full = Profile::Full.webhooks(table.clone());
+    assert_eq!(
+        pod_route(&full),
+        Some(("pod-mutator".into(), "Pod".into(), vec![Operation::Create]))
+    );
+    assert_eq!(
+        profile::webhook_kinds(&full).first().map(String::as_str),
+        Some("Pod")
+    );
+    let xks = Profile::WebhookOnly.webhooks(table);
+    assert_eq!(pod_route(&xks), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
