@@ -48,7 +48,7 @@ fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() 
         .collect();
     let table = WebhookTable::new(plugins.iter()).unwrap();
     // The spec's lists, in upstream's registration order. Only kinds some built-in plugin
-    // serves can be registered: the others wait for their plugins (issues #12 `pod-mutator`,
+    // serves can be registered: the others wait for their plugins (issues
     // #13 `llm-gateway`, #15 `nim-account`). Each profile must register exactly the built
     // kinds of its list, in order, and nothing else.
     const FULL: [&str; 5] = [

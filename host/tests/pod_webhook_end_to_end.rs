@@ -231,6 +231,13 @@ async fn pod_webhook_through_the_apiserver_and_the_real_binary() -> anyhow::Resu
     .await
     .map_err(with_log)?;
     assert_eq!(status.code, 404, "{status:?}");
+    // Upstream passes the cache's NotFound status on whole: its reason and details too.
+    assert_eq!(status.reason, "NotFound", "{status:?}");
+    let details = status.details.as_ref().expect("status.details");
+    assert_eq!(
+        (details.kind.as_str(), details.name.as_str()),
+        ("ConfigMap", PARAMS)
+    );
     assert_eq!(
         status.message,
         format!(

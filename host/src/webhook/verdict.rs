@@ -1,6 +1,6 @@
 //! Turning a plugin's answer (or its failure) into what the webhook responds.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::plugin::wire::{AdmissionDecision, WebhookType};
 use crate::plugin::{CallError, GuestError};
@@ -89,8 +89,9 @@ impl Verdict {
 
     /// `status.reason` and `status.details` of the answer. A denial without its own reason
     /// gets controller-runtime's: 403 is `Forbidden` (`admission.Denied`), 422 is `Invalid`
-    /// (apimachinery's `NewInvalid`, whose field errors the message spells out); other codes
-    /// (`admission.Errored`) carry none.
+    /// (apimachinery's `NewInvalid`, whose field errors the message spells out), 404 is
+    /// `NotFound` (an API error passed through as the answer); other codes (`admission.Errored`)
+    /// carry none.
     pub fn status_reason(&self) -> (Option<&str>, Option<Value>) {
         if self.reason.is_some() || self.allowed {
             return (self.reason.as_deref(), self.details.clone());
@@ -102,6 +103,13 @@ impl Verdict {
                 self.details
                     .clone()
                     .or_else(|| self.message.as_deref().and_then(super::invalid::details)),
+            ),
+            // An API NotFound a plugin passes on (`<Kind> "<name>" not found`).
+            404 => (
+                Some("NotFound"),
+                self.details
+                    .clone()
+                    .or_else(|| self.message.as_deref().and_then(not_found_details)),
             ),
             _ => (None, self.details.clone()),
         }
@@ -141,6 +149,18 @@ pub fn has_patch(patch: Option<&Value>) -> bool {
     patch
         .and_then(Value::as_array)
         .is_some_and(|ops| !ops.is_empty())
+}
+
+/// `status.details` of apimachinery's `NewNotFound` message, `<resource>[.<group>] "<name>" not
+/// found` (a cached read names the Kind as the resource).
+fn not_found_details(message: &str) -> Option<Value> {
+    let (qualified, rest) = message.split_once(" \"")?;
+    let name = rest.strip_suffix("\" not found")?;
+    if qualified.contains(' ') || name.contains('"') {
+        return None;
+    }
+    let (kind, group) = qualified.split_once('.').unwrap_or((qualified, ""));
+    Some(json!({"name": name, "group": group, "kind": kind}))
 }
 
 #[cfg(test)]
@@ -195,6 +215,24 @@ mod tests {
         let v = Verdict::from_decision(WebhookType::Mutating, decision(true, Some(422)), None);
         assert_eq!(v.code, 200);
         assert!(has_patch(v.patch.as_ref()));
+    }
+
+    #[test]
+    fn a_passed_on_not_found_keeps_its_reason_and_details() {
+        let v = Verdict::deny(
+            404,
+            r#"ConfigMap "odh-model-controller-parameters" not found"#,
+        );
+        let (reason, details) = v.status_reason();
+        assert_eq!(reason, Some("NotFound"));
+        assert_eq!(
+            details,
+            Some(
+                json!({"name": "odh-model-controller-parameters", "group": "", "kind": "ConfigMap"})
+            )
+        );
+        let v = Verdict::deny(404, "no such thing here");
+        assert_eq!(v.status_reason(), (Some("NotFound"), None));
     }
 
     #[test]
