@@ -1,1 +1,168 @@
-//! odh-model-controller plugin: the ServingRuntime controller (monitoring RoleBinding, Ray TLS CA and ray-tls Secrets) and the Pod controller (per-pod Ray TLS certificates) (spec core.md). Work in progress.
+//! The servingruntime plugin (spec core §2.1, §2.5–§2.7): the `servingruntime` controller
+//! (the monitoring RoleBinding; the Ray TLS CA `ray-ca-tls` and the per-namespace `ray-tls`)
+//! and the `core-pod` controller (per-pod Ray TLS certificates in `ray-tls`).
+//!
+//! Certificates are made here, in the guest, with pure-Rust RSA (docs/decisions.md): the
+//! plugin needs the `secureRandom` grant and a reconcile deadline that fits RSA-4096 key
+//! generation.
+
+pub mod certs;
+pub mod entropy;
+pub mod monitoring;
+pub mod names;
+pub mod pod;
+pub mod ray_tls;
+pub mod secrets;
+pub mod settings;
+
+use std::time::SystemTime;
+
+use odh_kinds::{gvk, label, selector};
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::{
+    Controller, Ctx, Error, Manifest, Mapping, Outcome, Plan, Plugin, ReconcileRequest, RequestKey,
+    Watch, WatchEvent, request_key,
+};
+
+use certs::KeySource;
+use names::*;
+use settings::Settings;
+
+pub struct ServingRuntime;
+
+/// What a reconcile takes from outside the cluster: the time and where keys come from.
+pub struct Env<'a> {
+    pub now: SystemTime,
+    pub keys: &'a mut dyn KeySource,
+}
+
+impl Plugin for ServingRuntime {
+    type Settings = Settings;
+
+    fn manifest() -> Manifest {
+        // Upstream caches only managed Secrets and predictor Pods: the watches say so, and
+        // the host's caches are filtered by them.
+        let servingruntime = Controller::new(SERVINGRUNTIME_CONTROLLER, gvk::serving_runtime())
+            .watches(Watch::new(gvk::secret(), Mapping::Custom).label_selector(selector::MANAGED))
+            .watches(Watch::new(gvk::namespace(), Mapping::Custom))
+            .watches(
+                Watch::new(gvk::role_binding(), Mapping::Custom).label_selector(label::MANAGED),
+            );
+        let pod =
+            Controller::new(POD_CONTROLLER, gvk::pod()).primary_label_selector(PREDICTOR_SELECTOR);
+        Manifest::new("servingruntime", env!("CARGO_PKG_VERSION"))
+            .description("ServingRuntime controller (monitoring RoleBinding, Ray TLS CA and ray-tls Secrets) and Pod controller (per-pod Ray TLS certificates)")
+            .controller(servingruntime)
+            .controller(pod)
+            .writes([gvk::secret(), gvk::role_binding()])
+    }
+
+    fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {
+        let mut keys = entropy::SystemKeys::default();
+        let mut env = Env {
+            now: SystemTime::now(),
+            keys: &mut keys,
+        };
+        decide(request, cx.settings, cx.cluster, &mut env)
+    }
+
+    fn map(event: &WatchEvent, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
+        let object = event.object()?;
+        Ok(map_event(&object, cx.settings).into_iter().collect())
+    }
+}
+
+/// The reconcile with its clock and key source given (native tests pass fixtures).
+pub fn decide(
+    request: &ReconcileRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+    env: &mut Env<'_>,
+) -> Result<Outcome, Error> {
+    let mut plan = Plan::new();
+    let result = match request.controller.as_str() {
+        POD_CONTROLLER => match request.object()? {
+            // Upstream: a pod that is gone is a success.
+            None => Ok(()),
+            Some(pod) => pod::reconcile(&pod, settings.pod_namespace(), cluster, env, &mut plan),
+        },
+        SERVINGRUNTIME_CONTROLLER => {
+            let namespace = request.key.namespace.as_deref().unwrap_or_default();
+            servingruntime(
+                namespace,
+                &request.key.name,
+                settings,
+                cluster,
+                env,
+                &mut plan,
+            )
+        }
+        other => Err(Error::invalid(format!("unknown controller {other:?}"))),
+    };
+    if let Err(e) = result {
+        plan.fail(e);
+    }
+    Ok(plan.into_outcome())
+}
+
+/// Spec core §2.1.2: the request is a namespace/name pair, whatever kind it came from.
+fn servingruntime(
+    namespace: &str,
+    name: &str,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+    env: &mut Env<'_>,
+    plan: &mut Plan,
+) -> Result<(), Error> {
+    if cluster.get(&gvk::namespace(), None, namespace)?.is_none() {
+        return Err(Error::transient(format!(
+            "namespaces \"{namespace}\" not found"
+        )));
+    }
+    let monitoring_namespace = settings.monitoring_namespace();
+    if monitoring_namespace.is_empty() {
+        odh_plugin_sdk::log::log(
+            odh_plugin_sdk::log::Level::Debug,
+            "No monitoring namespace detected, skipping monitoring reconciliation.",
+        );
+    } else {
+        monitoring::reconcile(namespace, monitoring_namespace, cluster, plan)?;
+    }
+    let multi_node = cluster
+        .list_objects(&gvk::serving_runtime(), Some(namespace), None)?
+        .iter()
+        .any(ray_tls::is_multi_node);
+    ray_tls::reconcile(
+        name,
+        namespace,
+        multi_node,
+        settings.pod_namespace(),
+        cluster,
+        env,
+        plan,
+    )
+}
+
+/// Spec core §2.1.1: the Ray Secrets by name, the monitoring namespaces, and RoleBindings
+/// carrying the managed label key (any value).
+pub fn map_event(object: &odh_plugin_sdk::Object, settings: &Settings) -> Option<RequestKey> {
+    let name = object.name();
+    match object.kind() {
+        "Secret" if [RAY_CA_SECRET, RAY_TLS_SECRET].contains(&name) => {
+            Some(request_key(object.namespace(), name))
+        }
+        "Namespace" if name == OPENSHIFT_MONITORING || name == settings.monitoring_namespace() => {
+            Some(request_key(Some(name), name))
+        }
+        "RoleBinding" if object.label(label::MANAGED).is_some() => {
+            odh_plugin_sdk::log::log(
+                odh_plugin_sdk::log::Level::Info,
+                &format!("Reconcile event triggered by Rolebinding: {name}"),
+            );
+            Some(request_key(object.namespace(), name))
+        }
+        _ => None,
+    }
+}
+
+odh_plugin_sdk::plugin!(ServingRuntime);

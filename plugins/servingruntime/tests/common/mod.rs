@@ -1,0 +1,173 @@
+//! What the native tests share: fixture keys (RSA-4096 generation is slow unoptimised), the
+//! fixture CA (`ca.crt`, and its key as PKCS#1 under a `PRIVATE KEY` header, made with
+//! `openssl req -x509` and `openssl rsa -traditional`), and a reconcile runner.
+#![allow(dead_code)]
+
+use std::time::SystemTime;
+
+use odh_plugin_sdk::testing::FakeCluster;
+use odh_plugin_sdk::{Object, Outcome, Plugin, ReconcileRequest, Value, base64};
+use rsa::PrivateKey;
+use rsa::pkcs1::DecodeRsaPrivateKey;
+use servingruntime::certs::KeySource;
+use servingruntime::settings::Settings;
+use servingruntime::{Env, ServingRuntime, decide};
+
+pub const CONTROLLER_NS: &str = "default";
+pub const CA_CRT: &str = include_str!("../fixtures/ca.crt");
+pub const CA_KEY_PKCS1: &str = include_str!("../fixtures/ca-pkcs1.key");
+const KEYS: [&str; 3] = [
+    include_str!("../fixtures/key1.pem"),
+    include_str!("../fixtures/key2.pem"),
+    include_str!("../fixtures/key3.pem"),
+];
+
+/// Hands out the fixture keys in turn, and counts them.
+#[derive(Default)]
+pub struct FixtureKeys {
+    pub handed_out: usize,
+}
+
+impl KeySource for FixtureKeys {
+    fn key(&mut self) -> Result<PrivateKey, String> {
+        let pem = KEYS[self.handed_out % KEYS.len()];
+        self.handed_out += 1;
+        PrivateKey::from_pkcs1_pem(pem).map_err(|e| e.to_string())
+    }
+
+    fn random_u64(&mut self) -> Result<u64, String> {
+        Ok(0x1234_5678_9abc_def0 ^ self.handed_out as u64)
+    }
+}
+
+pub fn settings() -> Settings {
+    Settings {
+        pod_namespace: Some(CONTROLLER_NS.into()),
+        monitoring_namespace: None,
+    }
+}
+
+pub fn cluster() -> FakeCluster {
+    FakeCluster::for_manifest(&ServingRuntime::manifest())
+}
+
+/// A reconcile with fixture keys; the outcome and how many keys it took.
+pub fn reconcile_with(
+    request: ReconcileRequest,
+    settings: &Settings,
+    cluster: &FakeCluster,
+) -> (Outcome, usize) {
+    let mut keys = FixtureKeys::default();
+    let mut env = Env {
+        now: SystemTime::now(),
+        keys: &mut keys,
+    };
+    let outcome = decide(&request, settings, cluster, &mut env).expect("an outcome");
+    outcome.assert_declared(&ServingRuntime::manifest());
+    (outcome, keys.handed_out)
+}
+
+/// The ServingRuntime controller's reconcile of `namespace/name`.
+pub fn reconcile_sr(
+    namespace: &str,
+    name: &str,
+    settings: &Settings,
+    cluster: &FakeCluster,
+) -> (Outcome, usize) {
+    reconcile_with(
+        ReconcileRequest::new("servingruntime", Some(namespace), name),
+        settings,
+        cluster,
+    )
+}
+
+/// The Pod controller's reconcile of `pod`.
+pub fn reconcile_pod(pod: &Value, cluster: &FakeCluster) -> (Outcome, usize) {
+    reconcile_with(
+        ReconcileRequest::for_object("core-pod", &Object(pod.clone())),
+        &settings(),
+        cluster,
+    )
+}
+
+pub fn namespace(name: &str) -> Value {
+    serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+}
+
+/// A ServingRuntime in `namespace`, multi-node (with a `workerSpec`) or not.
+pub fn runtime(namespace: &str, name: &str, multi_node: bool) -> Value {
+    let spec = if multi_node {
+        serde_json::json!({"containers": [{"name": "kserve-container"}], "workerSpec": {"pipelineParallelSize": 2}})
+    } else {
+        serde_json::json!({"containers": [{"name": "kserve-container"}]})
+    };
+    odh_test_fixtures::serving_runtime(name)
+        .namespace(namespace)
+        .spec(spec)
+        .build()
+}
+
+fn b64(text: &str) -> String {
+    base64::encode(text.as_bytes())
+}
+
+/// `ray-ca-tls` as the controller writes it, holding `cert` and `key`.
+pub fn ray_ca(cert: &str, key: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "ray-ca-tls", "namespace": CONTROLLER_NS, "resourceVersion": "7",
+                     "labels": {"opendatahub.io/managed": "true"}},
+        "data": {"tls.crt": b64(cert), "tls.key": b64(key)},
+    })
+}
+
+/// The fixture CA.
+pub fn fixture_ca() -> Value {
+    ray_ca(CA_CRT, CA_KEY_PKCS1)
+}
+
+/// `ray-tls` in `namespace` with these plain-text entries.
+pub fn ray_tls(namespace: &str, entries: &[(&str, &str)]) -> Value {
+    let data: serde_json::Map<String, Value> = entries
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::String(b64(v))))
+        .collect();
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "ray-tls", "namespace": namespace, "resourceVersion": "1",
+                     "labels": {"opendatahub.io/managed": "true"}},
+        "data": data,
+    })
+}
+
+/// A decoded data entry of a Secret.
+pub fn entry(secret: &Object, key: &str) -> Option<String> {
+    let value = secret.str_at(&["data", key])?;
+    Some(String::from_utf8(base64::decode(value).expect("base64")).expect("text"))
+}
+
+/// Every applied Secret `name` (any namespace), with its namespace.
+pub fn applied_secrets(outcome: &Outcome, name: &str) -> Vec<(String, Object)> {
+    outcome
+        .applied_objects()
+        .into_iter()
+        .filter(|a| a.object.kind() == "Secret" && a.object.name() == name)
+        .map(|a| {
+            (
+                a.object.namespace().unwrap_or_default().to_string(),
+                a.object,
+            )
+        })
+        .collect()
+}
+
+/// A predictor pod with `RAY_USE_TLS=1` on `kserve-container` and this IP.
+pub fn ray_pod(namespace: &str, name: &str, ip: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"component": "predictor"}},
+        "spec": {"containers": [{"name": "kserve-container", "image": "ray",
+                                  "env": [{"name": "RAY_USE_TLS", "value": "1"}]}]},
+        "status": {"podIP": ip},
+    })
+}
