@@ -451,7 +451,7 @@ async fn sec_5_the_ca_bundle_chain() -> anyhow::Result<()> {
 }
 
 /// a user-created bundle in a namespace without sources is deleted; with sources, a
-/// manual edit is reverted and the user's labels kept.
+/// manual edit is reverted and the user's labels kept, and a deleted bundle is re-created.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x_5_a_user_bundle_is_deleted_or_reverted() -> anyhow::Result<()> {
     let t = setup("storage-x5").await?;
@@ -470,6 +470,16 @@ async fn x_5_a_user_bundle_is_deleted_or_reverted() -> anyhow::Result<()> {
         .await?;
     let reverted = bundle_is(&t, "A\n\nC").await?;
     assert_eq!(reverted.labels().get("team").map(String::as_str), Some("x"));
+
+    // Deleted by hand: its own delete event brings it back.
+    cms.delete(BUNDLE, &DeleteParams::default()).await?;
+    eventually("the bundle is re-created", Timing::default(), || async {
+        let cm = exists_now(&cms, BUNDLE).await?;
+        anyhow::ensure!(cm.uid() != reverted.uid(), "not deleted yet");
+        Ok(())
+    })
+    .await?;
+    bundle_is(&t, "A\n\nC").await?;
     Ok(())
 }
 
