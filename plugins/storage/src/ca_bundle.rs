@@ -27,8 +27,8 @@ pub enum Delta {
     Remove,
 }
 
-/// One reconcile of the ConfigMap `namespace/name` (the trigger); `trigger` is none when it
-/// is gone.
+/// One reconcile of the ConfigMap `namespace/name` that triggered (the request's object is
+/// none when it is gone).
 pub fn reconcile(request: &ReconcileRequest, cluster: &dyn Cluster) -> Result<Outcome, Error> {
     let name = request.key.name.as_str();
     let Some(namespace) = request.key.namespace.as_deref() else {
@@ -41,12 +41,10 @@ pub fn reconcile(request: &ReconcileRequest, cluster: &dyn Cluster) -> Result<Ou
     let cert_data = bundle_data(namespace, name, trigger.as_ref(), cluster)?;
     let existing = cluster.get_object(&gvk::config_map(), Some(namespace), CA_BUNDLE)?;
     let mut plan = Plan::new();
-    let Some(delta) = delta(&cert_data, existing.as_ref()) else {
-        return Ok(plan.into_outcome());
-    };
-    match (&delta, &existing) {
-        (Delta::Remove, Some(existing)) => claim_and_delete(&mut plan, existing),
-        _ => plan.apply_unowned(desired(namespace, &cert_data)),
+    match (delta(&cert_data, existing.as_ref()), &existing) {
+        (None, _) => return Ok(plan.into_outcome()),
+        (Some(Delta::Remove), Some(existing)) => claim_and_delete(&mut plan, existing),
+        (Some(_), _) => plan.apply_unowned(desired(namespace, &cert_data)),
     }
     invalidate_storage_config(&mut plan, namespace, cluster);
     Ok(plan.into_outcome())

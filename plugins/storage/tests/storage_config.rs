@@ -331,3 +331,30 @@ fn malformed_secret_data_is_an_error() {
         )
     );
 }
+
+/// Upstream's controller names; Secrets cached and watched only when managed, as upstream's
+/// cache filter (what keeps an unmanaged `storage-config` out of the primary's events).
+#[test]
+fn manifest_names_both_controllers_and_the_secret_cache_filter() {
+    use odh_plugin_sdk::Plugin;
+    let manifest = storage::Storage::manifest();
+    let controllers: Vec<(&str, &str, Option<&str>)> = manifest
+        .controllers
+        .iter()
+        .map(|c| {
+            (
+                c.name.as_str(),
+                c.primary.kind.as_str(),
+                c.primary_label_selector.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        controllers,
+        [
+            ("core-configmap", "ConfigMap", None),
+            ("secret", "Secret", Some("opendatahub.io/managed=true")),
+        ]
+    );
+    assert!(manifest.webhooks.is_empty() && manifest.http_hosts.is_empty());
+}
