@@ -1,0 +1,393 @@
+//! The `servingruntime` plugin's controllers on the real apiserver (spec core.md §5.1
+//! SR-1..SR-6, §5.5 PC-16, §5.8 X-9): one host running the built
+//! `target/plugins/servingruntime.wasm` for the whole test binary, each test in a namespace of
+//! its own; the controller namespace (where `ray-ca-tls` lives) is this binary's own.
+//!
+//! The plugin is loaded as an admin would serve it: `secureRandom` granted (RSA keys need real
+//! randomness) and a reconcile deadline that fits RSA-4096 key generation in Wasm.
+//!
+//! Certificates are checked with the `openssl` command (`openssl verify` against the CA the
+//! cluster holds, and the SANs).
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use odh_model_controller::plugin::{Grants, Limits};
+use odh_test_support::host::{load_with, start_controllers};
+use odh_test_support::namespace::unique_name;
+use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const CA: &str = "ray-ca-tls";
+const RAY_TLS: &str = "ray-tls";
+const MULTI_NODE: &str = "vllm-multinode-runtime";
+
+/// A new CA is fanned out as `{ca.crt}` alone, dropping every per-pod entry (upstream's
+/// behaviour): SR-4 replaces the CA only while no pod test is waiting for its entries.
+static CA_CHANGE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// Long enough for a few RSA-4096 key generations in Wasm on a busy machine.
+fn slow() -> Timing {
+    Timing::within(Duration::from_secs(180))
+}
+
+/// The controllers, once per test binary (4 workers), on a runtime of their own; returns the
+/// controller namespace.
+fn controllers() -> &'static str {
+    static RUNNING: OnceLock<String> = OnceLock::new();
+    RUNNING.get_or_init(|| {
+        let controller_ns = unique_name("sr-controller");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ns = controller_ns.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("controller runtime");
+            runtime.block_on(async move {
+                let config = odh_test_support::namespace::client_config()
+                    .await
+                    .expect("test cluster config");
+                let client = Client::try_from(config).expect("client");
+                let namespace: Namespace =
+                    serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+                Api::<Namespace>::all(client.clone())
+                    .create(&PostParams::default(), &namespace)
+                    .await
+                    .expect("controller namespace");
+                let plugin = load_with("servingruntime", |r| {
+                    r.settings(json!({"podNamespace": ns}))
+                        .grants(Grants {
+                            secure_random: true,
+                            ..Grants::default()
+                        })
+                        .limits(Limits {
+                            reconcile_timeout_ms: 60_000,
+                            reconcile_budget_ms: 120_000,
+                            ..Limits::default()
+                        })
+                });
+                let started = start_controllers(client, vec![plugin], 4, CancellationToken::new())
+                    .await
+                    .expect("controllers start");
+                tx.send(()).expect("test waiting");
+                let _tasks = started.tasks;
+                std::future::pending::<()>().await;
+            });
+        });
+        rx.recv().expect("controller thread started");
+        controller_ns
+    })
+}
+
+async fn setup(prefix: &str) -> anyhow::Result<(TestContext, &'static str)> {
+    let t = TestContext::new(prefix).await?;
+    let controller_ns = controllers();
+    Ok((t, controller_ns))
+}
+
+fn runtimes(t: &TestContext) -> Api<DynamicObject> {
+    t.dynamic(
+        "serving.kserve.io",
+        "v1alpha1",
+        "ServingRuntime",
+        "servingruntimes",
+    )
+}
+
+/// A ServingRuntime, with a `workerSpec` when `multi_node`.
+async fn create_runtime(t: &TestContext, name: &str, multi_node: bool) -> anyhow::Result<()> {
+    let mut spec = json!({
+        "supportedModelFormats": [{"name": "vLLM", "autoSelect": true}],
+        "containers": [{"name": "kserve-container", "image": "quay.io/example/vllm:latest"}],
+    });
+    if multi_node {
+        spec["workerSpec"] = json!({"containers": [{"name": "worker-container", "image": "quay.io/example/vllm:latest"}]});
+    }
+    t.create(
+        &runtimes(t),
+        json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ServingRuntime",
+               "metadata": {"name": name}, "spec": spec}),
+    )
+    .await?;
+    Ok(())
+}
+
+fn text(secret: &Secret, key: &str) -> Option<String> {
+    let value = secret.data.as_ref()?.get(key)?;
+    Some(String::from_utf8_lossy(&value.0).into_owned())
+}
+
+/// The CA certificate the cluster holds now.
+async fn ca_cert(client: &Client, controller_ns: &str) -> anyhow::Result<String> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), controller_ns);
+    let ca = api.get(CA).await?;
+    text(&ca, "tls.crt").ok_or_else(|| anyhow::anyhow!("{CA} has no tls.crt"))
+}
+
+/// Waits until `ray-tls.data["ca.crt"]` in the test namespace is the CA's certificate.
+async fn ray_tls_holds_the_ca(t: &TestContext, controller_ns: &str) -> anyhow::Result<Secret> {
+    let secrets: Api<Secret> = t.api();
+    eventually("ray-tls holds the CA certificate", slow(), || async {
+        let ca = ca_cert(&t.client, controller_ns).await?;
+        let tls = secrets.get(RAY_TLS).await?;
+        anyhow::ensure!(
+            text(&tls, "ca.crt").as_deref() == Some(ca.as_str()),
+            "ca.crt differs"
+        );
+        Ok(tls)
+    })
+    .await
+}
+
+/// A namespace with a multi-node runtime and its `ray-tls`.
+async fn multi_node_namespace(prefix: &str) -> anyhow::Result<(TestContext, &'static str)> {
+    let (t, controller_ns) = setup(prefix).await?;
+    create_runtime(&t, MULTI_NODE, true).await?;
+    ray_tls_holds_the_ca(&t, controller_ns).await?;
+    Ok((t, controller_ns))
+}
+
+/// SR-1: a single-node runtime gets no `ray-tls` (3 s).
+#[tokio::test]
+async fn sr_1_single_node_runtime_gets_no_ray_tls() -> anyhow::Result<()> {
+    let (t, controller_ns) = setup("sr-1").await?;
+    create_runtime(&t, "kserve-ovms", false).await?;
+    let cas: Api<Secret> = Api::namespaced(t.client.clone(), controller_ns);
+    exists(&cas, CA).await?;
+    let secrets: Api<Secret> = t.api();
+    consistently(
+        "no ray-tls",
+        Timing::within(Duration::from_secs(3)),
+        || async {
+            anyhow::ensure!(
+                secrets.get_opt(RAY_TLS).await?.is_none(),
+                "ray-tls appeared"
+            );
+            Ok(())
+        },
+    )
+    .await
+}
+
+/// SR-2: a multi-node runtime: `ray-ca-tls` (type `kubernetes.io/tls`, managed) in the
+/// controller namespace and `ray-tls` (Opaque, managed) holding its certificate.
+#[tokio::test]
+async fn sr_2_multi_node_runtime_gets_the_ca_and_ray_tls() -> anyhow::Result<()> {
+    let (t, controller_ns) = multi_node_namespace("sr-2").await?;
+    let ca = Api::<Secret>::namespaced(t.client.clone(), controller_ns)
+        .get(CA)
+        .await?;
+    assert_eq!(ca.type_.as_deref(), Some("kubernetes.io/tls"));
+    assert_eq!(
+        ca.labels()
+            .get("opendatahub.io/managed")
+            .map(String::as_str),
+        Some("true")
+    );
+    assert!(
+        text(&ca, "tls.key")
+            .unwrap()
+            .starts_with("-----BEGIN PRIVATE KEY-----")
+    );
+    let tls = t.api::<Secret>().get(RAY_TLS).await?;
+    assert_eq!(tls.type_.as_deref(), Some("Opaque"));
+    assert_eq!(
+        tls.labels()
+            .get("app.kubernetes.io/name")
+            .map(String::as_str),
+        Some("self-signed-ray-cert")
+    );
+    assert!(tls.owner_references().is_empty());
+    Ok(())
+}
+
+/// SR-3: a user's wrong `ca.crt` is put back.
+#[tokio::test]
+async fn sr_3_wrong_ca_crt_is_corrected() -> anyhow::Result<()> {
+    let (t, controller_ns) = multi_node_namespace("sr-3").await?;
+    let secrets: Api<Secret> = t.api();
+    let mut tls = secrets.get(RAY_TLS).await?;
+    tls.data
+        .get_or_insert_default()
+        .insert("ca.crt".into(), ByteString(b"wrong-data".to_vec()));
+    let written = secrets
+        .replace(RAY_TLS, &PostParams::default(), &tls)
+        .await?;
+    assert_eq!(text(&written, "ca.crt").as_deref(), Some("wrong-data"));
+    ray_tls_holds_the_ca(&t, controller_ns).await?;
+    Ok(())
+}
+
+/// SR-4: `ray-ca-tls` deleted: a new CA, and `ray-tls` gets its certificate.
+#[tokio::test]
+async fn sr_4_deleted_ca_is_recreated_and_handed_out() -> anyhow::Result<()> {
+    let _exclusive = CA_CHANGE.write().await;
+    let (t, controller_ns) = multi_node_namespace("sr-4").await?;
+    let cas: Api<Secret> = Api::namespaced(t.client.clone(), controller_ns);
+    let old = cas.get(CA).await?;
+    let old_crt = text(&old, "tls.crt").unwrap();
+    cas.delete(CA, &DeleteParams::default()).await?;
+    let new_crt = eventually("a new ray-ca-tls", slow(), || async {
+        let ca = cas.get(CA).await?;
+        anyhow::ensure!(ca.uid() != old.uid(), "still the old one");
+        Ok(text(&ca, "tls.crt").unwrap())
+    })
+    .await?;
+    assert_ne!(new_crt, old_crt, "a new key pair");
+    ray_tls_holds_the_ca(&t, controller_ns).await?;
+    Ok(())
+}
+
+/// SR-5: `ray-tls` deleted while the runtime remains: created again.
+#[tokio::test]
+async fn sr_5_deleted_ray_tls_is_recreated() -> anyhow::Result<()> {
+    let (t, controller_ns) = multi_node_namespace("sr-5").await?;
+    let secrets: Api<Secret> = t.api();
+    let old = secrets.get(RAY_TLS).await?;
+    secrets.delete(RAY_TLS, &DeleteParams::default()).await?;
+    eventually("ray-tls re-created", slow(), || async {
+        let tls = secrets.get(RAY_TLS).await?;
+        anyhow::ensure!(tls.uid() != old.uid(), "still the old one");
+        Ok(())
+    })
+    .await?;
+    ray_tls_holds_the_ca(&t, controller_ns).await?;
+    Ok(())
+}
+
+/// SR-6: the last multi-node runtime deleted: `ray-tls` goes.
+#[tokio::test]
+async fn sr_6_deleting_the_last_multi_node_runtime_deletes_ray_tls() -> anyhow::Result<()> {
+    let (t, _) = multi_node_namespace("sr-6").await?;
+    create_runtime(&t, "kserve-ovms", false).await?;
+    runtimes(&t)
+        .delete(MULTI_NODE, &DeleteParams::default())
+        .await?;
+    absent(&t.api::<Secret>(), RAY_TLS).await
+}
+
+/// A predictor pod running Ray with TLS.
+async fn create_ray_pod(t: &TestContext, name: &str, ip: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = t.api();
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"component": "predictor"}},
+        "spec": {"containers": [{"name": "kserve-container", "image": "quay.io/example/vllm:latest",
+                                  "env": [{"name": "RAY_USE_TLS", "value": "1"}]}]},
+    }))?;
+    pods.create(&PostParams::default(), &pod).await?;
+    // No kubelet here: the IP is set through the status subresource, as the kubelet does.
+    pods.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"podIP": ip, "podIPs": [{"ip": ip}]}})),
+    )
+    .await?;
+    Ok(())
+}
+
+fn openssl(args: &[&str], input_files: &[(&std::path::Path, &str)]) -> anyhow::Result<String> {
+    for (path, content) in input_files {
+        std::fs::write(path, content)?;
+    }
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .output()
+        .map_err(|e| anyhow::anyhow!("running openssl (needed to check certificates): {e}"))?;
+    anyhow::ensure!(
+        out.status.success(),
+        "openssl {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// the entry is a certificate the cluster's CA signed, for the pod IP and the
+/// namespace's service domain, followed by its key.
+fn check_pod_entry(entry: &str, ca: &str, ip: &str, namespace: &str) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(unique_name("sr-certs"));
+    std::fs::create_dir_all(&dir)?;
+    let (ca_file, entry_file) = (dir.join("ca.pem"), dir.join("entry.pem"));
+    let files = [(ca_file.as_path(), ca), (entry_file.as_path(), entry)];
+    let (ca_path, entry_path) = (ca_file.to_str().unwrap(), entry_file.to_str().unwrap());
+    let verified = openssl(&["verify", "-CAfile", ca_path, entry_path], &files)?;
+    anyhow::ensure!(
+        verified.contains(": OK"),
+        "not signed by the CA: {verified}"
+    );
+    let text = openssl(&["x509", "-in", entry_path, "-noout", "-text"], &[])?;
+    let san = format!("IP Address:{ip}, IP Address:127.0.0.1");
+    anyhow::ensure!(text.contains(&san), "SANs: {text}");
+    let dns = format!("DNS:*.{namespace}.svc.cluster.local, DNS:localhost");
+    anyhow::ensure!(text.contains(&dns), "SANs: {text}");
+    openssl(&["pkey", "-in", entry_path, "-noout"], &[])?;
+    anyhow::ensure!(entry.contains("-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\n"));
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(())
+}
+
+/// X-9 and the end-to-end flow (spec §2.7): a Ray TLS predictor pod that gets an IP gets
+/// `ray-tls[<ip>]`, signed by `ray-ca-tls`; `ca.crt` stays.
+#[tokio::test]
+async fn x_9_pod_with_an_ip_gets_its_certificate_in_ray_tls() -> anyhow::Result<()> {
+    let _shared = CA_CHANGE.read().await;
+    let (t, controller_ns) = multi_node_namespace("pc-x9").await?;
+    create_ray_pod(&t, "head", "10.0.0.5").await?;
+    let secrets: Api<Secret> = t.api();
+    let tls = eventually("ray-tls[10.0.0.5]", slow(), || async {
+        let tls = secrets.get(RAY_TLS).await?;
+        text(&tls, "10.0.0.5").ok_or_else(|| anyhow::anyhow!("no entry yet"))?;
+        Ok(tls)
+    })
+    .await?;
+    let ca = ca_cert(&t.client, controller_ns).await?;
+    assert_eq!(text(&tls, "ca.crt").as_deref(), Some(ca.as_str()));
+    check_pod_entry(
+        &text(&tls, "10.0.0.5").unwrap(),
+        &ca,
+        "10.0.0.5",
+        &t.namespace,
+    )?;
+    Ok(())
+}
+
+/// PC-16 on the real apiserver: three Ray TLS pods get their IPs at once; their concurrent
+/// writes of `ray-tls` (compare-and-swap on the resourceVersion) lose none: all three entries
+/// end up there, each a certificate of the CA for its IP.
+#[tokio::test]
+async fn pc_16_three_concurrent_pods_all_get_their_entry() -> anyhow::Result<()> {
+    let _shared = CA_CHANGE.read().await;
+    let (t, controller_ns) = multi_node_namespace("pc-16").await?;
+    let ips = ["192.168.1.1", "192.168.1.2", "192.168.1.3"];
+    let creates = ips
+        .iter()
+        .enumerate()
+        .map(|(i, ip)| create_ray_pod(&t, ["pod-a", "pod-b", "pod-c"][i], ip));
+    for created in futures::future::join_all(creates).await {
+        created?;
+    }
+    let secrets: Api<Secret> = t.api();
+    let tls = eventually("three entries in ray-tls", slow(), || async {
+        let tls = secrets.get(RAY_TLS).await?;
+        let missing: Vec<&str> = ips
+            .iter()
+            .copied()
+            .filter(|ip| text(&tls, ip).is_none())
+            .collect();
+        anyhow::ensure!(missing.is_empty(), "missing {missing:?}");
+        Ok(tls)
+    })
+    .await?;
+    let ca = ca_cert(&t.client, controller_ns).await?;
+    for ip in ips {
+        check_pod_entry(&text(&tls, ip).unwrap(), &ca, ip, &t.namespace)?;
+    }
+    Ok(())
+}
