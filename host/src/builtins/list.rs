@@ -64,6 +64,15 @@ pub const BUILTINS: &[Builtin] = &[
         webhook_only_kinds: &[],
     },
     Builtin {
+        name: "servingruntime",
+        default: true,
+        settings: &[
+            ("/podNamespace", FromProcess::Env("POD_NAMESPACE")),
+            ("/monitoringNamespace", FromProcess::Env("MONITORING_NAMESPACE")),
+        ],
+        webhook_only_kinds: &[],
+    },
+    Builtin {
         name: "storage",
         default: true,
         settings: &[],
