@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use odh_kinds::gvk;
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::log::{Level, log};
-use odh_plugin_sdk::{Error, Object, Plan, object_key};
+use odh_plugin_sdk::{Error, Object, Plan};
 
 use crate::Env;
 use crate::certs::{self, generate_ca};
@@ -62,7 +62,11 @@ pub fn reconcile(
         ensure_ray_tls(namespace, &ca_pem, cluster, &mut planned)?;
     } else if !RAY_SECRET_NAMES.contains(&request_name) {
         // The request name, whatever kind it came from, spares ray-tls (upstream's quirk).
-        plan.delete_existing(cluster, &gvk::secret(), Some(namespace), RAY_TLS_SECRET)?;
+        if let Some(existing) =
+            cluster.get_object(&gvk::secret(), Some(namespace), RAY_TLS_SECRET)?
+        {
+            secrets::claim_and_delete(plan, &existing);
+        }
     }
     for (_, secret) in planned {
         plan.apply_unowned(secret);
@@ -101,11 +105,7 @@ fn ensure_ca(
                 .map_err(|e| Error::transient(format!("{CA_FAILED}: {e}")))?;
             if s.str_at(&["type"]) != Some(TLS_SECRET_TYPE) {
                 // The type is immutable: delete now, create on the next reconcile.
-                plan.delete(object_key(
-                    &gvk::secret(),
-                    Some(controller_namespace),
-                    RAY_CA_SECRET,
-                ));
+                secrets::claim_and_delete(plan, s);
                 return Ok(CaState::Replacing);
             }
             if !certs::ca_expired(&cert, env.now) {

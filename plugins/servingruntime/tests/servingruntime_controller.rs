@@ -145,15 +145,28 @@ fn sr_6_last_multi_node_runtime_deleted_removes_ray_tls_unless_the_request_is_a_
         .with(fixture_ca())
         .with(ray_tls(NS, &[("ca.crt", CA_CRT)]));
     let (outcome, _) = reconcile_sr(NS, "vllm-multinode-runtime", &settings(), &cluster);
-    assert!(outcome.deleted("Secret", "ray-tls"), "{outcome:?}");
+    assert_claimed(&outcome, "ray-tls", &format!("uid-{NS}"));
     assert_eq!(outcome.delete[0].namespace.as_deref(), Some(NS));
+    // One a user made without the managed label goes too (upstream deletes by name).
+    let mut unlabelled = ray_tls(NS, &[("ca.crt", CA_CRT)]);
+    unlabelled["metadata"]["labels"] = json!({});
+    let (outcome, _) = reconcile_sr(
+        NS,
+        "vllm-multinode-runtime",
+        &settings(),
+        &cluster.clone().with(unlabelled),
+    );
+    assert_claimed(&outcome, "ray-tls", &format!("uid-{NS}"));
     for name in ["ray-tls", "ray-ca-tls"] {
         let (outcome, _) = reconcile_sr(NS, name, &settings(), &cluster);
         assert!(!outcome.deleted("Secret", "ray-tls"), "request {name}");
     }
     let without = base().with(fixture_ca());
     let (outcome, _) = reconcile_sr(NS, "gone", &settings(), &without);
-    assert!(outcome.delete.is_empty(), "nothing to delete: no request");
+    assert!(
+        outcome.delete.is_empty() && outcome.apply.is_empty(),
+        "nothing to delete"
+    );
 }
 
 /// an expired CA is replaced (new key pair); the fan-out of a controller-namespace
@@ -204,8 +217,8 @@ fn x_3_wrong_type_ca_is_deleted_then_recreated() {
     wrong["type"] = json!("Opaque");
     let cluster = base().with(runtime(NS, "mn", true)).with(wrong);
     let (outcome, keys) = reconcile_sr(NS, "mn", &settings(), &cluster);
-    assert!(outcome.deleted("Secret", "ray-ca-tls"));
-    assert!(outcome.apply.is_empty());
+    assert_claimed(&outcome, "ray-ca-tls", "uid-ca");
+    assert_eq!(outcome.apply.len(), 1, "only the claim");
     assert_eq!(keys, 0);
     assert!(
         outcome

@@ -115,7 +115,7 @@ fn b64(text: &str) -> String {
 pub fn ray_ca(cert: &str, key: &str) -> Value {
     serde_json::json!({
         "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-        "metadata": {"name": "ray-ca-tls", "namespace": CONTROLLER_NS, "resourceVersion": "7",
+        "metadata": {"name": "ray-ca-tls", "namespace": CONTROLLER_NS, "resourceVersion": "7", "uid": "uid-ca",
                      "labels": {"opendatahub.io/managed": "true"}},
         "data": {"tls.crt": b64(cert), "tls.key": b64(key)},
     })
@@ -134,7 +134,7 @@ pub fn ray_tls(namespace: &str, entries: &[(&str, &str)]) -> Value {
         .collect();
     serde_json::json!({
         "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-        "metadata": {"name": "ray-tls", "namespace": namespace, "resourceVersion": "1",
+        "metadata": {"name": "ray-tls", "namespace": namespace, "resourceVersion": "1", "uid": format!("uid-{namespace}"),
                      "labels": {"opendatahub.io/managed": "true"}},
         "data": data,
     })
@@ -170,4 +170,17 @@ pub fn ray_pod(namespace: &str, name: &str, ip: &str) -> Value {
                                   "env": [{"name": "RAY_USE_TLS", "value": "1"}]}]},
         "status": {"podIP": ip},
     })
+}
+
+/// The claim an outcome applies before deleting a Secret it may not manage: the managed label
+/// and the object's uid, nothing else.
+pub fn assert_claimed(outcome: &Outcome, name: &str, uid: &str) {
+    let claim = outcome.applied_object("Secret", name);
+    assert_eq!(claim.uid(), Some(uid));
+    assert_eq!(claim.label("opendatahub.io/managed"), Some("true"));
+    assert!(
+        claim.at(&["data"]).is_none() && claim.at(&["type"]).is_none(),
+        "{claim:?}"
+    );
+    assert!(outcome.deleted("Secret", name));
 }
