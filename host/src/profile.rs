@@ -98,7 +98,13 @@ pub fn webhook_kinds(table: &WebhookTable) -> Vec<String> {
             .unwrap_or(usize::MAX)
     };
     let mut routes: Vec<_> = table.routes().collect();
-    routes.sort_by_key(|r| (rank(r.plugin.name()), r.plugin.name().to_string(), declared(r)));
+    routes.sort_by_key(|r| {
+        (
+            rank(r.plugin.name()),
+            r.plugin.name().to_string(),
+            declared(r),
+        )
+    });
     let mut kinds: Vec<String> = Vec::new();
     for r in routes {
         if !kinds.contains(&r.gvk.kind) {

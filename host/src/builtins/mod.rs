@@ -148,8 +148,14 @@ mod tests {
         let resolv = "nameserver 10.0.0.10\nsearch ns.svc.corp.example. svc.corp.example. corp.example\noptions ndots:5\n";
         assert_eq!(cluster_domain(None, Some(resolv)), "corp.example");
         assert_eq!(cluster_domain(Some("x.y".into()), Some(resolv)), "x.y");
-        assert_eq!(cluster_domain(Some(String::new()), Some(resolv)), "corp.example");
-        assert_eq!(cluster_domain(None, Some("nameserver 1.1.1.1\n")), "cluster.local");
+        assert_eq!(
+            cluster_domain(Some(String::new()), Some(resolv)),
+            "corp.example"
+        );
+        assert_eq!(
+            cluster_domain(None, Some("nameserver 1.1.1.1\n")),
+            "cluster.local"
+        );
         assert_eq!(
             cluster_domain(Some("x.y".into()), None),
             "cluster.local",
