@@ -68,6 +68,9 @@ impl Plugin for ServingRuntime {
 
     fn map(event: &WatchEvent, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
         let object = event.object()?;
+        if event.controller == POD_CONTROLLER {
+            return pod::pods_of_ray_tls(&object, event.deleted, cx.cluster);
+        }
         Ok(map_event(&object, cx.settings).into_iter().collect())
     }
 }

@@ -129,6 +129,29 @@ pub fn reconcile(
     Ok(())
 }
 
+/// The Ray TLS pods with an IP in the namespace of a changed `ray-tls` (none when it was
+/// deleted: its pods would only fail until it is back, and its return is a change too).
+pub fn pods_of_ray_tls(
+    secret: &Object,
+    deleted: bool,
+    cluster: &dyn Cluster,
+) -> Result<Vec<odh_plugin_sdk::RequestKey>, Error> {
+    if deleted || secret.kind() != "Secret" || secret.name() != RAY_TLS_SECRET {
+        return Ok(Vec::new());
+    }
+    let namespace = secret.namespace();
+    Ok(cluster
+        .list_objects(&gvk::pod(), namespace, Some(PREDICTOR_SELECTOR))?
+        .iter()
+        .filter(|p| {
+            is_ray_tls_pod(p)
+                && p.str_at(&["status", "podIP"])
+                    .is_some_and(|ip| !ip.is_empty())
+        })
+        .map(Object::request_key)
+        .collect())
+}
+
 /// A `ray-tls` value's text, for tests and logs.
 pub fn entry_text(secret: &Value, ip: &str) -> String {
     secrets::text(&secrets::data(&Object(secret.clone())), ip)

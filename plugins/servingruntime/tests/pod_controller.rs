@@ -297,3 +297,41 @@ fn pc_16_concurrent_pods_lose_no_update() {
     }
     assert_eq!(entry(&stored, "ca.crt").unwrap(), CA_CRT);
 }
+
+/// Beyond upstream: a change of `ray-tls` (a CA fan-out drops every per-pod entry) maps to the
+/// namespace's Ray TLS pods that have an IP, so each gets its certificate back; a deletion maps
+/// to none; the ServingRuntime controller's mapping is untouched.
+#[test]
+fn a_ray_tls_change_re_reconciles_the_namespaces_ray_tls_pods() {
+    use odh_plugin_sdk::{Ctx, Plugin, WatchEvent};
+    use servingruntime::ServingRuntime;
+    let mut plain = ray_pod(NS, "plain", "10.0.0.7");
+    plain["spec"]["containers"][0]["env"] = json!([]);
+    let cluster = base()
+        .with(ray_pod(NS, "head", "10.0.0.5"))
+        .with(ray_pod(NS, "pending", ""))
+        .with(plain)
+        .with(ray_pod("elsewhere", "other", "10.0.0.9"));
+    let settings = settings();
+    let cx = Ctx::new(&settings, &cluster);
+    let tls = Object(ray_tls(NS, &[("ca.crt", CA_CRT)]));
+    let keys = ServingRuntime::map(&WatchEvent::for_object("core-pod", &tls, false), &cx).unwrap();
+    let names: Vec<String> = keys
+        .iter()
+        .map(|k| format!("{}/{}", k.namespace.as_deref().unwrap(), k.name))
+        .collect();
+    assert_eq!(names, [format!("{NS}/head")]);
+    let deleted =
+        ServingRuntime::map(&WatchEvent::for_object("core-pod", &tls, true), &cx).unwrap();
+    assert!(deleted.is_empty());
+    let ca = Object(fixture_ca());
+    assert!(
+        ServingRuntime::map(&WatchEvent::for_object("core-pod", &ca, false), &cx)
+            .unwrap()
+            .is_empty()
+    );
+    let for_sr =
+        ServingRuntime::map(&WatchEvent::for_object("servingruntime", &tls, false), &cx).unwrap();
+    assert_eq!(for_sr.len(), 1);
+    assert_eq!(for_sr[0].name, "ray-tls");
+}

@@ -36,14 +36,22 @@ fn slow() -> Timing {
     Timing::within(Duration::from_secs(180))
 }
 
-/// The controllers, once per test binary (4 workers), on a runtime of their own; returns the
-/// controller namespace.
-fn controllers() -> &'static str {
-    static RUNNING: OnceLock<String> = OnceLock::new();
+/// The namespaces the controllers run with.
+struct Namespaces {
+    /// `podNamespace`: where `ray-ca-tls` lives.
+    controller: String,
+    /// `monitoringNamespace`.
+    monitoring: String,
+}
+
+/// The controllers, once per test binary (4 workers), on a runtime of their own.
+fn running() -> &'static Namespaces {
+    static RUNNING: OnceLock<Namespaces> = OnceLock::new();
     RUNNING.get_or_init(|| {
         let controller_ns = unique_name("sr-controller");
+        let monitoring_ns = unique_name("sr-monitoring");
         let (tx, rx) = std::sync::mpsc::channel();
-        let ns = controller_ns.clone();
+        let (ns, mon) = (controller_ns.clone(), monitoring_ns.clone());
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -55,14 +63,20 @@ fn controllers() -> &'static str {
                     .await
                     .expect("test cluster config");
                 let client = Client::try_from(config).expect("client");
-                let namespace: Namespace =
-                    serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
-                Api::<Namespace>::all(client.clone())
-                    .create(&PostParams::default(), &namespace)
-                    .await
-                    .expect("controller namespace");
+                let create_namespace = |name: String| {
+                    let client = client.clone();
+                    async move {
+                        let namespace: Namespace =
+                            serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+                        Api::<Namespace>::all(client)
+                            .create(&PostParams::default(), &namespace)
+                            .await
+                            .expect("a namespace of the controllers")
+                    }
+                };
+                create_namespace(ns.clone()).await;
                 let plugin = load_with("servingruntime", |r| {
-                    r.settings(json!({"podNamespace": ns}))
+                    r.settings(json!({"podNamespace": ns, "monitoringNamespace": mon}))
                         .grants(Grants {
                             secure_random: true,
                             ..Grants::default()
@@ -73,17 +87,29 @@ fn controllers() -> &'static str {
                             ..Limits::default()
                         })
                 });
-                let started = start_controllers(client, vec![plugin], 4, CancellationToken::new())
-                    .await
-                    .expect("controllers start");
+                let started =
+                    start_controllers(client.clone(), vec![plugin], 4, CancellationToken::new())
+                        .await
+                        .expect("controllers start");
+                // Made once they watch: a watched change maps to its request (at start-up the
+                // whole list is replayed, which a busy shared apiserver can make overflow).
+                create_namespace(mon).await;
                 tx.send(()).expect("test waiting");
                 let _tasks = started.tasks;
                 std::future::pending::<()>().await;
             });
         });
         rx.recv().expect("controller thread started");
-        controller_ns
+        Namespaces {
+            controller: controller_ns,
+            monitoring: monitoring_ns,
+        }
     })
+}
+
+/// The controller namespace, with the controllers running.
+fn controllers() -> &'static str {
+    &running().controller
 }
 
 async fn setup(prefix: &str) -> anyhow::Result<(TestContext, &'static str)> {
@@ -389,5 +415,87 @@ async fn pc_16_three_concurrent_pods_all_get_their_entry() -> anyhow::Result<()>
     for ip in ips {
         check_pod_entry(&text(&tls, ip).unwrap(), &ca, ip, &t.namespace)?;
     }
+    Ok(())
+}
+
+/// a wrong `ca.crt` corrected through a user-namespace reconcile keeps the other keys.
+#[tokio::test]
+async fn x_4_corrected_ray_tls_keeps_its_other_keys() -> anyhow::Result<()> {
+    let (t, controller_ns) = multi_node_namespace("sr-x4").await?;
+    let secrets: Api<Secret> = t.api();
+    let mut tls = secrets.get(RAY_TLS).await?;
+    let data = tls.data.get_or_insert_default();
+    data.insert("ca.crt".into(), ByteString(b"wrong-data".to_vec()));
+    data.insert("extra".into(), ByteString(b"kept".to_vec()));
+    secrets
+        .replace(RAY_TLS, &PostParams::default(), &tls)
+        .await?;
+    let tls = ray_tls_holds_the_ca(&t, controller_ns).await?;
+    assert_eq!(text(&tls, "extra").as_deref(), Some("kept"));
+    Ok(())
+}
+
+/// SR-6 for a `ray-tls` the controller did not make (no managed label): upstream deletes it
+/// by name, and so do we (claimed first).
+#[tokio::test]
+async fn sr_6_an_unlabelled_ray_tls_is_deleted_too() -> anyhow::Result<()> {
+    let (t, _) = setup("sr-6u").await?;
+    let secrets: Api<Secret> = t.api();
+    let user: Secret = serde_json::from_value(json!({
+        "metadata": {"name": RAY_TLS}, "stringData": {"ca.crt": "mine"},
+    }))?;
+    secrets.create(&PostParams::default(), &user).await?;
+    create_runtime(&t, "kserve-ovms", false).await?;
+    absent(&secrets, RAY_TLS).await
+}
+
+/// the monitoring RoleBinding in the monitoring namespace, as upstream makes it; a
+/// change of its subjects is reverted, a deletion re-created; a plain namespace gets none.
+#[tokio::test]
+async fn x_1_monitoring_role_binding() -> anyhow::Result<()> {
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let (t, _) = setup("sr-x1").await?;
+    let mon = &running().monitoring;
+    let bindings: Api<RoleBinding> = Api::namespaced(t.client.clone(), mon);
+    let expected_subjects =
+        json!([{"kind": "ServiceAccount", "name": "prometheus-custom", "namespace": mon}]);
+    let as_expected = || async {
+        let rb = bindings.get("prometheus-ns-access").await?;
+        anyhow::ensure!(
+            serde_json::to_value(&rb.subjects)? == expected_subjects,
+            "subjects {:?}",
+            rb.subjects
+        );
+        anyhow::ensure!(
+            rb.labels()
+                .get("opendatahub.io/managed")
+                .map(String::as_str)
+                == Some("true"),
+            "labels {:?}",
+            rb.labels()
+        );
+        anyhow::ensure!(
+            rb.role_ref.kind == "ClusterRole" && rb.role_ref.name == "prometheus-ns-access"
+        );
+        Ok(rb)
+    };
+    let rb = eventually("the RoleBinding", slow(), as_expected).await?;
+    let mut changed = rb.clone();
+    changed.subjects.as_mut().unwrap()[0].name = "someone-else".into();
+    bindings
+        .replace("prometheus-ns-access", &PostParams::default(), &changed)
+        .await?;
+    eventually("the subjects reverted", slow(), as_expected).await?;
+    bindings
+        .delete("prometheus-ns-access", &DeleteParams::default())
+        .await?;
+    eventually("the RoleBinding re-created", slow(), || async {
+        let again = as_expected().await?;
+        anyhow::ensure!(again.uid() != rb.uid(), "still the old one");
+        Ok(())
+    })
+    .await?;
+    let plain: Api<RoleBinding> = t.api();
+    anyhow::ensure!(plain.get_opt("prometheus-ns-access").await?.is_none());
     Ok(())
 }
