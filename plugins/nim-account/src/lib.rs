@@ -1,0 +1,1 @@
+//! odh-model-controller plugin: the NVIDIA NIM Account controller and webhook. Work in progress.
