@@ -499,3 +499,61 @@ async fn x_1_monitoring_role_binding() -> anyhow::Result<()> {
     anyhow::ensure!(plain.get_opt("prometheus-ns-access").await?.is_none());
     Ok(())
 }
+
+/// The plugin in the host's Wasm runtime, on an in-memory cluster: a controller-namespace
+/// reconcile that must create the CA (one RSA-4096 key).
+fn reconcile_needing_a_key(grants: Grants) -> odh_model_controller::plugin::wire::Outcome {
+    use odh_model_controller::plugin::wire::RequestKey;
+    use odh_model_controller::plugin::{CallEnv, MemoryCluster, ReconcileInput};
+    let plugin = load_with("servingruntime", |r| {
+        r.settings(json!({"podNamespace": "odh"}))
+            .grants(grants)
+            .limits(Limits {
+                reconcile_timeout_ms: 60_000,
+                reconcile_budget_ms: 120_000,
+                ..Limits::default()
+            })
+    });
+    let mut cluster = MemoryCluster::default();
+    cluster
+        .insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "odh"}}))
+        .unwrap();
+    let input = ReconcileInput {
+        controller: "servingruntime".into(),
+        key: RequestKey {
+            namespace: Some("odh".into()),
+            name: CA.into(),
+        },
+        object: None,
+    };
+    let started = std::time::Instant::now();
+    let outcome = plugin
+        .reconcile_blocking(&input, &CallEnv::live(std::sync::Arc::new(cluster)))
+        .expect("an outcome");
+    eprintln!("reconcile took {:?}", started.elapsed());
+    outcome
+}
+
+/// Without the `secureRandom` grant the host's WASI random is a fixed pattern: the plugin
+/// refuses to make a key from it (`denied`, naming the grant) and writes nothing.
+#[test]
+fn without_secure_random_no_key_is_made() {
+    let outcome = reconcile_needing_a_key(Grants::default());
+    assert!(outcome.apply.is_empty(), "{:?}", outcome.apply);
+    let error = outcome.error.expect("an error");
+    assert_eq!(error.kind(), "denied");
+    assert!(format!("{error:?}").contains("secureRandom"), "{error:?}");
+}
+
+/// With it, the CA is made in the Wasm runtime (docs/decisions.md has the timings).
+#[test]
+fn with_secure_random_the_ca_is_made() {
+    let outcome = reconcile_needing_a_key(Grants {
+        secure_random: true,
+        ..Grants::default()
+    });
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    let ca = &outcome.apply[0].object;
+    assert_eq!(ca["metadata"]["name"], CA);
+    assert_eq!(ca["type"], "kubernetes.io/tls");
+}
