@@ -147,7 +147,9 @@ fn servingruntime(
 }
 
 /// Spec core §2.1.1: the Ray Secrets by name, the monitoring namespaces, and RoleBindings
-/// carrying the managed label key (any value).
+/// carrying the managed label key (any value). Upstream also maps an update's old object, so
+/// removing the label still triggers; the host hands over the new object only, so the
+/// monitoring RoleBinding is mapped by its name too.
 pub fn map_event(object: &odh_plugin_sdk::Object, settings: &Settings) -> Option<RequestKey> {
     let name = object.name();
     match object.kind() {
@@ -157,7 +159,7 @@ pub fn map_event(object: &odh_plugin_sdk::Object, settings: &Settings) -> Option
         "Namespace" if name == OPENSHIFT_MONITORING || name == settings.monitoring_namespace() => {
             Some(request_key(Some(name), name))
         }
-        "RoleBinding" if object.label(label::MANAGED).is_some() => {
+        "RoleBinding" if object.label(label::MANAGED).is_some() || name == ROLE_BINDING => {
             odh_plugin_sdk::log::log(
                 odh_plugin_sdk::log::Level::Info,
                 &format!("Reconcile event triggered by Rolebinding: {name}"),

@@ -407,6 +407,13 @@ fn watch_mapping() {
         Some(("a".into(), "rb".into()))
     );
     assert_eq!(key(map_event(&rb(json!({})), &s)), None);
+    let mut unlabelled = rb(json!({})).into_value();
+    unlabelled["metadata"]["name"] = json!("prometheus-ns-access");
+    assert_eq!(
+        key(map_event(&Object(unlabelled), &s)),
+        Some(("a".into(), "prometheus-ns-access".into())),
+        "the monitoring RoleBinding whose label was removed"
+    );
     // Through the export, as the host calls it.
     let cx_cluster = cluster();
     let cx = odh_plugin_sdk::Ctx::new(&s, &cx_cluster);

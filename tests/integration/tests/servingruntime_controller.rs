@@ -486,6 +486,12 @@ async fn x_1_monitoring_role_binding() -> anyhow::Result<()> {
         .replace("prometheus-ns-access", &PostParams::default(), &changed)
         .await?;
     eventually("the subjects reverted", slow(), as_expected).await?;
+    let mut unlabelled = bindings.get("prometheus-ns-access").await?;
+    unlabelled.metadata.labels = None;
+    bindings
+        .replace("prometheus-ns-access", &PostParams::default(), &unlabelled)
+        .await?;
+    eventually("the label restored", slow(), as_expected).await?;
     bindings
         .delete("prometheus-ns-access", &DeleteParams::default())
         .await?;
