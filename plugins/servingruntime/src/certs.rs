@@ -218,9 +218,11 @@ fn add_extensions(
 /// Upstream's PEM reading: drop the `-----BEGIN`/`-----END` lines, join the rest and decode
 /// it as base64 (so only single-block PEM works).
 pub fn upstream_pem_body(pem: &str) -> Result<Vec<u8>, String> {
+    // Go's base64 decoder skips carriage returns and newlines.
     let body: String = pem
         .lines()
         .filter(|l| !l.starts_with("-----BEGIN") && !l.starts_with("-----END"))
+        .flat_map(|l| l.chars().filter(|c| *c != '\r'))
         .collect();
     odh_plugin_sdk::base64::decode(body.trim()).ok_or_else(|| "illegal base64 data".to_string())
 }

@@ -201,9 +201,12 @@ fn x_3_ca_expires_two_years_before_not_after() {
     assert!(certs::ca_expired(&cert, after(6 * 365)));
 }
 
-/// Upstream's PEM reading: one block, base64 between the markers.
+/// Upstream's PEM reading: one block, base64 between the markers; CRLF line ends are fine.
 #[test]
 fn unparsable_pem_is_an_error() {
+    let crlf = CA_CRT.replace('\n', "\r\n");
+    assert!(certs::parse_certificate(&crlf).is_ok());
+    assert!(Ca::parse(&crlf, &CA_KEY_PKCS1.replace('\n', "\r\n")).is_ok());
     assert!(
         certs::parse_certificate("-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n")
             .is_err()
