@@ -1,1 +1,71 @@
-//! odh-model-controller plugin: the LLMInferenceService controller and webhooks (part 1), the Gateway controller and the model-serving-api (part 2). Work in progress.
+//! The LLM serving plugin (spec llm.md). Part 1: the `llminferenceservice` controller
+//! (`baseRefs` merge, the anonymous HTTPRoute AuthPolicies, the routing-group auth posture
+//! check) and the LLMInferenceService mutating webhooks (ConnectionsAPI, HardwareProfile).
+//! Part 2 (the Gateway controller and the model-serving-api) joins as further modules.
+
+pub mod llmisvc;
+mod md5;
+pub mod names;
+pub mod predicates;
+pub mod settings;
+pub mod webhooks;
+
+use odh_kinds::gvk;
+use odh_plugin_sdk::{
+    AdmissionDecision, AdmissionRequest, Controller, Ctx, Error, Manifest, Mapping, Operation,
+    Outcome, Plugin, ReconcileRequest, Watch, Webhook, core_gvk,
+};
+
+use settings::Settings;
+
+pub struct LlmGateway;
+
+impl Plugin for LlmGateway {
+    type Settings = Settings;
+
+    fn manifest() -> Manifest {
+        let operations = [Operation::Create, Operation::Update];
+        // Upstream's legacy triggers: any Kuadrant or Authorino change re-reconciles every
+        // service (nothing reads them any more; they also bring a service whose AuthPolicy
+        // waited for Kuadrant back as soon as Kuadrant appears, where the host can watch it).
+        let resync = |kind| Watch::new(kind, Mapping::All).optional();
+        let controller = Controller::new(llmisvc::CONTROLLER, gvk::llm_inference_service())
+            // Upstream maps AuthPolicy events through the LLMInferenceService owner reference.
+            .watches(Watch::new(gvk::auth_policy(), Mapping::Owner).optional())
+            .watches(resync(gvk::kuadrant()))
+            .watches(resync(gvk::authorino()));
+        Manifest::new("llm-gateway", env!("CARGO_PKG_VERSION"))
+            .description("LLMInferenceService controller (baseRefs merge, anonymous HTTPRoute AuthPolicies, routing-group auth posture) and webhooks (ConnectionsAPI, HardwareProfile)")
+            .controller(controller)
+            .webhook(Webhook::mutating(
+                webhooks::MUTATING_PATH_V1ALPHA2,
+                gvk::llm_inference_service(),
+                operations,
+            ))
+            .webhook(Webhook::mutating(
+                webhooks::MUTATING_PATH_V1ALPHA1,
+                webhooks::llm_inference_service_v1alpha1(),
+                operations,
+            ))
+            .reads([
+                gvk::llm_inference_service_config(),
+                gvk::http_route(),
+                gvk::secret(),
+                gvk::hardware_profile(),
+            ])
+            // The policies (applied with an owner reference, but the kind is optional, so it
+            // is watched rather than owned); the S3 ServiceAccounts and the HardwareProfile
+            // Event (admission side effects).
+            .writes([gvk::auth_policy(), gvk::service_account(), core_gvk("Event")])
+    }
+
+    fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {
+        llmisvc::reconcile(request, cx)
+    }
+
+    fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {
+        Ok(webhooks::mutate(request, cx.cluster))
+    }
+}
+
+odh_plugin_sdk::plugin!(LlmGateway);

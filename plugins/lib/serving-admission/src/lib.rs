@@ -9,7 +9,9 @@
 //!   scheduling, fill resource requests and limits), and
 //! * an InferenceService layer (`connections::default_inference_service`,
 //!   `hardware_profile::default_inference_service`, run in that order by
-//!   [`default_inference_service`]) that edits the raw ISVC JSON in place.
+//!   [`default_inference_service`]) that edits the raw ISVC JSON in place, and
+//! * an LLMInferenceService layer (`connections::llm`, `hardware_profile::llm`, run in that
+//!   order by [`default_llm_inference_service`]) for `spec.model.uri` and `spec.template`.
 //!
 //! Objects stay raw [`Value`]s throughout: the host turns the before/after difference
 //! into the admission patch, so anything not named by the spec (unknown fields included) must
@@ -24,6 +26,7 @@
 //! webhook answers with the inner API status in that case.
 
 pub mod connections;
+mod go_url;
 pub mod hardware_profile;
 pub mod quantity;
 
@@ -100,4 +103,49 @@ pub fn default_inference_service(
             },
         },
     )
+}
+
+/// One admission of either serving kind (the InferenceService name is historical).
+pub type Admission<'a> = IsvcAdmission<'a>;
+
+/// The LLMInferenceService mutating webhook's defaulting (either version): ConnectionsAPI,
+/// then HardwareProfile, both editing `llmisvc` in place. An object being deleted is left
+/// alone. A failure of either step is `denied`, and the ServiceAccounts asked for before it
+/// are still returned (upstream creates them before it validates the S3 data). A skipped
+/// profile's `ContainerNameMismatch` Event is one of the side effects; `now` stamps it.
+pub fn default_llm_inference_service(
+    llmisvc: &mut Value,
+    admission: &Admission,
+    cluster: &dyn Cluster,
+    now: &str,
+) -> Defaulted {
+    if json::is_deleting(llmisvc) {
+        return Defaulted::default();
+    }
+    let mut side_effects =
+        match connections::llm::default_llm_inference_service(llmisvc, admission, cluster) {
+            Ok(accounts) => accounts,
+            Err((accounts, e)) => {
+                return Defaulted {
+                    side_effects: accounts,
+                    warnings: Vec::new(),
+                    denied: Some(e),
+                };
+            }
+        };
+    match hardware_profile::llm::default_llm_inference_service(llmisvc, admission, cluster, now) {
+        Ok(profile) => {
+            side_effects.extend(profile.event);
+            Defaulted {
+                side_effects,
+                warnings: profile.warnings,
+                denied: None,
+            }
+        }
+        Err(e) => Defaulted {
+            side_effects,
+            warnings: Vec::new(),
+            denied: Some(e),
+        },
+    }
 }

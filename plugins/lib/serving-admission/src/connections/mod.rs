@@ -6,6 +6,7 @@
 //! LLMInferenceService webhook reuses the generic part with its own field mapping.
 
 pub mod isvc;
+pub mod llm;
 mod secret;
 
 use odh_plugin_sdk::Operation;

@@ -8,6 +8,7 @@
 //! labels); [`isvc`] wires them to an InferenceService.
 
 pub mod isvc;
+pub mod llm;
 mod profile;
 mod resources;
 mod scheduling;

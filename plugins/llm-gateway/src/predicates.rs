@@ -1,0 +1,100 @@
+//! Management and auth predicates (spec §2.2).
+
+use odh_plugin_sdk::Object;
+
+/// `opendatahub.io/managed`, as a label (which wins) or annotation.
+pub const MANAGED: &str = "opendatahub.io/managed";
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY_VALUE: &str = "odh-model-controller";
+pub const ENABLE_AUTH: &str = "security.opendatahub.io/enable-auth";
+pub const STOP: &str = "serving.kserve.io/stop";
+pub const ROUTING_GROUP: &str = "serving.kserve.io/routing-group";
+
+/// Labelled (or, without the label, annotated) `opendatahub.io/managed: "false"`.
+pub fn is_explicitly_unmanaged(object: &Object) -> bool {
+    let value = object.label(MANAGED).or_else(|| object.annotation(MANAGED));
+    value.is_some_and(|v| v.trim().eq_ignore_ascii_case("false"))
+}
+
+/// Made by this controller (or upstream's) and not opted out by the user.
+pub fn is_managed_by_open_data_hub(object: &Object) -> bool {
+    !is_explicitly_unmanaged(object) && object.label(MANAGED_BY) == Some(MANAGED_BY_VALUE)
+}
+
+/// Auth is on unless `security.opendatahub.io/enable-auth` is `false` (trimmed, any case).
+pub fn auth_enabled(service: &Object) -> bool {
+    !service
+        .annotation(ENABLE_AUTH)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("false"))
+}
+
+/// `serving.kserve.io/stop: "true"` (any case, not trimmed: KServe's `GetForceStopRuntime`).
+pub fn is_stopped(service: &Object) -> bool {
+    service
+        .annotation(STOP)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use odh_plugin_sdk::json;
+
+    fn with(labels: odh_plugin_sdk::Value, annotations: odh_plugin_sdk::Value) -> Object {
+        Object(json!({"metadata": {"name": "x", "labels": labels, "annotations": annotations}}))
+    }
+
+    fn auth(value: Option<&str>) -> bool {
+        let annotations = match value {
+            Some(v) => json!({ENABLE_AUTH: v}),
+            None => json!({}),
+        };
+        auth_enabled(&with(json!({}), annotations))
+    }
+
+    /// RA-01..RA-07: the AuthType detector (on = userdefined, off = anonymous).
+    #[test]
+    fn ra_01_to_07_auth_type_detection() {
+        assert!(auth(Some("true")), "RA-01");
+        assert!(!auth(Some("false")), "RA-02");
+        assert!(auth(Some("")), "RA-03");
+        assert!(auth(None), "RA-04");
+        for v in ["TRUE", "True", "tRuE"] {
+            assert!(auth(Some(v)), "RA-05 {v}");
+        }
+        for v in ["FALSE", "False", "fAlSe", " false "] {
+            assert!(!auth(Some(v)), "RA-06 {v}");
+        }
+        for v in ["yes", "1", "enabled", "on", "invalid", "123"] {
+            assert!(auth(Some(v)), "RA-07 {v}");
+        }
+    }
+
+    #[test]
+    fn management_label_wins_over_annotation() {
+        let managed = |l, a| is_managed_by_open_data_hub(&with(l, a));
+        let ours = json!({MANAGED_BY: MANAGED_BY_VALUE});
+        assert!(managed(ours.clone(), json!({})));
+        assert!(!managed(json!({MANAGED_BY: "someone"}), json!({})));
+        assert!(!managed(
+            json!({MANAGED_BY: MANAGED_BY_VALUE, MANAGED: " FALSE "}),
+            json!({})
+        ));
+        assert!(!managed(ours.clone(), json!({MANAGED: "false"})));
+        // The label is consulted alone when present.
+        assert!(managed(
+            json!({MANAGED_BY: MANAGED_BY_VALUE, MANAGED: "true"}),
+            json!({MANAGED: "false"})
+        ));
+    }
+
+    #[test]
+    fn stop_is_case_insensitive_but_not_trimmed() {
+        let stopped = |v: &str| is_stopped(&with(json!({}), json!({STOP: v})));
+        assert!(stopped("true"));
+        assert!(stopped("TRUE"));
+        assert!(!stopped(" true"));
+        assert!(!stopped("false"));
+        assert!(!is_stopped(&with(json!({}), json!({}))));
+    }
+}
