@@ -98,3 +98,32 @@ bench: plugins
 
 clean:
 	$(CARGO) clean
+
+.PHONY: deploy-manifests deploy undeploy image
+
+## deploy-manifests: regenerate deploy/generated (RBAC, webhooks) from the built-in plugins
+deploy-manifests: toolchain
+	$(CARGO) run -q -p odh-model-controller -- deploy-manifests --dir deploy
+
+# Which overlay `make deploy` applies: openshift (service-ca) or xks (cert-manager, webhook-only).
+DEPLOY_OVERLAY ?= openshift
+IMG ?= quay.io/opendatahub/odh-model-controller:odh-incubating
+KUBECTL ?= kubectl
+CONTAINER_TOOL ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+
+## deploy: apply deploy/overlays/$(DEPLOY_OVERLAY) with image $(IMG) to the cluster of KUBECONFIG
+deploy:
+	@command -v $(KUBECTL) >/dev/null || { echo "kubectl is needed for make deploy"; exit 1; }
+	$(KUBECTL) kustomize deploy/overlays/$(DEPLOY_OVERLAY) \
+		| sed 's|image: quay.io/opendatahub/odh-model-controller:odh-incubating|image: $(IMG)|' \
+		| $(KUBECTL) apply --server-side --field-manager=odh-model-controller-deploy -f -
+
+## undeploy: delete what `make deploy` applied (the plugins ConfigMap and the Account CRD too)
+undeploy:
+	@command -v $(KUBECTL) >/dev/null || { echo "kubectl is needed for make undeploy"; exit 1; }
+	$(KUBECTL) kustomize deploy/overlays/$(DEPLOY_OVERLAY) | $(KUBECTL) delete --ignore-not-found -f -
+
+## image: the controller image (Containerfile) as $(IMG), with podman or docker
+image:
+	@test -n "$(CONTAINER_TOOL)" || { echo "no container builder (podman or docker) found"; exit 1; }
+	$(CONTAINER_TOOL) build -f Containerfile -t $(IMG) .

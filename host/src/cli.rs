@@ -31,6 +31,16 @@ pub enum Command {
         #[arg(long)]
         write: Option<PathBuf>,
     },
+    /// Generate the parts of `deploy/` that follow from the built-in plugins' manifests (RBAC,
+    /// webhook configurations), or check that they are current.
+    DeployManifests {
+        /// The `deploy/` directory.
+        #[arg(long, default_value = "deploy")]
+        dir: PathBuf,
+        /// Change nothing; fail when a file differs from what would be generated.
+        #[arg(long)]
+        check: bool,
+    },
     /// Work with plugins offline: inspect a manifest, evaluate a call against files.
     #[command(subcommand)]
     Plugin(PluginCommand),

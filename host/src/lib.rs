@@ -12,6 +12,7 @@ pub mod cache;
 pub mod cli;
 pub mod controller;
 pub mod crd;
+pub mod deploy_manifests;
 pub mod discovery;
 pub mod dispatch;
 pub mod gvk;

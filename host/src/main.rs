@@ -10,6 +10,9 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Some(Command::Plugin(_)) => unreachable!("handled above"),
         Some(Command::Crds { write }) => print_crds(write),
+        Some(Command::DeployManifests { dir, check }) => {
+            odh_model_controller::deploy_manifests::run(&dir, check)
+        }
         Some(Command::Run(args)) => run_controller(args),
         None => run_controller(cli.run),
     };
