@@ -63,12 +63,23 @@ pub const BUILTINS: &[Builtin] = &[
         ],
         webhook_only_kinds: &[],
     },
+    // Upstream registers the LLMInferenceService webhooks after the InferenceGraph ones, and
+    // they are the only webhooks of the webhook-only profile (xKS).
+    Builtin {
+        name: "llm-gateway",
+        default: true,
+        settings: &[("/podNamespace", FromProcess::Env("POD_NAMESPACE"))],
+        webhook_only_kinds: &["LLMInferenceService"],
+    },
     Builtin {
         name: "servingruntime",
         default: true,
         settings: &[
             ("/podNamespace", FromProcess::Env("POD_NAMESPACE")),
-            ("/monitoringNamespace", FromProcess::Env("MONITORING_NAMESPACE")),
+            (
+                "/monitoringNamespace",
+                FromProcess::Env("MONITORING_NAMESPACE"),
+            ),
         ],
         webhook_only_kinds: &[],
     },
@@ -79,6 +90,27 @@ pub const BUILTINS: &[Builtin] = &[
         webhook_only_kinds: &[],
     },
 ];
+
+/// What a built-in needs beyond the default limits and grants. An admin's plugins-ConfigMap
+/// entry for a plugin of that name overrides these key by key.
+#[derive(Debug, Clone, Copy)]
+pub struct Needs {
+    pub name: &'static str,
+    /// Limits as (key of the ConfigMap entry's `limits`, value).
+    pub limits: &'static [(&'static str, u64)],
+    /// `grants.secureRandom`: real randomness, for keys.
+    pub secure_random: bool,
+}
+
+pub const NEEDS: &[Needs] = &[Needs {
+    // RSA-4096 keys made in the guest take seconds (docs/decisions.md).
+    name: "servingruntime",
+    limits: &[
+        ("reconcileTimeoutMs", 60_000),
+        ("reconcileBudgetMs", 120_000),
+    ],
+    secure_random: true,
+}];
 
 /// The leader-election Lease of the deployment (upstream's election ID, so a replica of the
 /// Go controller and one of ours never lead at once during an upgrade).
