@@ -318,9 +318,19 @@ fn load_plugins(
                 .unwrap_or_default(),
             _ => serde_json::json!({}),
         };
+        let (grants, limits) = match source {
+            Source::Builtin(name) => (
+                builtins::default_grants(name),
+                builtins::default_limits(name),
+            ),
+            _ => Default::default(),
+        };
         let plugin = LoadedPlugin::load(
             &engine,
-            LoadRequest::new(source.clone(), bytes).settings(settings),
+            LoadRequest::new(source.clone(), bytes)
+                .settings(settings)
+                .grants(grants)
+                .limits(limits),
         )
         .map_err(|e| anyhow::anyhow!("loading plugin {source}: {e}"))?;
         info!(

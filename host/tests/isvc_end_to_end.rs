@@ -756,6 +756,27 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     bindings.delete(&policy, &DeleteParams::default()).await?;
     policies.delete(&policy, &DeleteParams::default()).await?;
 
+    // The `servingruntime` built-in, as the binary serves it with no plugins ConfigMap, has
+    // what its keys need (real randomness, a longer deadline): every ServingRuntime reconcile
+    // ensures the Ray CA in POD_NAMESPACE, so the runtime created above brings `ray-ca-tls`.
+    let secrets_in_protected = Api::<Secret>::namespaced(client.clone(), &protected);
+    eventually(
+        "ray-ca-tls made by the built-in servingruntime plugin",
+        Timing::within(std::time::Duration::from_secs(180)),
+        || async {
+            let ca = secrets_in_protected.get("ray-ca-tls").await?;
+            anyhow::ensure!(ca.type_.as_deref() == Some("kubernetes.io/tls"));
+            Ok(())
+        },
+    )
+    .await
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; log: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    })?;
+
     vwcs.delete(&format!("isvc-e2e-{ns}"), &DeleteParams::default())
         .await?;
     mwcs.delete(&format!("isvc-e2e-{ns}"), &DeleteParams::default())

@@ -4,7 +4,9 @@
 
 mod list;
 
-pub use list::{BUILTINS, Builtin, FromProcess, LEASE_NAME, WEBHOOK_ONLY_PROFILE};
+pub use list::{BUILTINS, Builtin, FromProcess, LEASE_NAME, NEEDS, Needs, WEBHOOK_ONLY_PROFILE};
+
+use crate::plugin::{Grants, Limits};
 use serde_json::Value;
 
 mod embedded {
@@ -32,6 +34,27 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 /// The built-ins `run` serves when no `--plugin` is given.
 pub fn defaults() -> impl Iterator<Item = &'static Builtin> {
     BUILTINS.iter().filter(|b| b.default)
+}
+
+/// The limits a plugin of this name starts from: the defaults, with what a built-in of that
+/// name needs (the plugins ConfigMap refines them key by key).
+pub fn default_limits(name: &str) -> Limits {
+    let mut limits = serde_json::to_value(Limits::default()).expect("limits serialise");
+    for needs in NEEDS.iter().filter(|n| n.name == name) {
+        for (key, value) in needs.limits {
+            limits[*key] = Value::from(*value);
+        }
+    }
+    serde_json::from_value(limits).expect("NEEDS name fields of Limits (checked by a test)")
+}
+
+/// The grants a plugin of this name starts from: whatever it declares, and real randomness
+/// when a built-in of that name needs it.
+pub fn default_grants(name: &str) -> Grants {
+    Grants {
+        secure_random: NEEDS.iter().any(|n| n.name == name && n.secure_random),
+        ..Grants::default()
+    }
 }
 
 impl Builtin {
@@ -160,6 +183,28 @@ mod tests {
             cluster_domain(Some("x.y".into()), None),
             "cluster.local",
             "without a readable resolv.conf knative never looks at the variable"
+        );
+    }
+
+    #[test]
+    fn needs_name_builtins_and_fields_of_the_limits() {
+        for needs in NEEDS {
+            assert!(
+                find(needs.name).is_some(),
+                "{} is not a built-in",
+                needs.name
+            );
+            let limits = serde_json::to_value(default_limits(needs.name)).unwrap();
+            for (key, value) in needs.limits {
+                assert_eq!(limits[*key], *value, "{}: {key}", needs.name);
+            }
+        }
+        assert_eq!(default_limits("no-such-plugin"), Limits::default());
+        assert_eq!(default_grants("no-such-plugin"), Grants::default());
+        assert!(default_grants("servingruntime").secure_random);
+        assert_eq!(
+            default_limits("servingruntime").reconcile_timeout_ms,
+            60_000
         );
     }
 

@@ -38,10 +38,12 @@ struct RawEntry {
     sha256: Option<String>,
     #[serde(default)]
     settings: Option<serde_json::Value>,
+    /// Refines the limits a plugin of this name starts from, key by key.
     #[serde(default)]
-    limits: Limits,
+    limits: Option<serde_json::Value>,
+    /// Refines the grants a plugin of this name starts from, key by key.
     #[serde(default)]
-    grants: Grants,
+    grants: Option<serde_json::Value>,
     #[serde(default)]
     mode: Rollout,
     #[serde(default)]
@@ -115,6 +117,10 @@ impl RegistryConfig {
                     "plugin {name}: settings must be a JSON/YAML object"
                 ));
             }
+            let limits = refine(crate::builtins::default_limits(&name), e.limits)
+                .map_err(|m| format!("plugin {name}: limits: {m}"))?;
+            let grants = refine(crate::builtins::default_grants(&name), e.grants)
+                .map_err(|m| format!("plugin {name}: grants: {m}"))?;
             plugins.insert(
                 name.clone(),
                 PluginEntry {
@@ -122,8 +128,8 @@ impl RegistryConfig {
                     source,
                     sha256,
                     settings,
-                    limits: e.limits,
-                    grants: e.grants,
+                    limits,
+                    grants,
                     rollout: e.mode,
                     failure_policy: e.failure_policy,
                 },
@@ -131,6 +137,25 @@ impl RegistryConfig {
         }
         Ok(Self { plugins })
     }
+}
+
+/// `base` with the keys `given` sets replaced (built-ins start from what they need, the admin's
+/// entry refines it).
+fn refine<T: serde::Serialize + serde::de::DeserializeOwned>(
+    base: T,
+    given: Option<serde_json::Value>,
+) -> Result<T, String> {
+    let Some(given) = given else {
+        return Ok(base);
+    };
+    let serde_json::Value::Object(given) = given else {
+        return Err("must be a mapping".into());
+    };
+    let mut merged = serde_json::to_value(base).map_err(|e| e.to_string())?;
+    for (key, value) in given {
+        merged[key] = value;
+    }
+    serde_json::from_value(merged).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -186,6 +211,35 @@ plugins:
     }
 
     #[test]
+    fn a_builtin_starts_from_what_it_needs_and_the_entry_refines_it() {
+        let c = RegistryConfig::parse(
+            "plugins:\n  servingruntime:\n    source: builtin\n    limits: {memoryMib: 64}\n",
+        )
+        .unwrap();
+        let e = &c.plugins["servingruntime"];
+        assert_eq!(
+            (e.limits.reconcile_timeout_ms, e.limits.memory_mib),
+            (60_000, 64)
+        );
+        assert!(e.grants.secure_random);
+        let c = RegistryConfig::parse(
+            "plugins:\n  servingruntime:\n    source: builtin\n    limits: {reconcileTimeoutMs: 5000}\n    grants: {secureRandom: false}\n",
+        )
+        .unwrap();
+        let e = &c.plugins["servingruntime"];
+        assert_eq!(e.limits.reconcile_timeout_ms, 5_000);
+        assert!(!e.grants.secure_random, "the admin's word wins");
+        let bad = RegistryConfig::parse(
+            "plugins:\n  isvc:\n    source: builtin\n    limits: {reconcileTimeoutMS: 1}\n",
+        )
+        .unwrap_err();
+        assert!(
+            bad.starts_with("plugin isvc: limits: unknown field `reconcileTimeoutMS`"),
+            "{bad}"
+        );
+    }
+
+    #[test]
     fn sources_parse_and_print_back() {
         for text in [
             "builtin:hello",
@@ -228,7 +282,7 @@ plugins:
             ),
             (
                 "plugins: {p: {source: builtin, grants: {everything: true}}}",
-                "plugins.yaml",
+                "plugin p: grants: unknown field `everything`",
             ),
             ("plugins: {P: {source: builtin}}", "plugin name \"P\""),
             (
