@@ -43,9 +43,9 @@ $(APISERVER): $(wildcard tests/apiserver/*.go) tests/apiserver/go.mod tests/apis
 ## plugins: every plugin to target/plugins/<name>.wasm
 plugins: toolchain
 	@mkdir -p target/plugins
-	$(CARGO) build --release --target wasm32-wasip2 --target-dir $(WASM_TARGET_DIR) $(addprefix -p ,$(WASM_PLUGINS))
+	$(CARGO) build --profile wasm --target wasm32-wasip2 --target-dir $(WASM_TARGET_DIR) $(addprefix -p ,$(WASM_PLUGINS))
 	@for p in $(WASM_PLUGINS); do \
-		cp $(WASM_TARGET_DIR)/wasm32-wasip2/release/$$(echo $$p | tr - _).wasm target/plugins/$$p.wasm || exit 1; \
+		cp $(WASM_TARGET_DIR)/wasm32-wasip2/wasm/$$(echo $$p | tr - _).wasm target/plugins/$$p.wasm || exit 1; \
 	done
 
 ## test-deps: Debian's OCI distribution registry, for the oci:// plugin-source tests

@@ -78,7 +78,8 @@ fn build_plugins(root: &Path) -> anyhow::Result<PathBuf> {
     cmd.current_dir(root)
         .args([
             "build",
-            "--release",
+            "--profile",
+            "wasm",
             "--target",
             "wasm32-wasip2",
             "--target-dir",
@@ -113,5 +114,5 @@ fn build_plugins(root: &Path) -> anyhow::Result<PathBuf> {
     }
     let status = cmd.status()?;
     anyhow::ensure!(status.success(), "building the built-in plugins failed");
-    Ok(target_dir.join("wasm32-wasip2/release"))
+    Ok(target_dir.join("wasm32-wasip2/wasm"))
 }
