@@ -1,0 +1,346 @@
+//! The LLMInferenceService mutating webhooks (built-in `llm-gateway`, spec llm.md §7) through
+//! the real apiserver and the real binary: `odh-model-controller run` with its default plugins
+//! serves both paths, registered as upstream registers them (CREATE and UPDATE,
+//! failurePolicy Fail, sideEffects NoneOnDryRun). A v1alpha2 object gets its model URI from a
+//! URI connection and its resources from a HardwareProfile; a v1alpha1 one its pull secret
+//! from an OCI connection; an S3 connection's ServiceAccount is created; an empty `URI` is a
+//! clear denial (§11.12). The webhook-only profile (xKS) keeps both paths.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+
+use base64::Engine;
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use kube::api::{Api, DynamicObject, PostParams};
+use odh_model_controller::builtins;
+use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
+use odh_model_controller::profile::Profile;
+use odh_model_controller::webhook::WebhookTable;
+use odh_test_support::{TestContext, Timing, eventually};
+use serde_json::{Value, json};
+
+const V1ALPHA2: &str = "/mutate-serving-kserve-io-v1alpha2-llminferenceservice";
+const V1ALPHA1: &str = "/mutate-serving-kserve-io-v1alpha1-llminferenceservice";
+
+struct Host(Child);
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Upstream's entry for one version (§7.1), with the test's URL, CA and namespace scope.
+fn entry(version: &str, path: &str, port: u16, ca_pem: &str, namespace: &str) -> Value {
+    json!({
+        "name": format!("connection-llmisvc-{version}.odh-model-controller.opendatahub.io"),
+        "clientConfig": {
+            "url": format!("https://127.0.0.1:{port}{path}"),
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
+        },
+        "rules": [{"apiGroups": ["serving.kserve.io"], "apiVersions": [version],
+                   "resources": ["llminferenceservices"], "operations": ["CREATE", "UPDATE"]}],
+        "failurePolicy": "Fail",
+        "sideEffects": "NoneOnDryRun",
+        "admissionReviewVersions": ["v1"],
+        "namespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace],
+        }]},
+        "timeoutSeconds": 10,
+    })
+}
+
+fn connection(name: &str, protocol: &str, data: &[(&str, &str)]) -> anyhow::Result<Secret> {
+    let data: serde_json::Map<String, Value> = data
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                base64::engine::general_purpose::STANDARD.encode(v).into(),
+            )
+        })
+        .collect();
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name,
+                     "annotations": {"opendatahub.io/connection-type-protocol": protocol}},
+        "data": data,
+    }))?)
+}
+
+fn service(version: &str, name: &str, annotations: Value, template: Option<Value>) -> Value {
+    let mut v = json!({
+        "apiVersion": format!("serving.kserve.io/{version}"),
+        "kind": "LLMInferenceService",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"model": {"uri": "hf://placeholder/model"}},
+    });
+    if let Some(template) = template {
+        v["spec"]["template"] = template;
+    }
+    v
+}
+
+/// MAIN-1 for the LLMInferenceService: both versions' paths are served by `llm-gateway` in the
+/// full profile and stay in the webhook-only one (xKS).
+#[test]
+fn main_1_llm_webhooks_in_full_and_xks() {
+    let engine = odh_test_support::host::engine();
+    let plugins: Vec<LoadedPlugin> = builtins::defaults()
+        .map(|b| {
+            let bytes = builtins::component(b.name).expect("embedded");
+            LoadedPlugin::load(
+                &engine,
+                LoadRequest::new(Source::Builtin(b.name.into()), bytes),
+            )
+            .expect("loads")
+        })
+        .collect();
+    let table = WebhookTable::new(plugins.iter()).expect("a table");
+    let llm_paths = |t: &WebhookTable| -> Vec<(String, String, String)> {
+        let mut paths: Vec<_> = t
+            .routes()
+            .filter(|r| r.gvk.kind == "LLMInferenceService")
+            .map(|r| {
+                (
+                    r.path.clone(),
+                    r.plugin.name().to_string(),
+                    r.gvk.version.clone(),
+                )
+            })
+            .collect();
+        paths.sort();
+        paths
+    };
+    // Sorted by path (the table's own order is not what this checks).
+    let expected = vec![
+        (
+            V1ALPHA1.to_string(),
+            "llm-gateway".to_string(),
+            "v1alpha1".to_string(),
+        ),
+        (
+            V1ALPHA2.to_string(),
+            "llm-gateway".to_string(),
+            "v1alpha2".to_string(),
+        ),
+    ];
+    assert_eq!(llm_paths(&Profile::Full.webhooks(table.clone())), expected);
+    let xks = Profile::WebhookOnly.webhooks(table);
+    assert_eq!(llm_paths(&xks), expected);
+    assert!(
+        xks.routes().all(|r| r.gvk.kind == "LLMInferenceService"),
+        "only the LLMInferenceService webhooks in xKS"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_webhooks_through_the_apiserver_and_the_real_binary() -> anyhow::Result<()> {
+    let t = TestContext::new("llm-webhook").await?;
+    let ns = t.namespace.clone();
+    let client = t.client.clone();
+    let (cert_dir, _) = common::serving_cert("llm-webhook");
+    let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
+    let webhook_port = common::free_port();
+    let health_port = common::free_port();
+    let log = std::env::temp_dir().join(format!("llm-webhook-e2e-{}.log", std::process::id()));
+    let log_file = std::fs::File::create(&log)?;
+    let _host = Host(
+        Command::new(env!("CARGO_BIN_EXE_odh-model-controller"))
+            .args(["run", "--zap-devel=false", "--metrics-bind-address=0"])
+            .arg(format!(
+                "--kubeconfig={}",
+                odh_test_support::cluster()?.kubeconfig.display()
+            ))
+            .arg(format!("--webhook-cert-dir={}", cert_dir.display()))
+            .arg(format!("--webhook-bind-address=127.0.0.1:{webhook_port}"))
+            .arg(format!(
+                "--health-probe-bind-address=127.0.0.1:{health_port}"
+            ))
+            .env("POD_NAMESPACE", &ns)
+            .env_remove("ODH_PLATFORM_TYPE")
+            .env_remove("ENABLE_WEBHOOKS")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .spawn()?,
+    );
+    let with_log = |e: anyhow::Error| {
+        anyhow::anyhow!(
+            "{e}; log: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    };
+    eventually("the host is ready", Timing::default(), || async {
+        let reply = common::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
+        anyhow::ensure!(reply.status == 200, "{}: {}", reply.status, reply.body);
+        Ok(())
+    })
+    .await
+    .map_err(with_log)?;
+
+    let secrets: Api<Secret> = t.api();
+    for secret in [
+        connection("uri-conn", "uri", &[("URI", "hf://meta-llama/Llama-4")])?,
+        connection("empty-uri", "uri", &[("URI", "")])?,
+        connection("oci-conn", "oci", &[])?,
+        connection("s3-conn", "s3", &[("AWS_S3_BUCKET", "models")])?,
+    ] {
+        secrets.create(&PostParams::default(), &secret).await?;
+    }
+    let profiles = t.dynamic(
+        "infrastructure.opendatahub.io",
+        "v1",
+        "HardwareProfile",
+        "hardwareprofiles",
+    );
+    t.create(
+        &profiles,
+        json!({"apiVersion": "infrastructure.opendatahub.io/v1", "kind": "HardwareProfile",
+               "metadata": {"name": "gpu"},
+               "spec": {"identifiers": [{"identifier": "nvidia.com/gpu", "defaultCount": 1}],
+                        "scheduling": {"node": {"nodeSelector": {"accelerator": "gpu"}}}}}),
+    )
+    .await?;
+
+    let configuration = format!("llm-webhook-e2e-{ns}");
+    Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": configuration},
+                "webhooks": [
+                    entry("v1alpha2", V1ALPHA2, webhook_port, &ca_pem, &ns),
+                    entry("v1alpha1", V1ALPHA1, webhook_port, &ca_pem, &ns),
+                ],
+            }))?,
+        )
+        .await?;
+    let v1alpha2 = t.dynamic(
+        "serving.kserve.io",
+        "v1alpha2",
+        "LLMInferenceService",
+        "llminferenceservices",
+    );
+    let v1alpha1 = t.dynamic(
+        "serving.kserve.io",
+        "v1alpha1",
+        "LLMInferenceService",
+        "llminferenceservices",
+    );
+
+    // The configuration takes effect asynchronously: retry under fresh names until mutated.
+    let mut attempt = 0;
+    let created: DynamicObject = eventually(
+        "a v1alpha2 object is mutated (URI connection, HardwareProfile)",
+        Timing::default(),
+        || {
+            attempt += 1;
+            let name = format!("uri-hwp-{attempt}");
+            let v1alpha2 = v1alpha2.clone();
+            let t = &t;
+            async move {
+                let object = service(
+                    "v1alpha2",
+                    &name,
+                    json!({"opendatahub.io/connections": "uri-conn",
+                           "opendatahub.io/hardware-profile-name": "gpu"}),
+                    Some(json!({"containers": [{"name": "main", "image": "vllm"}]})),
+                );
+                let created = t.create(&v1alpha2, object).await?;
+                anyhow::ensure!(
+                    created.data["spec"]["model"]["uri"] == "hf://meta-llama/Llama-4",
+                    "not mutated: {:?}",
+                    created.data["spec"]
+                );
+                Ok(created)
+            }
+        },
+    )
+    .await
+    .map_err(with_log)?;
+    let template = &created.data["spec"]["template"];
+    assert_eq!(
+        template["containers"][0]["resources"],
+        json!({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}})
+    );
+    assert_eq!(template["nodeSelector"], json!({"accelerator": "gpu"}));
+    assert_eq!(
+        created.metadata.annotations.as_ref().unwrap()["opendatahub.io/hardware-profile-namespace"],
+        ns
+    );
+
+    // v1alpha1 through its own path: the OCI pull secret.
+    let created = t
+        .create(
+            &v1alpha1,
+            service(
+                "v1alpha1",
+                "oci-v1alpha1",
+                json!({"opendatahub.io/connections": "oci-conn"}),
+                None,
+            ),
+        )
+        .await
+        .map_err(with_log)?;
+    assert_eq!(
+        created.data["spec"]["template"]["imagePullSecrets"],
+        json!([{"name": "oci-conn"}])
+    );
+
+    // S3: the URI and the ServiceAccount made as a side effect.
+    let created = t
+        .create(
+            &v1alpha2,
+            service(
+                "v1alpha2",
+                "s3-svc",
+                json!({"opendatahub.io/connections": "s3-conn",
+                       "opendatahub.io/connection-path": "llama/v1"}),
+                None,
+            ),
+        )
+        .await?;
+    assert_eq!(created.data["spec"]["model"]["uri"], "s3://models/llama/v1");
+    assert_eq!(
+        created.data["spec"]["template"]["serviceAccountName"],
+        "s3-conn-sa"
+    );
+    let account = t.api::<ServiceAccount>().get("s3-conn-sa").await?;
+    assert_eq!(
+        account.secrets.unwrap_or_default()[0].name.as_deref(),
+        Some("s3-conn")
+    );
+
+    // §11.12: an empty URI value is a clear 403, not a crash.
+    let denied = t
+        .create(
+            &v1alpha2,
+            service(
+                "v1alpha2",
+                "empty-uri",
+                json!({"opendatahub.io/connections": "empty-uri"}),
+                None,
+            ),
+        )
+        .await;
+    let status = match denied {
+        Err(e) => match e.downcast::<kube::Error>()? {
+            kube::Error::Api(status) => status,
+            other => anyhow::bail!("unexpected error: {other}"),
+        },
+        Ok(o) => anyhow::bail!("admitted: {:?}", o.data),
+    };
+    assert_eq!(status.code, 403, "{status:?}");
+    assert_eq!(
+        status.message,
+        "admission webhook \"connection-llmisvc-v1alpha2.odh-model-controller.opendatahub.io\" denied the request: invalid URI \"\" from secret empty-uri: the URI is empty"
+    );
+
+    Api::<MutatingWebhookConfiguration>::all(client)
+        .delete(&configuration, &Default::default())
+        .await?;
+    Ok(())
+}
