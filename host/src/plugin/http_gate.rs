@@ -99,15 +99,32 @@ impl WasiHttpHooks for HttpGate {
             between_bytes_timeout: cap(options.and_then(|o| o.between_bytes_timeout), total),
         };
         let until = Instant::now() + total;
+        let test_route = match test_only::route(&request) {
+            Ok(route) => route,
+            Err(e) => {
+                tracing::warn!(plugin = %self.plugin, "{e}");
+                return Self::refuse(Error::InternalError(Some(e)));
+            }
+        };
         Box::new(async move {
             use http_body_util::BodyExt;
-            let send = wasmtime_wasi_http::default_send_request(request, Some(options));
-            let (response, io) = tokio::time::timeout_at(until.into(), send)
-                .await
-                .map_err(|_| Error::HttpResponseTimeout)??;
-            let response =
-                response.map(|body| DeadlineBody::new(body.boxed_unsync(), until).boxed_unsync());
-            Ok((response, Box::new(io) as IoFuture))
+            let (response, io) = match test_route {
+                None => {
+                    let send = wasmtime_wasi_http::default_send_request(request, Some(options));
+                    let (response, io) = tokio::time::timeout_at(until.into(), send)
+                        .await
+                        .map_err(|_| Error::HttpResponseTimeout)??;
+                    (response.map(|b| b.boxed_unsync()), Box::new(io) as IoFuture)
+                }
+                Some(route) => {
+                    let send = test_only::send(request, route, options);
+                    tokio::time::timeout_at(until.into(), send)
+                        .await
+                        .map_err(|_| Error::HttpResponseTimeout)??
+                }
+            };
+            let response = response.map(|body| DeadlineBody::new(body, until).boxed_unsync());
+            Ok((response, io))
         })
     }
 }
@@ -148,5 +165,143 @@ impl Body for DeadlineBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// TEST ONLY: sends a granted request to a local stand-in instead of the real host, so end-to-end
+/// tests keep real host names (`api.ngc.nvidia.com`) with a server on the loopback interface.
+///
+/// `ODH_TEST_HTTP_RESOLVE` = `host:port=127.0.0.1:port[,host:port=...]` connects requests for
+/// `host:port` to that loopback address (a non-loopback target is refused); TLS still checks the
+/// certificate for `host`, against the web PKI roots plus the PEM CA in
+/// `ODH_TEST_HTTP_CA_FILE`. Unset (production), nothing changes. The grant check runs first.
+mod test_only {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    use http_body_util::BodyExt;
+    use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
+
+    pub(super) struct Route {
+        address: SocketAddr,
+        host: String,
+        tls: bool,
+    }
+
+    /// Where the request goes instead, when the test override names its authority.
+    pub(super) fn route(request: &http::Request<WasiBody>) -> Result<Option<Route>, String> {
+        let Ok(table) = std::env::var("ODH_TEST_HTTP_RESOLVE") else {
+            return Ok(None);
+        };
+        let uri = request.uri();
+        let tls = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
+        let (Some(host), port) = (uri.host(), uri.port_u16()) else {
+            return Ok(None);
+        };
+        let authority = format!("{host}:{}", port.unwrap_or(if tls { 443 } else { 80 }));
+        for entry in table.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let Some((from, to)) = entry.split_once('=') else {
+                return Err(format!(
+                    "ODH_TEST_HTTP_RESOLVE: {entry:?} is not host:port=address"
+                ));
+            };
+            if from != authority {
+                continue;
+            }
+            let address: SocketAddr = to
+                .parse()
+                .map_err(|_| format!("ODH_TEST_HTTP_RESOLVE: {to:?} is not an ip:port"))?;
+            if !address.ip().is_loopback() {
+                return Err(format!(
+                    "ODH_TEST_HTTP_RESOLVE: {to} is not a loopback address; refused"
+                ));
+            }
+            return Ok(Some(Route {
+                address,
+                host: host.to_string(),
+                tls,
+            }));
+        }
+        Ok(None)
+    }
+
+    fn client_config() -> Result<rustls::ClientConfig, Error> {
+        use rustls::pki_types::{CertificateDer, pem::PemObject};
+        let mut roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.into(),
+        };
+        if let Some(path) = std::env::var_os("ODH_TEST_HTTP_CA_FILE") {
+            for cert in
+                CertificateDer::pem_file_iter(&path).map_err(|_| Error::TlsCertificateError)?
+            {
+                roots
+                    .add(cert.map_err(|_| Error::TlsCertificateError)?)
+                    .map_err(|_| Error::TlsCertificateError)?;
+            }
+        }
+        Ok(rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth())
+    }
+
+    type Sent = (http::Response<super::WasiBody>, super::IoFuture);
+
+    pub(super) async fn send(
+        mut request: http::Request<WasiBody>,
+        route: Route,
+        options: RequestOptions,
+    ) -> Result<Sent, Error> {
+        let connect_timeout = options
+            .connect_timeout
+            .unwrap_or(std::time::Duration::from_secs(5));
+        let tcp = tokio::time::timeout(
+            connect_timeout,
+            tokio::net::TcpStream::connect(route.address),
+        )
+        .await
+        .map_err(|_| Error::ConnectionTimeout)?
+        .map_err(Error::Connect)?;
+        let path = request
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string();
+        *request.uri_mut() = http::Uri::builder()
+            .path_and_query(path)
+            .build()
+            .map_err(|_| Error::HttpRequestUriInvalid)?;
+        let (mut sender, connection) = if route.tls {
+            let name = rustls::pki_types::ServerName::try_from(route.host)
+                .map_err(|_| Error::TlsCertificateError)?;
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config()?));
+            let stream = tokio::time::timeout(connect_timeout, connector.connect(name, tcp))
+                .await
+                .map_err(|_| Error::ConnectionTimeout)?
+                .map_err(Error::Tls)?;
+            let (sender, connection) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                    .await
+                    .map_err(Error::from)?;
+            (
+                sender,
+                tokio::spawn(async move { connection.await.map_err(Error::from) }),
+            )
+        } else {
+            let (sender, connection) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+                    .await
+                    .map_err(Error::from)?;
+            (
+                sender,
+                tokio::spawn(async move { connection.await.map_err(Error::from) }),
+            )
+        };
+        let response = sender.send_request(request).await.map_err(Error::from)?;
+        let io: super::IoFuture =
+            Box::new(async move { connection.await.unwrap_or(Err(Error::ConnectionTerminated)) });
+        Ok((
+            response.map(|body| body.map_err(Error::from).boxed_unsync()),
+            io,
+        ))
     }
 }

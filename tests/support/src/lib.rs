@@ -16,6 +16,7 @@ mod apiserver;
 pub mod crds;
 pub mod dev;
 pub mod host;
+pub mod https_stand_in;
 pub mod namespace;
 pub mod proxy;
 mod wait;

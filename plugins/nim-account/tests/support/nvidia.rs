@@ -1,6 +1,6 @@
 //! A stand-in for NVIDIA's APIs (spec nim-process §1.15.1): the answers the native tests'
 //! `http::Fake` and the integration tests' local TLS server both give. Plain functions over a
-//! request's parts, so either transport can use them.
+//! request's parts, so either transport can use them; no dependency beyond `serde_json`.
 
 #![allow(dead_code)]
 
@@ -52,7 +52,7 @@ pub fn answer(call: &Call) -> Option<(u16, String)> {
             }
         }
         ("GET", "nvcr.io", "/proxy_auth") => {
-            let basic = odh_plugin_sdk::base64::encode(format!("$oauthtoken:{LEGACY_KEY}"));
+            let basic = base64(format!("$oauthtoken:{LEGACY_KEY}").as_bytes());
             (query
                 == "account=$oauthtoken&offline_token=true&scope=repository:nim/microsoft/phi-3-mini-4k-instruct:pull"
                 && auth == format!("Basic {basic}"))
@@ -104,8 +104,61 @@ pub fn answer(call: &Call) -> Option<(u16, String)> {
 fn query_param(query: &str, name: &str) -> Option<String> {
     query.split('&').find_map(|pair| {
         let (k, v) = pair.split_once('=')?;
-        (k == name)
-            .then(|| odh_plugin_sdk::go::query_unescape(v))
-            .flatten()
+        (k == name).then(|| query_unescape(v))
     })
+}
+
+// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (*b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+// Form decoding: `+` is a space, `%XX` a byte.
+fn query_unescape(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn helpers_decode_and_encode() {
+        assert_eq!(super::base64(b"$oauthtoken:k"), "JG9hdXRodG9rZW46aw==");
+        assert_eq!(super::base64(b"ab"), "YWI=");
+        assert_eq!(super::query_unescape("%7B%22a%22%3A1%7D+x"), "{\"a\":1} x");
+    }
 }
