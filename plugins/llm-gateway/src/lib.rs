@@ -13,7 +13,7 @@ pub mod webhooks;
 use odh_kinds::gvk;
 use odh_plugin_sdk::{
     AdmissionDecision, AdmissionRequest, Controller, Ctx, Error, Manifest, Mapping, Operation,
-    Outcome, Plugin, ReconcileRequest, Watch, Webhook, core_gvk,
+    Outcome, Plugin, ReconcileRequest, RequestKey, Watch, WatchEvent, Webhook, core_gvk,
 };
 
 use settings::Settings;
@@ -30,8 +30,9 @@ impl Plugin for LlmGateway {
         // waited for Kuadrant back as soon as Kuadrant appears, where the host can watch it).
         let resync = |kind| Watch::new(kind, Mapping::All).optional();
         let controller = Controller::new(llmisvc::CONTROLLER, gvk::llm_inference_service())
-            // Upstream maps AuthPolicy events through the LLMInferenceService owner reference.
-            .watches(Watch::new(gvk::auth_policy(), Mapping::Owner).optional())
+            // Upstream maps the events of the policies it manages through their
+            // LLMInferenceService owner reference (`map`).
+            .watches(Watch::new(gvk::auth_policy(), Mapping::Custom).optional())
             .watches(resync(gvk::kuadrant()))
             .watches(resync(gvk::authorino()));
         Manifest::new("llm-gateway", env!("CARGO_PKG_VERSION"))
@@ -61,6 +62,10 @@ impl Plugin for LlmGateway {
 
     fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {
         llmisvc::reconcile(request, cx)
+    }
+
+    fn map(event: &WatchEvent, _: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
+        llmisvc::mapping::map(event)
     }
 
     fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {

@@ -8,7 +8,8 @@ use llm_gateway::settings::Settings;
 use odh_kinds::gvk;
 use odh_plugin_sdk::testing::FakeCluster;
 use odh_plugin_sdk::{
-    Ctx, Error, EventType, Object, Outcome, Ownership, Plugin, ReconcileRequest, Value, json,
+    Ctx, Error, EventType, Object, Outcome, Ownership, Plugin, ReconcileRequest, RequestKey, Value,
+    WatchEvent, json, request_key,
 };
 
 const NS: &str = "test-ns";
@@ -103,7 +104,7 @@ fn warnings(outcome: &Outcome, reason: &str) -> Vec<String> {
         .collect()
 }
 
-/// LC-02, RA-09, RA-10, RA-16, RA-17: auth off and the default route present: the anonymous
+/// LC-02, RA-09, RA-10, RA-16, RA-17, RA-22 (created): auth off and the default route present: the anonymous
 /// policy of §3.1, exactly, owned by the service as controller.
 #[test]
 fn lc_02_anonymous_policy_for_the_default_route() {
@@ -148,7 +149,8 @@ fn lc_02_anonymous_policy_for_the_default_route() {
     assert!(outcome.events.is_empty());
 }
 
-/// LC-03, RA-01: auth turned back on: our policy is claimed (its uid) and deleted.
+/// LC-03, RA-01, RA-24, RA-28: auth turned back on: the existing policy is read (its uid
+/// claims exactly that object) and deleted.
 #[test]
 fn lc_03_auth_on_deletes_our_policy() {
     let cluster = cluster()
@@ -161,8 +163,9 @@ fn lc_03_auth_on_deletes_our_policy() {
     assert!(outcome.error.is_none());
 }
 
-/// LC-04, RA-04: auth on (no annotation) and no policy: nothing is applied or deleted; a
-/// policy someone else made (not labelled ours, or opted out) is never touched.
+/// LC-04, RA-04, RA-29 (removing a missing policy is no error): auth on (no annotation) and no
+/// policy: nothing is applied or deleted; a policy someone else made (not labelled ours, or
+/// opted out) is never touched.
 #[test]
 fn lc_04_auth_on_makes_nothing_and_leaves_foreign_policies() {
     let outcome = run(&service(SVC), &cluster().with(http_route(DEFAULT_ROUTE)));
@@ -203,7 +206,7 @@ fn lc_06_custom_routes_each_get_a_policy() {
     );
 }
 
-/// LC-07, LC-08: the policy is declared in full on every reconcile of an anonymous service,
+/// LC-07, LC-08, RA-25, RA-26: the policy is declared in full on every reconcile of an anonymous service,
 /// whatever the live one holds (a drifted targetRef is restored, a deleted one re-made).
 #[test]
 fn lc_07_lc_08_drift_and_deletion_are_undone() {
@@ -492,22 +495,77 @@ fn posture_list_failure_is_an_error() {
     assert_eq!(warnings(&outcome, "ReconcileError").len(), 1);
 }
 
-/// RA-30..RA-32 (the AuthPolicy → service mapping): the watch maps by the owner reference of
-/// kind LLMInferenceService, which the host resolves; the manifest must say so.
+fn policy_event(owners: Value, labels: Value, deleted: bool) -> Vec<RequestKey> {
+    let mut policy = live_policy("p-authn", labels);
+    policy["metadata"]["ownerReferences"] = owners;
+    let event = WatchEvent::for_object(CONTROLLER, &Object(policy), deleted);
+    LlmGateway::map(&event, &Ctx::new(&Settings::default(), &cluster())).unwrap()
+}
+
+fn owner(api_version: &str, kind: &str, name: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind, "name": name, "uid": "u"})
+}
+
+/// RA-30: a policy owned by an LLMInferenceService (any version) maps to that service in the
+/// policy's namespace, on update and on delete.
 #[test]
-fn ra_30_to_32_policies_map_to_their_owner() {
+fn ra_30_policy_maps_to_its_owner() {
+    let owners = json!([
+        owner("apps/v1", "Deployment", "d"),
+        owner(
+            "serving.kserve.io/v1alpha1",
+            "LLMInferenceService",
+            "my-llm-service"
+        ),
+    ]);
+    for deleted in [false, true] {
+        assert_eq!(
+            policy_event(owners.clone(), ours(), deleted),
+            [request_key(Some(NS), "my-llm-service")]
+        );
+    }
+}
+
+/// RA-31: no owner references: nothing.
+#[test]
+fn ra_31_no_owner_maps_to_nothing() {
+    assert!(policy_event(json!([]), ours(), false).is_empty());
+}
+
+/// RA-32: only a Deployment owner: nothing.
+#[test]
+fn ra_32_other_owner_maps_to_nothing() {
+    assert!(policy_event(json!([owner("apps/v1", "Deployment", "d")]), ours(), false).is_empty());
+}
+
+/// §4.1 predicates: a policy we do not manage (no managed-by label, or opted out) maps to
+/// nothing, even with a service owner.
+#[test]
+fn unmanaged_policies_map_to_nothing() {
+    let owners = json!([owner(
+        "serving.kserve.io/v1alpha2",
+        "LLMInferenceService",
+        "s"
+    )]);
+    assert!(policy_event(owners.clone(), json!({}), false).is_empty());
+    let opted_out = json!({"app.kubernetes.io/managed-by": "odh-model-controller", "opendatahub.io/managed": "false"});
+    assert!(policy_event(owners, opted_out, true).is_empty());
+}
+
+/// The manifest: the controller upstream names, its primary, and an optional AuthPolicy watch
+/// (a cluster without Kuadrant still runs the controller) mapped by `map`.
+#[test]
+fn manifest_controller_and_watches() {
     let manifest = LlmGateway::manifest();
     let controller = &manifest.controllers[0];
+    assert_eq!(controller.name, "llminferenceservice");
+    assert_eq!(controller.primary, gvk::llm_inference_service());
+    assert_eq!(controller.finalizer, None);
     let watch = controller
         .watches
         .iter()
         .find(|w| w.gvk == gvk::auth_policy())
         .expect("AuthPolicy watch");
-    assert!(matches!(watch.mapping, odh_plugin_sdk::Mapping::Owner));
-    assert!(
-        watch.optional,
-        "a cluster without Kuadrant still runs the controller"
-    );
-    assert_eq!(controller.name, "llminferenceservice");
-    assert_eq!(controller.primary, gvk::llm_inference_service());
+    assert!(matches!(watch.mapping, odh_plugin_sdk::Mapping::Custom));
+    assert!(watch.optional);
 }

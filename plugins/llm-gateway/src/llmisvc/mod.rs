@@ -3,6 +3,7 @@
 
 pub mod authpolicy;
 pub mod config;
+pub mod mapping;
 pub mod posture;
 
 use odh_kinds::gvk;
