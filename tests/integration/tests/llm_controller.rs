@@ -301,3 +301,66 @@ async fn ap_01_ap_02_routing_group_auth_posture() -> anyhow::Result<()> {
     })
     .await
 }
+
+/// CP-01..CP-05 (the AuthPolicy comparator, §2.3) as the cluster sees it: an identical policy
+/// is not rewritten when the service reconciles again (CP-01, CP-03: the template's `priority:
+/// 0` and `metrics: false` compare equal with what is stored), labels a user adds stay (CP-04),
+/// and a templated label that differs (CP-02) or is missing (CP-05) is restored.
+#[tokio::test]
+async fn cp_01_to_05_policy_comparison_on_the_cluster() -> anyhow::Result<()> {
+    start();
+    let t = TestContext::new("llm-cp").await?;
+    create_route(&t, "test-llmisvc-kserve-route").await?;
+    create_service(
+        &t,
+        "test-llmisvc",
+        json!({ENABLE_AUTH: "false"}),
+        json!({}),
+        &[],
+    )
+    .await?;
+    let name = "test-llmisvc-kserve-route-authn";
+    let settled = exists(&policies(&t), name).await?;
+    let version = settled.metadata.resource_version.clone();
+    set_annotation(&t, "test-llmisvc", "touched", "1").await?;
+    consistently("an identical policy is not rewritten", short(), || async {
+        let now = policies(&t).get(name).await?;
+        anyhow::ensure!(now.metadata.resource_version == version, "rewritten");
+        Ok(())
+    })
+    .await?;
+
+    let component = "app.kubernetes.io/component";
+    let part_of = "app.kubernetes.io/part-of";
+    let extra = "kubectl.kubernetes.io/last-applied-configuration";
+    policies(&t)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {
+                component: "changed",
+                part_of: null,
+                extra: "x",
+            }}})),
+        )
+        .await?;
+    eventually(
+        "the templated labels are restored",
+        Timing::default(),
+        || async {
+            let now = policies(&t).get(name).await?;
+            let labels = now.metadata.labels.unwrap_or_default();
+            anyhow::ensure!(
+                labels.get(component).map(String::as_str) == Some("llminferenceservice-policies")
+                    && labels.get(part_of).map(String::as_str) == Some("llminferenceservice"),
+                "{labels:?}"
+            );
+            anyhow::ensure!(
+                labels.get(extra).map(String::as_str) == Some("x"),
+                "{labels:?}"
+            );
+            Ok(())
+        },
+    )
+    .await
+}
