@@ -190,10 +190,13 @@ mod test_only {
 
     /// Where the request goes instead, when the test override names its authority.
     pub(super) fn route(request: &http::Request<WasiBody>) -> Result<Option<Route>, String> {
-        let Ok(table) = std::env::var("ODH_TEST_HTTP_RESOLVE") else {
-            return Ok(None);
-        };
-        let uri = request.uri();
+        match std::env::var("ODH_TEST_HTTP_RESOLVE") {
+            Ok(table) => route_in(&table, request.uri()),
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn route_in(table: &str, uri: &http::Uri) -> Result<Option<Route>, String> {
         let tls = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
         let (Some(host), port) = (uri.host(), uri.port_u16()) else {
             return Ok(None);
@@ -303,5 +306,58 @@ mod test_only {
             response.map(|body| body.map_err(Error::from).boxed_unsync()),
             io,
         ))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::route_in;
+
+        fn uri(text: &str) -> http::Uri {
+            text.parse().unwrap()
+        }
+
+        #[test]
+        fn only_named_authorities_go_to_loopback_targets() {
+            let table = "api.example.test:443=127.0.0.1:8443, plain.example.test:80=[::1]:9000";
+            let route = route_in(table, &uri("https://api.example.test/v1?q=1"))
+                .unwrap()
+                .unwrap();
+            assert_eq!(route.address.to_string(), "127.0.0.1:8443");
+            assert_eq!((route.host.as_str(), route.tls), ("api.example.test", true));
+            let plain = route_in(table, &uri("http://plain.example.test/"))
+                .unwrap()
+                .unwrap();
+            assert!(!plain.tls && plain.address.ip().is_loopback());
+            // Another port or host is not overridden.
+            assert!(
+                route_in(table, &uri("https://api.example.test:8443/"))
+                    .unwrap()
+                    .is_none()
+            );
+            assert!(
+                route_in(table, &uri("https://other.example.test/"))
+                    .unwrap()
+                    .is_none()
+            );
+        }
+
+        #[test]
+        fn non_loopback_targets_and_bad_entries_are_refused() {
+            let error = route_in(
+                "api.example.test:443=10.0.0.1:443",
+                &uri("https://api.example.test/"),
+            )
+            .err()
+            .unwrap();
+            assert!(error.contains("not a loopback address"), "{error}");
+            assert!(route_in("api.example.test:443", &uri("https://api.example.test/")).is_err());
+            assert!(
+                route_in(
+                    "api.example.test:443=somewhere",
+                    &uri("https://api.example.test/")
+                )
+                .is_err()
+            );
+        }
     }
 }
