@@ -3,8 +3,9 @@
 //! serves both paths, registered as upstream registers them (CREATE and UPDATE,
 //! failurePolicy Fail, sideEffects NoneOnDryRun). A v1alpha2 object gets its model URI from a
 //! URI connection and its resources from a HardwareProfile; a v1alpha1 one its pull secret
-//! from an OCI connection; an S3 connection's ServiceAccount is created; an empty `URI` is a
-//! clear denial (§11.12). The webhook-only profile (xKS) keeps both paths.
+//! from an OCI connection; an S3 connection's ServiceAccount is created; a template without a
+//! `main` container gets the ContainerNameMismatch Event; an empty `URI` is a clear denial
+//! (§11.12). The webhook-only profile (xKS) keeps both paths.
 
 mod common;
 
@@ -312,6 +313,36 @@ async fn llm_webhooks_through_the_apiserver_and_the_real_binary() -> anyhow::Res
     assert_eq!(
         account.secrets.unwrap_or_default()[0].name.as_deref(),
         Some("s3-conn")
+    );
+
+    // §7.4: a template without a `main` container gets nothing from the profile, but the
+    // ContainerNameMismatch Event is created.
+    let created = t
+        .create(
+            &v1alpha2,
+            service(
+                "v1alpha2",
+                "no-main",
+                json!({"opendatahub.io/hardware-profile-name": "gpu"}),
+                Some(json!({"containers": [{"name": "server", "image": "vllm"}]})),
+            ),
+        )
+        .await?;
+    assert_eq!(created.data["spec"]["template"].get("nodeSelector"), None);
+    let event = t
+        .api::<k8s_openapi::api::core::v1::Event>()
+        .get("no-main.hwp-container-name-mismatch")
+        .await?;
+    assert_eq!(event.reason.as_deref(), Some("ContainerNameMismatch"));
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(event.involved_object.name.as_deref(), Some("no-main"));
+    assert_eq!(
+        event.involved_object.api_version.as_deref(),
+        Some("serving.kserve.io/v1alpha2")
+    );
+    assert_eq!(
+        event.involved_object.kind.as_deref(),
+        Some("LLMInferenceService")
     );
 
     // §11.12: an empty URI value is a clear 403, not a crash.
