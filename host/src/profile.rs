@@ -107,8 +107,14 @@ pub fn webhook_kinds(table: &WebhookTable) -> Vec<String> {
     });
     let mut kinds: Vec<String> = Vec::new();
     for r in routes {
-        if !kinds.contains(&r.gvk.kind) {
-            kinds.push(r.gvk.kind.clone());
+        // Upstream names the NIM Account's webhook setup `NIMAccount`.
+        let kind = if r.gvk.group == "nim.opendatahub.io" && r.gvk.kind == "Account" {
+            "NIMAccount".to_string()
+        } else {
+            r.gvk.kind.clone()
+        };
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
         }
     }
     kinds

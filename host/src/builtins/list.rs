@@ -43,6 +43,17 @@ pub const BUILTINS: &[Builtin] = &[
         settings: &[("/podNamespace", FromProcess::Env("POD_NAMESPACE"))],
         webhook_only_kinds: &[],
     },
+    // Upstream's NIMAccount webhook comes next; NIM_STATE=removed turns its controller into
+    // the one-shot cleanup (spec nim-process §1.13, §2.6).
+    Builtin {
+        name: "nim-account",
+        default: true,
+        settings: &[
+            ("/podNamespace", FromProcess::Env("POD_NAMESPACE")),
+            ("/nimState", FromProcess::Env("NIM_STATE")),
+        ],
+        webhook_only_kinds: &[],
+    },
     Builtin {
         name: "isvc",
         default: true,
