@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 const ENABLE_AUTH: &str = "security.opendatahub.io/enable-auth";
 const GROUP: &str = "serving.kserve.io/routing-group";
 
+/// The controllers, once per test binary. Called after the test's `TestContext` exists, so the
+/// CRDs it installs are served before the host first resolves their kinds.
 fn start() {
     controllers_running(|| vec![load("llm-gateway")], 2);
 }
@@ -87,8 +89,8 @@ fn short() -> Timing {
 /// the service alone; auth turned on deletes it and it stays away.
 #[tokio::test]
 async fn lc_02_lc_03_auth_off_makes_the_policy_and_auth_on_deletes_it() -> anyhow::Result<()> {
-    start();
     let t = TestContext::new("llm-lc02").await?;
+    start();
     create_route(&t, "test-llmisvc-kserve-route").await?;
     let svc = create_service(
         &t,
@@ -138,8 +140,8 @@ async fn lc_02_lc_03_auth_off_makes_the_policy_and_auth_on_deletes_it() -> anyho
 /// AuthPolicy watch maps it back to its service).
 #[tokio::test]
 async fn lc_06_lc_08_custom_route_policy_is_restored_after_deletion() -> anyhow::Result<()> {
-    start();
     let t = TestContext::new("llm-lc06").await?;
+    start();
     create_route(&t, "custom-httproute-1").await?;
     create_service(
         &t,
@@ -201,8 +203,8 @@ async fn warnings(t: &TestContext, reason: &str) -> anyhow::Result<Vec<String>> 
 /// service is stopped, no new such Event appears.
 #[tokio::test]
 async fn lc_11_stopped_service_stops_failing() -> anyhow::Result<()> {
-    start();
     let t = TestContext::new("llm-lc11").await?;
+    start();
     create_service(
         &t,
         "test-llmisvc",
@@ -245,8 +247,8 @@ async fn lc_11_stopped_service_stops_failing() -> anyhow::Result<()> {
 /// produce the Warning; a group that agrees produces none.
 #[tokio::test]
 async fn ap_01_ap_02_routing_group_auth_posture() -> anyhow::Result<()> {
-    start();
     let t = TestContext::new("llm-ap02").await?;
+    start();
     for route in [
         "llama-v1-kserve-route",
         "llama-v2-kserve-route",
@@ -308,8 +310,8 @@ async fn ap_01_ap_02_routing_group_auth_posture() -> anyhow::Result<()> {
 /// and a templated label that differs (CP-02) or is missing (CP-05) is restored.
 #[tokio::test]
 async fn cp_01_to_05_policy_comparison_on_the_cluster() -> anyhow::Result<()> {
-    start();
     let t = TestContext::new("llm-cp").await?;
+    start();
     create_route(&t, "test-llmisvc-kserve-route").await?;
     create_service(
         &t,

@@ -17,8 +17,10 @@ pub const CONTROLLER: &str = "llminferenceservice";
 pub const RECONCILE_ERROR: &str = "ReconcileError";
 
 /// How soon a service whose AuthPolicy cannot be made for want of Kuadrant (or the Gateway
-/// API) is looked at again: the CRDs may be installed later, and nothing else would tell us.
-pub const KIND_MISSING_RETRY_MS: u64 = 10 * 60 * 1000;
+/// API) is looked at again: the CRDs may be installed later (nothing else would tell us), and
+/// a kind that is briefly not served while its CRD is being updated must not hold the policy
+/// back for long.
+pub const KIND_MISSING_RETRY_MS: u64 = 60 * 1000;
 
 pub fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {
     let mut plan = Plan::new();
