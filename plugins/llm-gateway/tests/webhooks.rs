@@ -754,7 +754,7 @@ fn llm_11_llm_18_profile_switch() {
 }
 
 /// LLM-12, LLM-19, LLM-20: removing the annotation takes out what still matches the old
-/// profile, and the namespace annotation.
+/// profile, and the namespace annotation; the main container's resources stay.
 #[test]
 fn llm_12_llm_19_llm_20_removal() {
     let a = profile("hwp-a")
@@ -776,7 +776,14 @@ fn llm_12_llm_19_llm_20_removal() {
         json!({"zone": "us-east"})
     );
     let empty = with_template(hwp_llm(&[]), json!({}));
-    assert_eq!(template(&update(old, empty).run(&c)), &json!({}));
+    assert_eq!(template(&update(old.clone(), empty).run(&c)), &json!({}));
+    // §11.12: injected resources are not taken back.
+    let resources = json!({"requests": {"cpu": "4"}, "limits": {"cpu": "4"}});
+    let injected = with_template(
+        hwp_llm(&[]),
+        json!({"containers": [{"name": "main", "resources": resources.clone()}]}),
+    );
+    assert_eq!(main_resources(&update(old, injected).run(&c)), &resources);
 }
 
 /// LLM-16: the same name in another namespace is a switch.
