@@ -1,6 +1,6 @@
 //! The `llm-gateway` plugin's `llminferenceservice` controller on the real apiserver (spec
-//! llm.md §4; scenarios LC-02, LC-03, LC-06, LC-08, LC-11 of §10.1 and AP-01, AP-02 of
-//! §10.4): one host running the built `target/plugins/llm-gateway.wasm` for the whole test
+//! llm.md §4; scenarios LC-02, LC-03, LC-06, LC-08, LC-11, LC-12 of §10.1, AP-01, AP-02 of
+//! §10.4 and CP-01..CP-05 of §10.8): one host running the built `target/plugins/llm-gateway.wasm` for the whole test
 //! binary, each test in a namespace of its own. The AuthPolicy, HTTPRoute and
 //! LLMInferenceService CRDs come from `tests/crds`.
 
@@ -364,5 +364,48 @@ async fn cp_01_to_05_policy_comparison_on_the_cluster() -> anyhow::Result<()> {
             Ok(())
         },
     )
+    .await
+}
+
+/// LC-12 (part 1's side): the routes come from a `baseRefs` config of the service's namespace,
+/// read through the host, when the service names none itself.
+#[tokio::test]
+async fn lc_12_routes_from_a_base_config() -> anyhow::Result<()> {
+    let t = TestContext::new("llm-lc12").await?;
+    start();
+    let configs = t.dynamic(
+        "serving.kserve.io",
+        "v1alpha2",
+        "LLMInferenceServiceConfig",
+        "llminferenceserviceconfigs",
+    );
+    t.create(
+        &configs,
+        json!({"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceServiceConfig",
+               "metadata": {"name": "test-config"},
+               "spec": {"router": {"route": {"http": {"refs": [{"name": "cfg-route"}]}}}}}),
+    )
+    .await?;
+    create_route(&t, "cfg-route").await?;
+    t.create(
+        &services(&t),
+        json!({"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService",
+               "metadata": {"name": "test-llmisvc", "annotations": {ENABLE_AUTH: "false"}},
+               "spec": {"baseRefs": [{"name": "test-config"}],
+                        "model": {"uri": "hf://facebook/opt-125m"}}}),
+    )
+    .await?;
+    let policy = exists(&policies(&t), "cfg-route-authn").await?;
+    assert_eq!(policy.data["spec"]["targetRef"]["name"], "cfg-route");
+    consistently("no policy for the default route", short(), || async {
+        anyhow::ensure!(
+            policies(&t)
+                .get_opt("test-llmisvc-kserve-route-authn")
+                .await?
+                .is_none(),
+            "made for the default route"
+        );
+        Ok(())
+    })
     .await
 }
