@@ -7,14 +7,12 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
-use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
@@ -79,15 +77,6 @@ fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() 
     );
     for kind in &built {
         assert!(FULL.contains(&kind.as_str()), "{kind} is not upstream's");
-    }
-}
-
-struct Host(Child);
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -188,13 +177,10 @@ fn graph_entry(mut entry: Value) -> Value {
     entry
 }
 
-fn webhook_entry(name: &str, port: u16, path: &str, ca_pem: &str, namespaces: &[&str]) -> Value {
+fn webhook_entry(host: &common::ServingHost, name: &str, path: &str, namespaces: &[&str]) -> Value {
     json!({
         "name": name,
-        "clientConfig": {
-            "url": format!("https://127.0.0.1:{port}{path}"),
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
-        },
+        "clientConfig": host.client_config(path),
         "rules": [{"apiGroups": ["serving.kserve.io"], "apiVersions": ["v1beta1"],
                    "resources": ["inferenceservices"], "operations": ["CREATE", "UPDATE"]}],
         "failurePolicy": "Fail",
@@ -266,55 +252,26 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     )
     .await?;
 
-    let (cert_dir, _) = common::serving_cert("isvc-e2e");
-    let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
-    let webhook_port = common::free_port();
-    let health_port = common::free_port();
-    let log = std::env::temp_dir().join(format!("isvc-e2e-{}.log", std::process::id()));
-    let log_file = std::fs::File::create(&log)?;
-    let _host = Host(
-        Command::new(env!("CARGO_BIN_EXE_odh-model-controller"))
-            .args(["run", "--zap-devel=false", "--metrics-bind-address=0"])
-            .arg(format!(
-                "--kubeconfig={}",
-                odh_test_support::cluster()?.kubeconfig.display()
-            ))
-            .arg(format!("--webhook-cert-dir={}", cert_dir.display()))
-            .arg(format!("--webhook-bind-address=127.0.0.1:{webhook_port}"))
-            .arg(format!(
-                "--health-probe-bind-address=127.0.0.1:{health_port}"
-            ))
-            .env("POD_NAMESPACE", &protected)
-            .env("MODELREGISTRY_STATE", "managed")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()?,
-    );
-    eventually("the host is ready", Timing::default(), || async {
-        let reply = common::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
-        anyhow::ensure!(reply.status == 200, "{}: {}", reply.status, reply.body);
-        Ok(())
-    })
-    .await
-    .map_err(|e| {
-        anyhow::anyhow!(
-            "{e}; log: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        )
-    })?;
+    let host = common::ServingHost::start(
+        "isvc-e2e",
+        &[
+            ("POD_NAMESPACE", protected.as_str()),
+            ("MODELREGISTRY_STATE", "managed"),
+        ],
+    )
+    .await?;
 
     let scope = [ns.as_str(), protected.as_str()];
     let validating: ValidatingWebhookConfiguration = serde_json::from_value(json!({
         "metadata": {"name": format!("isvc-e2e-{ns}")},
         "webhooks": [
-            webhook_entry(VALIDATING, webhook_port, "/validate-serving-kserve-io-v1beta1-inferenceservice", &ca_pem, &scope),
-            graph_entry(webhook_entry(VALIDATING_GRAPH, webhook_port, "/validate-serving-kserve-io-v1alpha1-inferencegraph", &ca_pem, &scope)),
+            webhook_entry(&host, VALIDATING, "/validate-serving-kserve-io-v1beta1-inferenceservice", &scope),
+            graph_entry(webhook_entry(&host, VALIDATING_GRAPH, "/validate-serving-kserve-io-v1alpha1-inferencegraph", &scope)),
         ],
     }))?;
     let mutating: MutatingWebhookConfiguration = serde_json::from_value(json!({
         "metadata": {"name": format!("isvc-e2e-{ns}")},
-        "webhooks": [webhook_entry(MUTATING, webhook_port, "/mutate-serving-kserve-io-v1beta1-inferenceservice", &ca_pem, &scope)],
+        "webhooks": [webhook_entry(&host, MUTATING, "/mutate-serving-kserve-io-v1beta1-inferenceservice", &scope)],
     }))?;
     let vwcs = Api::<ValidatingWebhookConfiguration>::all(client.clone());
     let mwcs = Api::<MutatingWebhookConfiguration>::all(client.clone());
@@ -770,18 +727,12 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         },
     )
     .await
-    .map_err(|e| {
-        anyhow::anyhow!(
-            "{e}; log: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        )
-    })?;
+    .map_err(|e| host.with_log(e))?;
 
     vwcs.delete(&format!("isvc-e2e-{ns}"), &DeleteParams::default())
         .await?;
     mwcs.delete(&format!("isvc-e2e-{ns}"), &DeleteParams::default())
         .await?;
     dscs.delete(&dsc_name, &DeleteParams::default()).await?;
-    common::remove_dir(&cert_dir);
     Ok(())
 }

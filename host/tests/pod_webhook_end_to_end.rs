@@ -7,10 +7,8 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
@@ -29,23 +27,11 @@ const IMAGE: &str = "registry.redhat.io/ubi9/ubi-minimal:latest";
 /// SHA-256 of upstream's init script (`pod_webhook.go` at the spec's snapshot).
 const SCRIPT_SHA256: &str = "60f07b79337bcfcb4ad453fb2a74427430e57f0bd845fd6130f99b89758f02ad";
 
-struct Host(Child);
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Upstream's webhook entry, with the test's URL, CA and namespace scope.
-fn pod_webhook(port: u16, ca_pem: &str, namespace: &str) -> Value {
+fn pod_webhook(host: &common::ServingHost, namespace: &str) -> Value {
     json!({
         "name": WEBHOOK,
-        "clientConfig": {
-            "url": format!("https://127.0.0.1:{port}/mutate--v1-pod"),
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
-        },
+        "clientConfig": host.client_config("/mutate--v1-pod"),
         "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"],
                    "operations": ["CREATE"]}],
         "failurePolicy": "Fail",
@@ -168,45 +154,12 @@ async fn pod_webhook_through_the_apiserver_and_the_real_binary() -> anyhow::Resu
         .create(&PostParams::default(), &namespace)
         .await?;
 
-    let (cert_dir, _) = common::serving_cert("pod-webhook");
-    let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
-    let webhook_port = common::free_port();
-    let health_port = common::free_port();
-    let log = std::env::temp_dir().join(format!("pod-webhook-e2e-{}.log", std::process::id()));
-    let log_file = std::fs::File::create(&log)?;
-    let _host = Host(
-        Command::new(env!("CARGO_BIN_EXE_odh-model-controller"))
-            .args(["run", "--zap-devel=false", "--metrics-bind-address=0"])
-            .arg(format!(
-                "--kubeconfig={}",
-                odh_test_support::cluster()?.kubeconfig.display()
-            ))
-            .arg(format!("--webhook-cert-dir={}", cert_dir.display()))
-            .arg(format!("--webhook-bind-address=127.0.0.1:{webhook_port}"))
-            .arg(format!(
-                "--health-probe-bind-address=127.0.0.1:{health_port}"
-            ))
-            .env("POD_NAMESPACE", &controller_ns)
-            .env_remove("ODH_PLATFORM_TYPE")
-            .env_remove("ENABLE_WEBHOOKS")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()?,
-    );
-    let with_log = |e: anyhow::Error| {
-        anyhow::anyhow!(
-            "{e}; log: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        )
-    };
-    eventually("the host is ready", Timing::default(), || async {
-        let reply = common::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
-        anyhow::ensure!(reply.status == 200, "{}: {}", reply.status, reply.body);
-        Ok(())
-    })
-    .await
-    .map_err(with_log)?;
+    let host = common::ServingHost::start(
+        "pod-webhook-e2e",
+        &[("POD_NAMESPACE", controller_ns.as_str())],
+    )
+    .await?;
+    let with_log = |e: anyhow::Error| host.with_log(e);
 
     let configuration = format!("pod-webhook-e2e-{ns}");
     let mwcs = Api::<MutatingWebhookConfiguration>::all(client.clone());
@@ -214,7 +167,7 @@ async fn pod_webhook_through_the_apiserver_and_the_real_binary() -> anyhow::Resu
         &PostParams::default(),
         &serde_json::from_value(json!({
             "metadata": {"name": configuration},
-            "webhooks": [pod_webhook(webhook_port, &ca_pem, &ns)],
+            "webhooks": [pod_webhook(&host, &ns)],
         }))?,
     )
     .await?;
@@ -368,6 +321,5 @@ async fn pod_webhook_through_the_apiserver_and_the_real_binary() -> anyhow::Resu
 
     mwcs.delete(&configuration, &DeleteParams::default())
         .await?;
-    common::remove_dir(&cert_dir);
     Ok(())
 }

@@ -221,6 +221,10 @@ impl Drop for HostProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A failing test shows the log in its error (or panics and keeps the file to read).
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.log);
+        }
     }
 }
 
@@ -241,7 +245,10 @@ impl HostProcess {
             .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(file.try_clone()?)
-            .stderr(file);
+            .stderr(file)
+            // The profile switches come from the test, not from whoever runs it.
+            .env_remove("ODH_PLATFORM_TYPE")
+            .env_remove("ENABLE_WEBHOOKS");
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -277,6 +284,70 @@ impl HostProcess {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// `odh-model-controller run` serving its webhooks on loopback with a fresh certificate, ready.
+pub struct ServingHost {
+    pub process: HostProcess,
+    pub webhook_port: u16,
+    /// The CA bundle a webhook configuration needs (the self-signed serving certificate).
+    pub ca_pem: String,
+    cert_dir: PathBuf,
+}
+
+impl ServingHost {
+    /// Starts the host with the default plugins, metrics off and `env`, and waits until
+    /// `/readyz` answers 200 (the error carries the host's log).
+    pub async fn start(name: &str, env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        let (cert_dir, _) = serving_cert(name);
+        let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
+        let webhook_port = free_port();
+        let health_port = free_port();
+        let args = [
+            "--metrics-bind-address=0".to_string(),
+            format!("--webhook-cert-dir={}", cert_dir.display()),
+            format!("--webhook-bind-address=127.0.0.1:{webhook_port}"),
+            format!("--health-probe-bind-address=127.0.0.1:{health_port}"),
+        ];
+        let host = Self {
+            process: HostProcess::start(name, &args, env)?,
+            webhook_port,
+            ca_pem,
+            cert_dir,
+        };
+        odh_test_support::eventually(
+            "the host is ready",
+            odh_test_support::Timing::default(),
+            || async {
+                let reply = get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
+                anyhow::ensure!(reply.status == 200, "{}: {}", reply.status, reply.body);
+                Ok(())
+            },
+        )
+        .await
+        .map_err(|e| host.with_log(e))?;
+        Ok(host)
+    }
+
+    /// `e` with the host's output so far.
+    pub fn with_log(&self, e: anyhow::Error) -> anyhow::Error {
+        anyhow::anyhow!("{e}; log: {}", self.process.output())
+    }
+
+    /// The `clientConfig` of a webhook configuration entry for `path` on this host.
+    pub fn client_config(&self, path: &str) -> serde_json::Value {
+        use base64::Engine as _;
+        serde_json::json!({
+            "url": format!("https://127.0.0.1:{}{path}", self.webhook_port),
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(&self.ca_pem),
+        })
+    }
+}
+
+impl Drop for ServingHost {
+    fn drop(&mut self) {
+        remove_dir(&self.cert_dir);
     }
 }
 
