@@ -1,9 +1,8 @@
 //! The `llm-gateway` plugin's `llminferenceservice` controller on the real apiserver (spec
 //! llm.md §4; scenarios LC-02, LC-03, LC-06, LC-08, LC-11, LC-12 of §10.1, AP-01, AP-02 of
-//! §10.4 and CP-01..CP-05 of §10.8): one host running the built `target/plugins/llm-gateway.wasm` for the whole test
-//! binary, each test in a namespace of its own. The AuthPolicy, HTTPRoute and
-//! LLMInferenceService CRDs come from `tests/crds`.
-
+//! §10.4 and CP-01..CP-05 of §10.8): one host running the built
+//! `target/plugins/llm-gateway.wasm` for the whole test binary, each test in a namespace of its
+//! own. The AuthPolicy, HTTPRoute and LLMInferenceService CRDs come from `tests/crds`.
 use std::time::Duration;
 
 use k8s_openapi::api::events::v1::Event;
