@@ -3,6 +3,7 @@
 //! §10.4 and CP-01..CP-05 of §10.8): one host running the built
 //! `target/plugins/llm-gateway.wasm` for the whole test binary, each test in a namespace of its
 //! own. The AuthPolicy, HTTPRoute and LLMInferenceService CRDs come from `tests/crds`.
+
 use std::time::Duration;
 
 use k8s_openapi::api::events::v1::Event;
