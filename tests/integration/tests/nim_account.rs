@@ -21,7 +21,7 @@ use odh_model_controller::plugin::wire::{Outcome, RequestKey};
 use odh_model_controller::plugin::{CallEnv, Grants, Limits, MemoryCluster, ReconcileInput};
 use odh_test_support::host::{load, load_with, start_controllers};
 use odh_test_support::https_stand_in::{self, Received, Reply};
-use odh_test_support::{TestContext, Timing, eventually, exists};
+use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -135,7 +135,8 @@ fn condition_is(account: &Value, type_: &str, status: &str, reason: &str, messag
 
 /// A personal key NVIDIA accepts: the finalizer, every condition True, the model-info
 /// ConfigMap (the stand-in's two models), the Template with the NIM runtime and the pull
-/// Secret, each referenced from the status (C1, V10, CM2, T2, PS2 end to end).
+/// Secret, each referenced from the status (C1, V10, CM2, T2, PS2 end to end); then steady,
+/// and its deletion removes them all (C3).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn valid_key_makes_the_account_healthy() -> anyhow::Result<()> {
     running();
@@ -222,6 +223,26 @@ async fn valid_key_makes_the_account_healthy() -> anyhow::Result<()> {
             .iter()
             .any(|r| r.url == "https://api.ngc.nvidia.com/v3/keys/get-caller-info")
     );
+
+    // Healthy is steady: no status written again and again.
+    let version = accounts(&t).get("nim").await?.metadata.resource_version;
+    consistently(
+        "the healthy Account is left alone",
+        Timing::within(Duration::from_secs(3)),
+        || async {
+            let now = accounts(&t).get("nim").await?.metadata.resource_version;
+            anyhow::ensure!(now == version, "{version:?} -> {now:?}");
+            Ok(())
+        },
+    )
+    .await?;
+
+    // C3: deleting the Account deletes what it made, then the Account goes.
+    accounts(&t).delete("nim", &Default::default()).await?;
+    absent(&accounts(&t), "nim").await?;
+    absent(&t.api::<ConfigMap>(), "nim-cm").await?;
+    absent(&templates(&t), "nim-template").await?;
+    absent(&t.api::<Secret>(), "nim-pull").await?;
     Ok(())
 }
 
@@ -403,4 +424,63 @@ fn a_silent_nvidia_fails_validation_within_the_timeout() {
         ),
         "{status}"
     );
+}
+
+/// U2 in the host's runtime: with `nimState: removed` (the built-in's `NIM_STATE`) the
+/// referenced objects are deleted and the five conditions become Unknown "NIM has been
+/// disabled", with no NVIDIA call and the finalizer kept.
+#[test]
+fn u2_nim_removed_cleans_up_in_the_sandbox() {
+    let plugin = load_with("nim-account", |r| {
+        r.settings(json!({"nimState": "removed"}))
+    });
+    let account = json!({
+        "apiVersion": "nim.opendatahub.io/v1", "kind": "Account",
+        "metadata": {"name": "disabled", "namespace": "ns", "uid": "u", "generation": 1,
+                     "finalizers": ["runtimes.opendatahub.io/nim-cleanup-finalizer"]},
+        "spec": {"apiKeySecret": {"name": "key"}},
+        "status": {
+            "nimConfig": {"kind": "ConfigMap", "apiVersion": "v1", "namespace": "ns", "name": "disabled-cm", "uid": "c"},
+            "nimPullSecret": {"kind": "Secret", "apiVersion": "v1", "namespace": "ns", "name": "disabled-pull", "uid": "p"},
+            "runtimeTemplate": {"kind": "Template", "apiVersion": "template.openshift.io/v1", "namespace": "ns", "name": "disabled-template", "uid": "t"}
+        }
+    });
+    let input = ReconcileInput {
+        controller: "odh-nim-controller".into(),
+        key: RequestKey {
+            namespace: Some("ns".into()),
+            name: "disabled".into(),
+        },
+        object: Some(account.to_string()),
+    };
+    let outcome = plugin
+        .reconcile_blocking(&input, &CallEnv::live(Arc::new(MemoryCluster::default())))
+        .expect("an outcome");
+    let deleted: Vec<String> = outcome
+        .delete
+        .iter()
+        .map(|k| format!("{}/{}", k.gvk.kind, k.name))
+        .collect();
+    assert_eq!(
+        deleted,
+        [
+            "Secret/disabled-pull",
+            "ConfigMap/disabled-cm",
+            "Template/disabled-template"
+        ]
+    );
+    let status = json!({"status": status_of(&outcome)});
+    for (type_, reason) in [
+        ("AccountStatus", "AccountNotReconciled"),
+        ("APIKeyValidation", "ApiKeyNotReconciled"),
+        ("ConfigMapUpdate", "ConfigMapNotReconciled"),
+        ("TemplateUpdate", "TemplateNotReconciled"),
+        ("SecretUpdate", "SecretNotReconciled"),
+    ] {
+        assert!(
+            condition_is(&status, type_, "Unknown", reason, "NIM has been disabled"),
+            "{type_}: {status}"
+        );
+    }
+    assert!(status["status"].get("nimConfig").is_none(), "{status}");
 }
