@@ -9,8 +9,6 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-
 use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
@@ -25,23 +23,11 @@ use serde_json::{Value, json};
 const V1ALPHA2: &str = "/mutate-serving-kserve-io-v1alpha2-llminferenceservice";
 const V1ALPHA1: &str = "/mutate-serving-kserve-io-v1alpha1-llminferenceservice";
 
-struct Host(Child);
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Upstream's entry for one version (§7.1), with the test's URL, CA and namespace scope.
-fn entry(version: &str, path: &str, port: u16, ca_pem: &str, namespace: &str) -> Value {
+fn entry(host: &common::ServingHost, version: &str, path: &str, namespace: &str) -> Value {
     json!({
         "name": format!("connection-llmisvc-{version}.odh-model-controller.opendatahub.io"),
-        "clientConfig": {
-            "url": format!("https://127.0.0.1:{port}{path}"),
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
-        },
+        "clientConfig": host.client_config(path),
         "rules": [{"apiGroups": ["serving.kserve.io"], "apiVersions": [version],
                    "resources": ["llminferenceservices"], "operations": ["CREATE", "UPDATE"]}],
         "failurePolicy": "Fail",
@@ -142,45 +128,9 @@ async fn llm_webhooks_through_the_apiserver_and_the_real_binary() -> anyhow::Res
     let t = TestContext::new("llm-webhook").await?;
     let ns = t.namespace.clone();
     let client = t.client.clone();
-    let (cert_dir, _) = common::serving_cert("llm-webhook");
-    let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
-    let webhook_port = common::free_port();
-    let health_port = common::free_port();
-    let log = std::env::temp_dir().join(format!("llm-webhook-e2e-{}.log", std::process::id()));
-    let log_file = std::fs::File::create(&log)?;
-    let _host = Host(
-        Command::new(env!("CARGO_BIN_EXE_odh-model-controller"))
-            .args(["run", "--zap-devel=false", "--metrics-bind-address=0"])
-            .arg(format!(
-                "--kubeconfig={}",
-                odh_test_support::cluster()?.kubeconfig.display()
-            ))
-            .arg(format!("--webhook-cert-dir={}", cert_dir.display()))
-            .arg(format!("--webhook-bind-address=127.0.0.1:{webhook_port}"))
-            .arg(format!(
-                "--health-probe-bind-address=127.0.0.1:{health_port}"
-            ))
-            .env("POD_NAMESPACE", &ns)
-            .env_remove("ODH_PLATFORM_TYPE")
-            .env_remove("ENABLE_WEBHOOKS")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()?,
-    );
-    let with_log = |e: anyhow::Error| {
-        anyhow::anyhow!(
-            "{e}; log: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        )
-    };
-    eventually("the host is ready", Timing::default(), || async {
-        let reply = common::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
-        anyhow::ensure!(reply.status == 200, "{}: {}", reply.status, reply.body);
-        Ok(())
-    })
-    .await
-    .map_err(with_log)?;
+    let host =
+        common::ServingHost::start("llm-webhook-e2e", &[("POD_NAMESPACE", ns.as_str())]).await?;
+    let with_log = |e: anyhow::Error| host.with_log(e);
 
     let secrets: Api<Secret> = t.api();
     for secret in [
@@ -213,8 +163,8 @@ async fn llm_webhooks_through_the_apiserver_and_the_real_binary() -> anyhow::Res
             &serde_json::from_value(json!({
                 "metadata": {"name": configuration},
                 "webhooks": [
-                    entry("v1alpha2", V1ALPHA2, webhook_port, &ca_pem, &ns),
-                    entry("v1alpha1", V1ALPHA1, webhook_port, &ca_pem, &ns),
+                    entry(&host, "v1alpha2", V1ALPHA2, &ns),
+                    entry(&host, "v1alpha1", V1ALPHA1, &ns),
                 ],
             }))?,
         )
