@@ -7,10 +7,8 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use odh_test_support::{TestContext, Timing, eventually};
@@ -18,23 +16,11 @@ use serde_json::{Value, json};
 
 const WEBHOOK: &str = "validating.nim.account.odh-model-controller.opendatahub.io";
 
-struct Host(Child);
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Upstream's webhook entry, with the test's URL, CA and namespace scope.
-fn account_webhook(port: u16, ca_pem: &str, namespace: &str) -> Value {
+/// Upstream's webhook entry, with the test host's URL and CA and the namespace scope.
+fn account_webhook(host: &common::ServingHost, namespace: &str) -> Value {
     json!({
         "name": WEBHOOK,
-        "clientConfig": {
-            "url": format!("https://127.0.0.1:{port}/validate-nim-opendatahub-io-v1-account"),
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
-        },
+        "clientConfig": host.client_config("/validate-nim-opendatahub-io-v1-account"),
         "rules": [{"apiGroups": ["nim.opendatahub.io"], "apiVersions": ["v1"],
                    "resources": ["accounts"], "operations": ["CREATE", "UPDATE"]}],
         "failurePolicy": "Fail",
@@ -63,46 +49,10 @@ async fn w1_a_second_account_in_a_namespace_is_denied_over_https() -> anyhow::Re
     let t = TestContext::new("nim-webhook").await?;
     let ns = t.namespace.clone();
     let client = t.client.clone();
-    let (cert_dir, _) = common::serving_cert("nim-webhook");
-    let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
-    let webhook_port = common::free_port();
-    let health_port = common::free_port();
-    let log = std::env::temp_dir().join(format!("nim-webhook-e2e-{}.log", std::process::id()));
-    let log_file = std::fs::File::create(&log)?;
-    let _host = Host(
-        Command::new(env!("CARGO_BIN_EXE_odh-model-controller"))
-            .args(["run", "--zap-devel=false", "--metrics-bind-address=0"])
-            .arg(format!(
-                "--kubeconfig={}",
-                odh_test_support::cluster()?.kubeconfig.display()
-            ))
-            .arg(format!("--webhook-cert-dir={}", cert_dir.display()))
-            .arg(format!("--webhook-bind-address=127.0.0.1:{webhook_port}"))
-            .arg(format!(
-                "--health-probe-bind-address=127.0.0.1:{health_port}"
-            ))
-            .env("POD_NAMESPACE", &ns)
-            .env_remove("ODH_PLATFORM_TYPE")
-            .env_remove("ENABLE_WEBHOOKS")
-            .env_remove("NIM_STATE")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()?,
-    );
-    let with_log = |e: anyhow::Error| {
-        anyhow::anyhow!(
-            "{e}; log: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        )
-    };
-    eventually("the host is ready", Timing::default(), || async {
-        let reply = common::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
-        anyhow::ensure!(reply.status == 200, "{}: {}", reply.status, reply.body);
-        Ok(())
-    })
-    .await
-    .map_err(with_log)?;
+    // The Accounts name a missing Secret: the host's controller stops without calling NVIDIA.
+    let host =
+        common::ServingHost::start("nim-webhook-e2e", &[("POD_NAMESPACE", ns.as_str())]).await?;
+    let with_log = |e: anyhow::Error| host.with_log(e);
 
     let configuration = format!("nim-webhook-e2e-{ns}");
     let vwcs = Api::<ValidatingWebhookConfiguration>::all(client.clone());
@@ -110,7 +60,7 @@ async fn w1_a_second_account_in_a_namespace_is_denied_over_https() -> anyhow::Re
         &PostParams::default(),
         &serde_json::from_value(json!({
             "metadata": {"name": configuration},
-            "webhooks": [account_webhook(webhook_port, &ca_pem, &ns)],
+            "webhooks": [account_webhook(&host, &ns)],
         }))?,
     )
     .await?;
