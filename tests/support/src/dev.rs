@@ -245,3 +245,15 @@ pub async fn show(
     }
     Ok(lines)
 }
+
+/// The documents of a multi-document YAML text as JSON values (empty documents skipped).
+pub fn yaml_documents(text: &str) -> anyhow::Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(text) {
+        let value = Value::deserialize(doc).context("parsing YAML")?;
+        if !value.is_null() {
+            out.push(value);
+        }
+    }
+    Ok(out)
+}
