@@ -23,6 +23,9 @@ use crate::time::{parse_rfc3339, refresh_rate_secs};
 /// How soon a handler's "requeue" runs the next one (upstream: the rate limiter's first step).
 pub const REQUEUE_MS: u64 = 5;
 
+/// The soonest a refresh-rate requeue comes back.
+pub const MIN_REFRESH_SECS: i64 = 60;
+
 /// What a handler decided (upstream's `{Continue, Requeue, Error}` plus a plain stop).
 #[derive(Debug)]
 pub enum Flow {
@@ -179,7 +182,8 @@ impl<'a> Pass<'a> {
             &self.status.last_successful_config_refresh,
             "nimConfigRefreshRate",
         );
-        let secs = (validation.min(config) - self.now_secs).max(1) + 1;
+        // At least a minute: a zero or negative rate must not turn into a loop of NVIDIA calls.
+        let secs = (validation.min(config) - self.now_secs + 1).max(MIN_REFRESH_SECS);
         secs as u64 * 1000
     }
 

@@ -291,6 +291,27 @@ fn refresh_rates_set_the_requeue() {
     assert!(outcome.requeue_after_ms.is_some());
 }
 
+/// A zero refresh rate re-validates on every reconcile (upstream's reading) but the refresh
+/// requeue comes back no sooner than a minute.
+#[test]
+fn a_zero_refresh_rate_requeues_after_a_minute() {
+    let ns = "nim-refresh-zero";
+    let mut cluster = cluster().with(api_key_secret(ns, PERSONAL_KEY));
+    let mut account = account(ns);
+    account.set(&["spec", "validationRefreshRate"], "0s");
+    let (account, _) = drive(account, &mut cluster, &nvidia());
+    let outcome = run(&account, &cluster, &nvidia(), &later(1));
+    assert_eq!(
+        outcome.requeue_after_ms,
+        Some(nim_account::reconcile::REQUEUE_MS),
+        "re-validated"
+    );
+    let (settings, http) = (settings(), nvidia());
+    let now = now();
+    let pass = nim_account::reconcile::Pass::new(&account, &cluster, &http, &settings, &now);
+    assert_eq!(pass.next_refresh_ms(), 60_000);
+}
+
 /// U1: NIM removed and no Accounts: nothing to do (the reconcile of a gone Account is empty).
 #[test]
 fn u1_disabled_without_accounts() {
