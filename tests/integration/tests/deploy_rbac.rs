@@ -615,6 +615,105 @@ async fn drive(
         "the InferenceGraph validator did not answer: {refused:?}"
     );
 
+    // llm-gateway: an LLMInferenceService passes its mutating webhooks and is reconciled.
+    let llm = dynamic(
+        &admin,
+        ns,
+        "serving.kserve.io",
+        "v1alpha2",
+        "LLMInferenceService",
+    );
+    llm.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService",
+            "metadata": {"name": "llm"}, "spec": {"model": {"uri": "hf://example/model"}},
+        }))?,
+    )
+    .await?;
+
+    // nim-account: an Account passes its validating webhook and the controller writes its
+    // status (NGC is unreachable here: a failure condition is still a status write).
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "ngc-api-key", "labels": {"opendatahub.io/managed": "true"}},
+                "stringData": {"api_key": "not-a-real-key"},
+            }))?,
+        )
+        .await?;
+    let accounts = dynamic(&admin, ns, "nim.opendatahub.io", "v1", "Account");
+    accounts
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "nim.opendatahub.io/v1", "kind": "Account",
+                "metadata": {"name": "nim"}, "spec": {"apiKeySecret": {"name": "ngc-api-key"}},
+            }))?,
+        )
+        .await?;
+    eventually("the Account's status", slow(), || async {
+        let account = accounts.get("nim").await?;
+        anyhow::ensure!(
+            account.data["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty()),
+            "no status yet"
+        );
+        Ok(())
+    })
+    .await?;
+
+    // The plugins ConfigMap (the Role): one that does not parse is reported with a Warning
+    // Event; a valid one swaps a plugin and records its status (created by the first apply).
+    let controller_cms: Api<ConfigMap> = Api::namespaced(admin.clone(), controller_ns);
+    let plugins_cm = |text: &str| -> anyhow::Result<ConfigMap> {
+        Ok(serde_json::from_value(json!({
+            "metadata": {"name": "odh-model-controller-plugins"},
+            "data": {"plugins.yaml": text},
+        }))?)
+    };
+    controller_cms
+        .create(
+            &PostParams::default(),
+            &plugins_cm("plugins: [not, a, map]")?,
+        )
+        .await?;
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(admin.clone(), controller_ns);
+    eventually("the InvalidPluginConfig Event", slow(), || async {
+        let list = events.list(&ListParams::default()).await?;
+        anyhow::ensure!(
+            list.items
+                .iter()
+                .any(|e| e.reason.as_deref() == Some("InvalidPluginConfig")),
+            "no Event yet"
+        );
+        Ok(())
+    })
+    .await?;
+    controller_cms
+        .replace(
+            "odh-model-controller-plugins",
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: kube::api::ObjectMeta {
+                    resource_version: controller_cms
+                        .get("odh-model-controller-plugins")
+                        .await?
+                        .resource_version(),
+                    ..plugins_cm("")?.metadata
+                },
+                ..plugins_cm("plugins:\n  storage:\n    source: builtin\n    settings: {}\n")?
+            },
+        )
+        .await?;
+    eventually("the plugin status ConfigMap", slow(), || {
+        exists(&controller_cms, "odh-model-controller-plugins-status")
+    })
+    .await?;
+
     // Outside the RBAC: refused, for the host's own identity.
     let sa = Client::try_from(
         kube::Config::from_custom_kubeconfig(
