@@ -608,6 +608,21 @@ impl<'a> Pass<'a> {
     // ---- TemplateHandler (§1.8) ----
 
     pub fn template(&mut self, plan: &mut Plan, air_gapped: bool) -> Flow {
+        // A cluster without OpenShift's Template kind cannot take the apply; upstream's apply
+        // fails there, so ours fails the handler the same way rather than report success.
+        let namespace = self.namespace().to_string();
+        let generated = names::template_name(self.name());
+        if let Err(e) = self
+            .cluster
+            .get(&gvk::template(), Some(&namespace), &generated)
+        {
+            return self.handler_failed(
+                TEMPLATE_UPDATE,
+                "TemplateNotUpdated",
+                message::TEMPLATE_FAILED,
+                e,
+            );
+        }
         let existing = self.referenced(&gvk::template(), self.status.runtime_template.clone());
         let target = match self.target(existing.as_ref(), &names::template_name(self.name())) {
             Ok(target) => target,

@@ -386,3 +386,25 @@ fn serving_runtime_shape() {
         1
     );
 }
+
+/// T1 (a second way): the cluster does not serve OpenShift's Template kind: the handler fails
+/// as upstream's apply does (TemplateUpdate False, Error) instead of reporting success.
+#[test]
+fn t1_template_kind_not_served_fails_the_handler() {
+    let cluster = cluster().fail(
+        odh_kinds::gvk::template(),
+        odh_plugin_sdk::Error::Invalid(
+            r#"no matches for kind "Template" in version "template.openshift.io/v1""#.into(),
+        ),
+    );
+    let (flow, plan, status) = handle(&account(TNS), &cluster, &nvidia(), H::Template);
+    let Flow::Fail(error) = flow else {
+        panic!("{flow:?}")
+    };
+    assert!(error.to_string().contains("no matches for kind"), "{error}");
+    assert_eq!(
+        cond(&status, TEMPLATE_UPDATE).message,
+        "runtime template reconcile failed"
+    );
+    assert!(plan.outcome().apply.is_empty());
+}
