@@ -75,10 +75,12 @@ fn documents(path: &Path) -> anyhow::Result<Vec<Value>> {
 
 /// The ServiceAccount and the full profile's RBAC, moved into `namespace`; cluster-scoped
 /// objects get `-<namespace>` appended to their names (the test apiserver is shared).
-fn rbac_objects(namespace: &str) -> anyhow::Result<Vec<Value>> {
+fn rbac_objects(profile: &str, namespace: &str) -> anyhow::Result<Vec<Value>> {
     let dir = deploy_dir();
     let mut objects = documents(&dir.join("base/service-account.yaml"))?;
-    objects.extend(documents(&dir.join("generated/full/rbac.yaml"))?);
+    objects.extend(documents(
+        &dir.join(format!("generated/{profile}/rbac.yaml")),
+    )?);
     for o in &mut objects {
         let kind = o["kind"].as_str().unwrap_or_default().to_string();
         if o["metadata"]["namespace"].is_string() {
@@ -103,9 +105,14 @@ fn rbac_objects(namespace: &str) -> anyhow::Result<Vec<Value>> {
 
 /// The generated webhook configurations, calling `https://127.0.0.1:<port>` (trusting
 /// `ca_pem`) for objects in `namespace` only, renamed after it.
-fn webhook_objects(port: u16, ca_pem: &str, namespace: &str) -> anyhow::Result<Vec<Value>> {
+fn webhook_objects(
+    profile: &str,
+    port: u16,
+    ca_pem: &str,
+    namespace: &str,
+) -> anyhow::Result<Vec<Value>> {
     let ca_bundle = serde_json::to_value(k8s_openapi::ByteString(ca_pem.as_bytes().to_vec()))?;
-    let mut objects = documents(&deploy_dir().join("generated/full/webhooks.yaml"))?;
+    let mut objects = documents(&deploy_dir().join(format!("generated/{profile}/webhooks.yaml")))?;
     for o in &mut objects {
         let name = format!("{}-{namespace}", o["metadata"]["name"].as_str().unwrap());
         o["metadata"]["name"] = json!(name);
@@ -280,19 +287,26 @@ impl ClusterScoped {
     }
 }
 
-/// THE PROOF (issue #16): the host runs under the ServiceAccount and RBAC of `deploy/` with
-/// every default built-in plugin; each controller and webhook does its work once; nothing in
-/// its log is `forbidden`; what the RBAC does not allow is refused.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_host_runs_under_the_deployed_service_account_and_rbac() -> anyhow::Result<()> {
-    let t = TestContext::new("deploy-rbac").await?;
+/// The host binary running under the ServiceAccount and the `profile` RBAC of `deploy/`, in a
+/// controller namespace of its own, with the profile's webhook configurations pointed at it
+/// for the test's namespace.
+struct Deployed {
+    host: Host,
+    kubeconfig: PathBuf,
+    controller_ns: String,
+    webhooks: Vec<Value>,
+    health_port: u16,
+    cluster_scoped: ClusterScoped,
+}
+
+async fn deploy_host(
+    t: &TestContext,
+    profile: &str,
+    env: &[(&str, &str)],
+) -> anyhow::Result<Deployed> {
     let admin = t.client.clone();
-    let ns = t.namespace.clone();
     let controller_ns = unique_name("deploy-rbac-ctl");
-    // The workload namespace is the monitored one: its runtimes get the monitoring RoleBinding.
-    let monitoring_ns = ns.clone();
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    namespaces
+    Api::<Namespace>::all(admin.clone())
         .create(
             &PostParams::default(),
             &serde_json::from_value(json!({"metadata": {"name": controller_ns}}))?,
@@ -300,7 +314,7 @@ async fn the_host_runs_under_the_deployed_service_account_and_rbac() -> anyhow::
         .await?;
 
     // The ServiceAccount and RBAC of deploy/, and a token for the ServiceAccount.
-    let rbac = rbac_objects(&controller_ns)?;
+    let rbac = rbac_objects(profile, &controller_ns)?;
     for o in &rbac {
         apply(&admin, o).await?;
     }
@@ -342,70 +356,142 @@ async fn the_host_runs_under_the_deployed_service_account_and_rbac() -> anyhow::
     let health_port = free_port();
     let log = work.join("host.log");
     let log_file = std::fs::File::create(&log)?;
+    let mut command = Command::new(host_binary()?);
+    command
+        .args([
+            "run",
+            "--zap-devel=false",
+            "--metrics-bind-address=0",
+            "--leader-elect",
+        ])
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .arg(format!(
+            "--webhook-cert-dir={}",
+            work.join("certs").display()
+        ))
+        .arg(format!("--webhook-bind-address=127.0.0.1:{webhook_port}"))
+        .arg(format!(
+            "--health-probe-bind-address=127.0.0.1:{health_port}"
+        ))
+        .env("POD_NAMESPACE", &controller_ns)
+        .env_remove("KUBECONFIG")
+        .env_remove("ODH_PLATFORM_TYPE")
+        .env_remove("ENABLE_WEBHOOKS")
+        .env_remove("MODELREGISTRY_STATE")
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file);
+    for (k, v) in env {
+        command.env(k, v);
+    }
     let host = Host {
-        child: Command::new(host_binary()?)
-            .args([
-                "run",
-                "--zap-devel=false",
-                "--metrics-bind-address=0",
-                "--leader-elect",
-            ])
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .arg(format!(
-                "--webhook-cert-dir={}",
-                work.join("certs").display()
-            ))
-            .arg(format!("--webhook-bind-address=127.0.0.1:{webhook_port}"))
-            .arg(format!(
-                "--health-probe-bind-address=127.0.0.1:{health_port}"
-            ))
-            .env("POD_NAMESPACE", &controller_ns)
-            .env("MONITORING_NAMESPACE", &monitoring_ns)
-            .env_remove("KUBECONFIG")
-            .env_remove("ODH_PLATFORM_TYPE")
-            .env_remove("ENABLE_WEBHOOKS")
-            .env_remove("MODELREGISTRY_STATE")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()?,
+        child: command.spawn()?,
         log,
     };
-    let webhooks = webhook_objects(webhook_port, &ca_pem, &ns)?;
+    let webhooks = webhook_objects(profile, webhook_port, &ca_pem, &t.namespace)?;
     let cluster_scoped = ClusterScoped {
         client: admin.clone(),
         objects: rbac.iter().chain(&webhooks).cloned().collect(),
     };
+    Ok(Deployed {
+        host,
+        kubeconfig,
+        controller_ns,
+        webhooks,
+        health_port,
+        cluster_scoped,
+    })
+}
+
+impl Deployed {
+    /// Removes the cluster-scoped objects; fails with the log's tail when `result` did, and
+    /// when any line of the host's log is a refusal.
+    async fn finish(self, result: anyhow::Result<()>) -> anyhow::Result<()> {
+        self.cluster_scoped.delete().await;
+        let output = self.host.output();
+        let tail: Vec<&str> = output.lines().rev().take(40).collect::<Vec<_>>();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        result.map_err(|e| {
+            anyhow::anyhow!(
+                "{e:#}\n--- host log (last 40 lines) ---\n{}",
+                tail.join("\n")
+            )
+        })?;
+        let forbidden: Vec<&str> = output
+            .lines()
+            .filter(|l| l.to_ascii_lowercase().contains("forbidden"))
+            .collect();
+        anyhow::ensure!(
+            forbidden.is_empty(),
+            "the host was refused under the deployed RBAC:\n{}",
+            forbidden[..forbidden.len().min(10)].join("\n")
+        );
+        Ok(())
+    }
+}
+
+/// THE PROOF (issue #16): the host runs under the ServiceAccount and RBAC of `deploy/` with
+/// every default built-in plugin; each controller and webhook does its work once; nothing in
+/// its log is `forbidden`; what the RBAC does not allow is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_runs_under_the_deployed_service_account_and_rbac() -> anyhow::Result<()> {
+    let t = TestContext::new("deploy-rbac").await?;
+    // The workload namespace is the monitored one: its runtimes get the monitoring RoleBinding.
+    let ns = t.namespace.clone();
+    let d = deploy_host(&t, "full", &[("MONITORING_NAMESPACE", &ns)]).await?;
     let result = drive(
         &t,
-        &host,
-        &kubeconfig,
-        &controller_ns,
-        &monitoring_ns,
-        &webhooks,
-        health_port,
+        &d.host,
+        &d.kubeconfig,
+        &d.controller_ns,
+        &ns,
+        &d.webhooks,
+        d.health_port,
     )
     .await;
-    cluster_scoped.delete().await;
-    let output = host.output();
-    let tail: Vec<&str> = output.lines().rev().take(40).collect::<Vec<_>>();
-    let tail: Vec<&str> = tail.into_iter().rev().collect();
-    result.map_err(|e| {
-        anyhow::anyhow!(
-            "{e:#}\n--- host log (last 40 lines) ---\n{}",
-            tail.join("\n")
+    d.finish(result).await
+}
+
+/// The webhook-only profile (`ODH_PLATFORM_TYPE=xKS`) under the xKS overlay's own, smaller
+/// RBAC: no Lease, no controller; an LLMInferenceService is admitted (through its webhooks once
+/// the configuration is in effect); nothing in the log is `forbidden`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_only_profile_runs_under_the_xks_rbac() -> anyhow::Result<()> {
+    let t = TestContext::new("deploy-rbac-xks").await?;
+    let d = deploy_host(&t, "xks", &[("ODH_PLATFORM_TYPE", "xKS")]).await?;
+    let result = async {
+        eventually("the host is ready", slow(), || ready(d.health_port)).await?;
+        for w in &d.webhooks {
+            apply(&t.client, w).await?;
+        }
+        let llm = dynamic(
+            &t.client,
+            &t.namespace,
+            "serving.kserve.io",
+            "v1alpha2",
+            "LLMInferenceService",
+        );
+        llm.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService",
+                "metadata": {"name": "llm"}, "spec": {"model": {"uri": "hf://example/model"}},
+            }))?,
         )
-    })?;
-    let forbidden: Vec<&str> = output
-        .lines()
-        .filter(|l| l.to_ascii_lowercase().contains("forbidden"))
-        .collect();
-    assert!(
-        forbidden.is_empty(),
-        "the host was refused under the deployed RBAC:\n{}",
-        forbidden[..forbidden.len().min(10)].join("\n")
-    );
-    Ok(())
+        .await?;
+        let leases: Api<Lease> = Api::namespaced(t.client.clone(), &d.controller_ns);
+        anyhow::ensure!(
+            leases.list(&ListParams::default()).await?.items.is_empty(),
+            "the webhook-only profile took a Lease"
+        );
+        anyhow::ensure!(
+            !d.host.output().contains("became the leader"),
+            "the webhook-only profile ran controllers"
+        );
+        Ok(())
+    }
+    .await;
+    d.finish(result).await
 }
 
 async fn drive(
