@@ -79,7 +79,15 @@ pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "llm-gateway",
         default: true,
-        settings: &[("/podNamespace", FromProcess::Env("POD_NAMESPACE"))],
+        settings: &[
+            ("/podNamespace", FromProcess::Env("POD_NAMESPACE")),
+            ("/kuadrantNamespace", FromProcess::Env("KUADRANT_NAMESPACE")),
+            ("/authAudience", FromProcess::Env("AUTH_AUDIENCE")),
+            (
+                "/gatewayLabelSelector",
+                FromProcess::Env("GATEWAY_LABEL_SELECTOR"),
+            ),
+        ],
         webhook_only_kinds: &["LLMInferenceService"],
     },
     Builtin {

@@ -1,9 +1,13 @@
 //! The LLM serving plugin (spec llm.md). Part 1: the `llminferenceservice` controller
 //! (`baseRefs` merge, the anonymous HTTPRoute AuthPolicies, the routing-group auth posture
 //! check) and the LLMInferenceService mutating webhooks (ConnectionsAPI, HardwareProfile).
-//! Part 2 (the Gateway controller and the model-serving-api) joins as further modules.
+//! Part 2: the `gateway-auth-bootstrap` controller ([`gateway`]), the MaaS RBAC cleanup
+//! ([`maas`]) and the model-serving-api routes ([`api`]).
 
+pub mod api;
+pub mod gateway;
 pub mod llmisvc;
+pub mod maas;
 mod md5;
 pub mod names;
 pub mod predicates;
@@ -12,8 +16,9 @@ pub mod webhooks;
 
 use odh_kinds::gvk;
 use odh_plugin_sdk::{
-    AdmissionDecision, AdmissionRequest, Controller, Ctx, Error, Manifest, Mapping, Operation,
-    Outcome, Plugin, ReconcileRequest, RequestKey, Watch, WatchEvent, Webhook, core_gvk,
+    AdmissionDecision, AdmissionRequest, ApiRequest, ApiResponse, ApiRoute, Controller, Ctx,
+    Error, Manifest, Mapping, Operation, Outcome, Plugin, ReconcileRequest, RequestKey, Watch,
+    WatchEvent, Webhook, core_gvk,
 };
 
 use settings::Settings;
@@ -35,7 +40,7 @@ impl Plugin for LlmGateway {
             .watches(Watch::new(gvk::auth_policy(), Mapping::Custom).optional())
             .watches(resync(gvk::kuadrant()))
             .watches(resync(gvk::authorino()));
-        Manifest::new("llm-gateway", env!("CARGO_PKG_VERSION"))
+        let manifest = Manifest::new("llm-gateway", env!("CARGO_PKG_VERSION"))
             .description("LLMInferenceService controller (baseRefs merge, anonymous HTTPRoute AuthPolicies, routing-group auth posture) and webhooks (ConnectionsAPI, HardwareProfile)")
             .controller(controller)
             .webhook(Webhook::mutating(
@@ -57,19 +62,35 @@ impl Plugin for LlmGateway {
             // The policies (applied with an owner reference, but the kind is optional, so it
             // is watched rather than owned); the S3 ServiceAccounts and the HardwareProfile
             // Event (admission side effects).
-            .writes([gvk::auth_policy(), gvk::service_account(), core_gvk("Event")])
+            .writes([gvk::auth_policy(), gvk::service_account(), core_gvk("Event")]);
+        api::declare(maas::declare(gateway::declare(manifest)))
     }
 
     fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {
-        llmisvc::reconcile(request, cx)
+        match request.controller.as_str() {
+            gateway::CONTROLLER => gateway::reconcile(request, cx),
+            maas::ROLES | maas::ROLE_BINDINGS => maas::reconcile(request, cx),
+            _ => llmisvc::reconcile(request, cx),
+        }
     }
 
-    fn map(event: &WatchEvent, _: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
-        llmisvc::mapping::map(event)
+    fn map(event: &WatchEvent, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
+        match event.controller.as_str() {
+            gateway::CONTROLLER => gateway::map(event, cx),
+            _ => llmisvc::mapping::map(event),
+        }
     }
 
     fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {
         Ok(webhooks::mutate(request, cx.cluster))
+    }
+
+    fn routes() -> Vec<ApiRoute> {
+        api::routes()
+    }
+
+    fn handle(request: &ApiRequest, cx: &Ctx<Settings>) -> Result<ApiResponse, Error> {
+        api::handle(request, cx)
     }
 }
 

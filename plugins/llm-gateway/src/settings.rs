@@ -1,5 +1,7 @@
 //! The plugin's settings. The host fills them from upstream's environment (`POD_NAMESPACE`);
-//! an admin may override them in the plugins ConfigMap. JSON: `{"podNamespace": "..."}`.
+//! an admin may override them in the plugins ConfigMap. JSON:
+//! `{"podNamespace": "...", "kuadrantNamespace": "...", "authAudience": "...",
+//! "gatewayLabelSelector": "..."}`.
 
 use odh_plugin_sdk::Validatable;
 use serde::Deserialize;
@@ -11,6 +13,18 @@ pub struct Settings {
     /// namespace lacks them. Unset or empty: a missing config is skipped.
     #[serde(default)]
     pub pod_namespace: Option<String>,
+    /// `KUADRANT_NAMESPACE`: where Kuadrant is looked for first (spec §2.7); unset means
+    /// `kuadrant-system`.
+    #[serde(default)]
+    pub kuadrant_namespace: Option<String>,
+    /// `AUTH_AUDIENCE`: comma-separated token-review audiences of the Gateway AuthPolicy
+    /// (spec §2.8); unset or empty means discovered.
+    #[serde(default)]
+    pub auth_audience: Option<String>,
+    /// `GATEWAY_LABEL_SELECTOR`: `key=value` pairs every Gateway the model-serving-api lists
+    /// must carry (spec §8.1).
+    #[serde(default)]
+    pub gateway_label_selector: Option<String>,
 }
 
 impl Settings {
