@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod gateway;
+pub mod listeners;
 pub mod llmisvc;
 pub mod maas;
 mod md5;
