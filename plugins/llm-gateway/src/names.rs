@@ -8,6 +8,10 @@ use crate::md5::md5_hex;
 pub const AUTHN: &str = "-authn";
 /// Suffix of an LLMInferenceService's default HTTPRoute.
 pub const KSERVE_ROUTE: &str = "-kserve-route";
+/// Suffix of a Gateway's Authorino-TLS EnvoyFilter.
+pub const AUTHN_SSL: &str = "-authn-ssl";
+/// Suffix of a Gateway's PodMonitor.
+pub const METRICS: &str = "-metrics";
 
 const MAX: usize = 63;
 const HASH_LEN: usize = 32;
@@ -35,6 +39,16 @@ pub fn default_route_name(service: &str) -> String {
     child_name(service, KSERVE_ROUTE)
 }
 
+/// The Authorino-TLS EnvoyFilter of a Gateway (`ChildName(gateway, "-authn-ssl")`).
+pub fn envoy_filter_name(gateway: &str) -> String {
+    child_name(gateway, AUTHN_SSL)
+}
+
+/// The PodMonitor of a Gateway (`ChildName(gateway, "-metrics")`).
+pub fn pod_monitor_name(gateway: &str) -> String {
+    child_name(gateway, METRICS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +74,22 @@ mod tests {
         // Exactly 63 is kept whole.
         assert_eq!(child_name(&"b".repeat(57), AUTHN).len(), 63);
         assert!(child_name(&"b".repeat(57), AUTHN).starts_with(&"b".repeat(57)));
+    }
+
+    #[test]
+    fn gateway_children() {
+        assert_eq!(
+            envoy_filter_name("openshift-ai-inference"),
+            "openshift-ai-inference-authn-ssl"
+        );
+        assert_eq!(
+            pod_monitor_name("openshift-ai-inference"),
+            "openshift-ai-inference-metrics"
+        );
+        let long = "g".repeat(60);
+        for name in [envoy_filter_name(&long), pod_monitor_name(&long)] {
+            assert_eq!(name.len(), 63, "{name}");
+            assert!(name.contains(&md5_hex(long.as_bytes())));
+        }
     }
 }

@@ -35,6 +35,35 @@ pub fn is_stopped(service: &Object) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
+/// `security.opendatahub.io/authorino-tls-bootstrap` on a Gateway.
+pub const AUTHORINO_TLS_BOOTSTRAP: &str = "security.opendatahub.io/authorino-tls-bootstrap";
+/// The kind of the platform controller's Gateway owner.
+pub const GATEWAY_CONFIG: &str = "GatewayConfig";
+
+/// The bootstrap annotation is present and `true` (trimmed, any case).
+pub fn is_authorino_tls_bootstrap_enabled(gateway: &Object) -> bool {
+    gateway
+        .annotation(AUTHORINO_TLS_BOOTSTRAP)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Controlled (`controller: true`) by a `GatewayConfig`, whatever its apiVersion.
+pub fn is_owned_by_platform_controller(gateway: &Object) -> bool {
+    gateway.owner_references().iter().any(|r| {
+        r.get("controller").and_then(|c| c.as_bool()) == Some(true)
+            && r.get("kind").and_then(|k| k.as_str()) == Some(GATEWAY_CONFIG)
+    })
+}
+
+/// §2.2 `ShouldCreateEnvoyFilterForGateway`: the bootstrap annotation wins; else not for a
+/// platform-owned gateway; else unless explicitly unmanaged.
+pub fn should_create_envoy_filter(gateway: &Object) -> bool {
+    if is_authorino_tls_bootstrap_enabled(gateway) {
+        return true;
+    }
+    !is_owned_by_platform_controller(gateway) && !is_explicitly_unmanaged(gateway)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +125,65 @@ mod tests {
         assert!(!stopped(" true"));
         assert!(!stopped("false"));
         assert!(!is_stopped(&with(json!({}), json!({}))));
+    }
+
+    fn gateway(
+        annotations: odh_plugin_sdk::Value,
+        labels: odh_plugin_sdk::Value,
+        owners: odh_plugin_sdk::Value,
+    ) -> Object {
+        Object(
+            json!({"metadata": {"name": "gw", "labels": labels, "annotations": annotations, "ownerReferences": owners}}),
+        )
+    }
+
+    #[test]
+    fn envoy_filter_predicate() {
+        let platform = json!([{"apiVersion": "services.platform.opendatahub.io/v1alpha1", "kind": "GatewayConfig", "name": "default-gateway", "uid": "u", "controller": true}]);
+        let bootstrap = json!({AUTHORINO_TLS_BOOTSTRAP: " TRUE "});
+        let unmanaged = json!({MANAGED: "false"});
+        assert!(should_create_envoy_filter(&gateway(
+            json!({}),
+            json!({}),
+            json!([])
+        )));
+        assert!(!should_create_envoy_filter(&gateway(
+            json!({}),
+            unmanaged.clone(),
+            json!([])
+        )));
+        assert!(!should_create_envoy_filter(&gateway(
+            json!({}),
+            json!({}),
+            platform.clone()
+        )));
+        assert!(should_create_envoy_filter(&gateway(
+            bootstrap.clone(),
+            unmanaged,
+            json!([])
+        )));
+        assert!(should_create_envoy_filter(&gateway(
+            bootstrap,
+            json!({}),
+            platform.clone()
+        )));
+        assert!(is_owned_by_platform_controller(&gateway(
+            json!({}),
+            json!({}),
+            platform
+        )));
+        // Not the controller: not platform-owned.
+        let plain =
+            json!([{"apiVersion": "x/v1", "kind": "GatewayConfig", "name": "g", "uid": "u"}]);
+        assert!(!is_owned_by_platform_controller(&gateway(
+            json!({}),
+            json!({}),
+            plain
+        )));
+        assert!(!is_authorino_tls_bootstrap_enabled(&gateway(
+            json!({AUTHORINO_TLS_BOOTSTRAP: "yes"}),
+            json!({}),
+            json!([])
+        )));
     }
 }

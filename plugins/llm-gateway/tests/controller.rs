@@ -333,6 +333,7 @@ fn lc_12_lc_16_config_in_the_service_namespace() {
 fn lc_13_lc_14_system_namespace_fallback() {
     let settings = Settings {
         pod_namespace: Some("sys".into()),
+        ..Settings::default()
     };
     let cluster = cluster()
         .with(config("system-config", "sys", &["sys-route"]))
@@ -366,6 +367,7 @@ fn lc_15_lc_18_missing_configs() {
     assert_eq!(policies(&run(&both, &cluster)), ["cfg-route-authn"]);
     let settings = Settings {
         pod_namespace: Some("sys".into()),
+        ..Settings::default()
     };
     let outcome = run_with(&settings, &both, &cluster);
     assert!(policies(&outcome).is_empty() && outcome.events.is_empty());

@@ -35,23 +35,36 @@ pub fn route_names(service: &Object) -> Vec<String> {
     }
 }
 
+/// The labels of every AuthPolicy we make (§3.1, §3.2), with `app.kubernetes.io/name: name`.
+pub fn policy_labels(name: &str) -> Value {
+    json!({
+        "app.kubernetes.io/component": COMPONENT,
+        "app.kubernetes.io/part-of": PART_OF,
+        MANAGED_BY: MANAGED_BY_VALUE,
+        "app.kubernetes.io/name": name,
+    })
+}
+
+/// The flow-control response headers of every AuthPolicy we make (§3.1, §3.2).
+pub fn flow_control_headers() -> Value {
+    let header = |expression: &str| json!({"metrics": false, "plain": {"expression": expression}, "priority": 0});
+    json!({
+        "x-gateway-inference-fairness-id": header("auth.identity.fairness"),
+        "x-gateway-inference-objective": header("auth.identity.objective"),
+    })
+}
+
 /// The anonymous AuthPolicy for HTTPRoute `route` of `service` (§3.1, without the owner
 /// reference, which the host adds).
 pub fn anonymous_policy(service: &Object, route: &str) -> Value {
     let unauthenticated = json!({"value": "unauthenticated"});
-    let header = |expression: &str| json!({"metrics": false, "plain": {"expression": expression}, "priority": 0});
     json!({
         "apiVersion": "kuadrant.io/v1",
         "kind": "AuthPolicy",
         "metadata": {
             "name": auth_policy_name(route),
             "namespace": service.namespace().unwrap_or_default(),
-            "labels": {
-                "app.kubernetes.io/component": COMPONENT,
-                "app.kubernetes.io/part-of": PART_OF,
-                MANAGED_BY: MANAGED_BY_VALUE,
-                "app.kubernetes.io/name": service.name(),
-            },
+            "labels": policy_labels(service.name()),
         },
         "spec": {
             "targetRef": {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route},
@@ -62,10 +75,7 @@ pub fn anonymous_policy(service: &Object, route: &str) -> Value {
                     "priority": 0,
                     "overrides": {"fairness": unauthenticated.clone(), "objective": unauthenticated},
                 }},
-                "response": {"success": {"headers": {
-                    "x-gateway-inference-fairness-id": header("auth.identity.fairness"),
-                    "x-gateway-inference-objective": header("auth.identity.objective"),
-                }}},
+                "response": {"success": {"headers": flow_control_headers()}},
             },
         },
     })
