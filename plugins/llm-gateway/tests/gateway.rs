@@ -400,10 +400,10 @@ fn expected_pod_monitor(ns: &str, gw: &str) -> Value {
 // Shapes (§3.2–§3.4) and the default gateway.
 
 /// GC-08, GC-01, GC-21, GC-22 (controller ownership), RA-08, RA-13, RA-14, RA-15, RA-18,
-/// RA-19, RA-25 (no existing policy: made), RE-01..RE-04, RE-05 (no Kuadrant: kuadrant-system),
-/// RE-10, RE-11 (no existing filter: made): the default gateway is always referenced and gets
-/// the three objects, exactly §3.2–§3.4, each controlled by the Gateway, with no
-/// LLMInferenceService anywhere.
+/// RA-19, RA-25 (no existing policy: made), RE-01, RE-02, RE-03, RE-04, RE-05 (no Kuadrant:
+/// kuadrant-system), RE-10, RE-11 (no existing filter: made): the default gateway is always
+/// referenced and gets the three objects, exactly §3.2–§3.4, each controlled by the Gateway,
+/// with no LLMInferenceService anywhere.
 #[test]
 fn gc_08_default_gateway_gets_the_three_objects_exactly() {
     let outcome = run(&default_gateway(), &cluster());
