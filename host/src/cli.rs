@@ -44,6 +44,26 @@ pub enum Command {
     /// Work with plugins offline: inspect a manifest, evaluate a call against files.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Run the model-serving-api server alone, as upstream's own Deployment does: configured
+    /// by upstream's environment (LISTEN_ADDR, TLS_CERT_DIR, METRICS_ADDR, LOG_LEVEL,
+    /// READ_TIMEOUT, WRITE_TIMEOUT, IDLE_TIMEOUT, KUBE_QPS, KUBE_BURST,
+    /// GATEWAY_LABEL_SELECTOR); no controllers, webhooks or leader election.
+    ModelServingApi(ModelServingApiArgs),
+}
+
+/// `model-serving-api`'s flags; its configuration is the environment.
+#[derive(Debug, Clone, Args)]
+pub struct ModelServingApiArgs {
+    /// Path to a kubeconfig; otherwise KUBECONFIG, in-cluster, then ~/.kube/config.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The plugins whose API routes are served: built-in names or `.wasm` files
+    /// (repeatable); by default the llm-gateway plugin.
+    #[arg(long = "plugin", value_name = "NAME|FILE")]
+    pub plugins: Vec<String>,
+    /// Where compiled plugins are cached between starts.
+    #[arg(long)]
+    pub plugin_cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -233,6 +253,25 @@ mod tests {
             Ok(std::time::Duration::from_secs(120))
         );
         assert!(parse_duration("soon").is_err() && parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn model_serving_api_is_a_subcommand() {
+        let cli = Cli::try_parse_from(["odh-model-controller", "model-serving-api"]).unwrap();
+        let Some(Command::ModelServingApi(args)) = cli.command else {
+            panic!("not the model-serving-api subcommand");
+        };
+        assert!(args.plugins.is_empty() && args.kubeconfig.is_none());
+        let cli = Cli::try_parse_from([
+            "odh-model-controller",
+            "model-serving-api",
+            "--kubeconfig=/k",
+            "--plugin=llm-gateway",
+        ])
+        .unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::ModelServingApi(a)) if a.plugins == ["llm-gateway"])
+        );
     }
 
     #[test]

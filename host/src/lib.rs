@@ -20,6 +20,7 @@ pub mod label_selector;
 pub mod leader;
 pub mod logging;
 pub mod metrics;
+pub mod model_serving_api;
 pub mod plugin;
 pub mod plugin_cli;
 pub mod profile;

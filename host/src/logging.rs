@@ -24,3 +24,17 @@ pub fn init(encoder: Encoder, level: &str) {
         Encoder::Console => builder.try_init(),
     };
 }
+
+/// The model-serving-api's logging (spec §8.1): JSON lines on stdout at `level` (`RUST_LOG`
+/// overrides it when set).
+pub fn init_json_stdout(level: &str) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("warn,odh_model_controller={level}")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::io::stdout)
+        .json()
+        .flatten_event(true)
+        .try_init();
+}

@@ -7,8 +7,11 @@ fn main() -> std::process::ExitCode {
     if let Some(Command::Plugin(cmd)) = &cli.command {
         return plugin_command(cmd);
     }
+    if let Some(Command::ModelServingApi(args)) = &cli.command {
+        return model_serving_api(args);
+    }
     let result = match cli.command {
-        Some(Command::Plugin(_)) => unreachable!("handled above"),
+        Some(Command::Plugin(_) | Command::ModelServingApi(_)) => unreachable!("handled above"),
         Some(Command::Crds { write }) => print_crds(write),
         Some(Command::DeployManifests { dir, check }) => {
             odh_model_controller::deploy_manifests::run(&dir, check)
@@ -31,6 +34,40 @@ fn run_controller(args: odh_model_controller::cli::RunArgs) -> anyhow::Result<()
         .enable_all()
         .build()?
         .block_on(run::run(args))
+}
+
+/// `model-serving-api`: upstream's start-up (spec §8.1): the configuration (an error exits
+/// with 1 and the message), logging, then the server until SIGTERM or SIGINT.
+fn model_serving_api(
+    args: &odh_model_controller::cli::ModelServingApiArgs,
+) -> std::process::ExitCode {
+    use odh_model_controller::model_serving_api::{self as msa, config::ServerConfig};
+    let config = match ServerConfig::from_env(|k| std::env::var(k).ok()) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("failed to load config: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    logging::init_json_stdout(config.log_level);
+    let options = msa::Options {
+        kubeconfig: args.kubeconfig.clone(),
+        plugins: args.plugins.clone(),
+        plugin_cache_dir: args.plugin_cache_dir.clone(),
+    };
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(msa::run(options, config)));
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 fn print_crds(write: Option<std::path::PathBuf>) -> anyhow::Result<()> {

@@ -160,7 +160,12 @@ pub struct Metrics {
     swaps: Family<PluginSwapLabels, Counter>,
     shadow_differences: Family<PluginOpLabels, Counter>,
     leader: Gauge,
+    /// More metrics rendered after the registry's (a server's own, added while running).
+    sources: Arc<std::sync::RwLock<Vec<Source>>>,
 }
+
+/// Renders more metrics in the Prometheus text format.
+pub type Source = Arc<dyn Fn() -> String + Send + Sync>;
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -303,7 +308,16 @@ impl Metrics {
             swaps,
             shadow_differences,
             leader,
+            sources: Default::default(),
         }
+    }
+
+    /// Adds metrics rendered after this registry's (e.g. the model-serving-api's).
+    pub fn add_source(&self, source: Source) {
+        self.sources
+            .write()
+            .expect("metrics sources lock")
+            .push(source);
     }
 
     /// The process-wide metrics, created on first use.
@@ -474,6 +488,9 @@ impl Metrics {
         let mut out = String::new();
         prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
+        for source in self.sources.read().expect("metrics sources lock").iter() {
+            out.push_str(&source());
+        }
         out
     }
 }

@@ -29,7 +29,15 @@ type Servers = JoinSet<anyhow::Result<()>>;
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let env = ProcessEnv::from_env();
-    let (config, client, bearer_token) = connect(&args).await?;
+    if parse_bind_address(&args.model_serving_api_bind_address)?.is_some()
+        && let Some(selector) = std::env::var("GATEWAY_LABEL_SELECTOR")
+            .ok()
+            .filter(|v| !v.is_empty())
+    {
+        crate::model_serving_api::config::parse_gateway_label_selector(&selector)
+            .map_err(|e| anyhow::anyhow!("invalid GATEWAY_LABEL_SELECTOR: {e}"))?;
+    }
+    let (config, client, bearer_token) = connect(args.kubeconfig.as_deref()).await?;
     let version = client
         .apiserver_version()
         .await
@@ -70,7 +78,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         let cert = server.certificate();
         readiness = readiness.with_check("webhook-certificate", Arc::new(move || cert.is_loaded()));
     }
-    let api = bind_model_serving_api(&args, &config, &slots, &caches, &ready_flag).await?;
+    let api = bind_model_serving_api(&args, &config, &slots, &caches).await?;
     if let Some((server, _)) = &api {
         let cert = server.certificate();
         readiness = readiness.with_check(
@@ -191,19 +199,29 @@ async fn bind_webhooks(
     Ok(Some((TlsServer::bind(config).await?, router)))
 }
 
-/// The model-serving-api server with the plugins' API routes, bound (none when disabled).
+/// The model-serving-api server with the plugins' API routes, bound (none when disabled):
+/// the standalone server's routes, middleware, TLS parameters and certificate reloading
+/// ([`crate::model_serving_api`]), reads from the controller's caches, its metrics on the
+/// controller's `/metrics`. Unlike the standalone server it starts without a certificate
+/// (the controller's `/readyz` waits for one).
 async fn bind_model_serving_api(
     args: &RunArgs,
     config: &Config,
     slots: &[PluginSlot],
     caches: &Arc<Caches>,
-    ready: &watch::Receiver<bool>,
 ) -> anyhow::Result<Option<Bound>> {
+    use crate::model_serving_api::{self as msa, metrics::ApiMetrics};
     let Some(bind) = parse_bind_address(&args.model_serving_api_bind_address)? else {
         return Ok(None);
     };
     let routes = ApiRoutes::from_slots(slots).map_err(anyhow::Error::msg)?;
     info!(routes = ?routes.paths().collect::<Vec<_>>(), "plugin API routes");
+    let cert = crate::webhook::ReloadingCert::with_interval(
+        &args.model_serving_api_cert_dir,
+        crate::webhook::crypto_provider(),
+        crate::webhook::DEBOUNCE_INTERVAL,
+    )
+    .debounced();
     let server = TlsServer::bind(TlsServerConfig {
         name: "model-serving-api",
         bind,
@@ -211,14 +229,20 @@ async fn bind_model_serving_api(
         enable_http2: args.enable_http2,
         ..Default::default()
     })
-    .await?;
-    let cert = server.certificate();
-    let readiness =
-        Readiness::new(ready.clone()).with_check("certificate", Arc::new(move || cert.is_loaded()));
-    let router = servers::model_serving_api_router(
+    .await?
+    .with_certificate(Arc::new(cert))
+    .tuned(msa::tuning());
+    let api_metrics = ApiMetrics::new(false);
+    {
+        let api_metrics = api_metrics.clone();
+        Metrics::global().add_source(Arc::new(move || api_metrics.render()));
+    }
+    let router = msa::router(
         routes.router(caches.clone(), AccessReviewer::new(config.clone())?),
-        readiness,
-        Metrics::global().clone(),
+        msa::RouterOptions {
+            metrics: api_metrics,
+            ..Default::default()
+        },
     );
     Ok(Some((server, router)))
 }
@@ -285,17 +309,27 @@ fn load_plugins(
     args: &RunArgs,
     bearer_token: Option<&str>,
 ) -> anyhow::Result<(PluginEngine, Vec<LoadedPlugin>)> {
-    let engine = PluginEngine::new(EngineOptions {
-        cache_dir: args.plugin_cache_dir.clone(),
-        ..Default::default()
-    })?;
     let wanted: Vec<String> = if args.plugins.is_empty() {
         builtins::defaults().map(|b| b.name.to_string()).collect()
     } else {
         args.plugins.clone()
     };
+    load_plugins_named(&wanted, args.plugin_cache_dir.clone(), bearer_token)
+}
+
+/// Loads `wanted` (built-in names or `.wasm` files), each built-in with the settings its
+/// registration entry derives from the environment.
+pub(crate) fn load_plugins_named(
+    wanted: &[String],
+    cache_dir: Option<std::path::PathBuf>,
+    bearer_token: Option<&str>,
+) -> anyhow::Result<(PluginEngine, Vec<LoadedPlugin>)> {
+    let engine = PluginEngine::new(EngineOptions {
+        cache_dir,
+        ..Default::default()
+    })?;
     let mut sources = Vec::new();
-    for spec in &wanted {
+    for spec in wanted {
         let path = std::path::Path::new(spec);
         if path.exists() {
             sources.push((Source::File(path.to_path_buf()), std::fs::read(path)?));
@@ -365,8 +399,10 @@ fn bearer_token(config: &Config) -> Option<String> {
 }
 
 /// Kube config resolution as upstream: `--kubeconfig`, then KUBECONFIG, in-cluster, ~/.kube/config.
-async fn connect(args: &RunArgs) -> anyhow::Result<(Config, Client, Option<String>)> {
-    let config = match &args.kubeconfig {
+pub(crate) async fn connect(
+    kubeconfig: Option<&std::path::Path>,
+) -> anyhow::Result<(Config, Client, Option<String>)> {
+    let config = match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -380,7 +416,7 @@ async fn connect(args: &RunArgs) -> anyhow::Result<(Config, Client, Option<Strin
     Ok((config.clone(), Client::try_from(config)?, token))
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("installing the SIGTERM handler");
     tokio::select! {

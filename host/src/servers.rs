@@ -11,8 +11,8 @@
 //! * **Metrics** (`--metrics-bind-address`, default `:8080`, `0` disables): `GET /metrics` in the
 //!   Prometheus text format 0.0.4.
 //! * **model-serving-api** (upstream `LISTEN_ADDR`, default `:8443`, HTTPS with the certificate
-//!   of `TLS_CERT_DIR`): `/healthz`, `/readyz`, `/metrics` and the routes plugins serve
-//!   ([`crate::api_server`]).
+//!   of `TLS_CERT_DIR`): `/healthz`, `/readyz` and the routes plugins serve
+//!   ([`crate::model_serving_api`], [`crate::api_server`]).
 //!
 //! Health and metrics are plain HTTP. Upstream serves metrics over HTTPS with authentication
 //! when `--metrics-secure` is set; that is still to come.
@@ -173,21 +173,12 @@ pub async fn bind_metrics(addr: SocketAddr, metrics: Metrics) -> anyhow::Result<
     Server::bind("metrics", addr, metrics_router(metrics)).await
 }
 
-/// The model-serving-api server's routes: the plugins' API routes, `/healthz`, `/readyz` and
-/// `/metrics`, and upstream's `404 page not found` elsewhere, every response with upstream's
-/// security headers. It is served over TLS (`run` uses the webhook module's server).
-pub fn model_serving_api_router(
-    plugin_routes: Router,
-    ready: impl Into<Readiness>,
-    metrics: Metrics,
-) -> Router {
-    plugin_routes
-        .merge(metrics_router(metrics))
-        .merge(health_router(ready))
-        .fallback(|| async { text(StatusCode::NOT_FOUND, "404 page not found\n".into()) })
-        .layer(axum::middleware::map_response(|r: Response| async move {
-            crate::api_server::secured(r)
-        }))
+/// The model-serving-api server's routes: the plugins' API routes, `/healthz` and `/readyz`
+/// (`{"status":"ok"}`), upstream's `404 page not found` elsewhere, upstream's middleware (see
+/// [`crate::model_serving_api`]). It is served over TLS (`run` uses the webhook module's
+/// server).
+pub fn model_serving_api_router(plugin_routes: Router) -> Router {
+    crate::model_serving_api::router(plugin_routes, Default::default())
 }
 
 fn text(status: StatusCode, body: String) -> Response {

@@ -8,13 +8,11 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::PostParams;
 use odh_model_controller::api_server::{AccessReviewer, ApiRoutes};
 use odh_model_controller::cache::{CacheFilters, Caches};
-use odh_model_controller::metrics::Metrics;
 use odh_model_controller::plugin::PluginSlot;
 use odh_model_controller::servers::model_serving_api_router;
 use odh_model_controller::webhook::{TlsServerConfig, serve_on};
 use odh_test_support::TestContext;
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 mod common;
 use common::{Client, Reply, serving_cert};
@@ -72,12 +70,8 @@ async fn the_example_plugin_serves_its_routes_over_https() -> anyhow::Result<()>
         ["/api/v1/hello", "/api/v1/hello/configmaps"]
     );
     let caches = Caches::new(t.client.clone(), CacheFilters::default());
-    let (_ready_tx, ready) = watch::channel(true);
-    let router = model_serving_api_router(
-        routes.router(caches, AccessReviewer::new(t.config.clone())?),
-        ready,
-        Metrics::global().clone(),
-    );
+    let router =
+        model_serving_api_router(routes.router(caches, AccessReviewer::new(t.config.clone())?));
     let (cert_dir, ca) = serving_cert("api-routes");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
@@ -174,7 +168,7 @@ async fn the_example_plugin_serves_its_routes_over_https() -> anyhow::Result<()>
 
     // The server's own paths.
     let r = client.send("GET", "/healthz", &[]).await?;
-    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+    assert_eq!((r.status, r.body.as_str()), (200, r#"{"status":"ok"}"#));
     assert_secured(&r);
     let r = client.send("GET", "/nothing-here", &[]).await?;
     assert_eq!((r.status, r.body.as_str()), (404, "404 page not found\n"));

@@ -17,10 +17,11 @@ pub mod verdict;
 pub use review::{ADMISSION_API_VERSION, ReviewError, parse_review, review_response};
 pub use router::{webhook_router, with_body_limit};
 pub use server::{
-    DEFAULT_BODY_LIMIT, DEFAULT_CERT_DIR, DEFAULT_PORT, SHUTDOWN_GRACE, TlsServer, TlsServerConfig,
-    crypto_provider, serve, serve_on, tls_server_config,
+    DEFAULT_BODY_LIMIT, DEFAULT_CERT_DIR, DEFAULT_PORT, SHUTDOWN_GRACE, ServerTuning, TlsPolicy,
+    TlsServer, TlsServerConfig, crypto_provider, serve, serve_on, tls_server_config,
+    tls_server_config_with,
 };
-pub use serving_cert::{CERT_FILE, KEY_FILE, ReloadingCert};
+pub use serving_cert::{CERT_FILE, DEBOUNCE_INTERVAL, KEY_FILE, ReloadingCert};
 pub use side_effects::{NoSideEffects, SideEffectError, SideEffectFuture, SideEffectSink};
 pub use table::{WebhookRoute, WebhookTable, WebhookTableError, routable};
 pub use verdict::Verdict;

@@ -61,13 +61,81 @@ impl Default for TlsServerConfig {
     }
 }
 
+/// Which protocol parameters a TLS server offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsPolicy {
+    /// rustls' defaults (TLS 1.3 and 1.2, its cipher suites and groups).
+    #[default]
+    Default,
+    /// The model-serving-api's (spec §8.2): TLS 1.2 at least, for TLS 1.2 only the four
+    /// ECDHE suites with AES-GCM, key exchange on P-256 and P-384 only. TLS 1.3 keeps its
+    /// three suites (Go does not let them be chosen either).
+    ModelServingApi,
+}
+
+impl TlsPolicy {
+    fn provider(self) -> Arc<rustls::crypto::CryptoProvider> {
+        use rustls::crypto::ring::{cipher_suite as cs, kx_group};
+        match self {
+            TlsPolicy::Default => crypto_provider(),
+            TlsPolicy::ModelServingApi => Arc::new(rustls::crypto::CryptoProvider {
+                cipher_suites: vec![
+                    cs::TLS13_AES_128_GCM_SHA256,
+                    cs::TLS13_AES_256_GCM_SHA384,
+                    cs::TLS13_CHACHA20_POLY1305_SHA256,
+                    cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+                    cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+                    cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+                    cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+                ],
+                kx_groups: vec![kx_group::SECP256R1, kx_group::SECP384R1],
+                ..rustls::crypto::ring::default_provider()
+            }),
+        }
+    }
+}
+
+/// How a TLS server treats connections beyond [`TlsServerConfig`]; the defaults are the
+/// webhook server's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTuning {
+    pub tls_policy: TlsPolicy,
+    /// How long a client may take to send a request's headers (and, hyper's timer running
+    /// while a keep-alive connection waits, how long such a connection may stay idle).
+    pub header_read_timeout: Duration,
+    /// The largest request head, in bytes (hyper's read buffer; at least 8 KiB).
+    pub max_header_bytes: Option<usize>,
+    /// How long open connections may take to finish once shutdown begins.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerTuning {
+    fn default() -> Self {
+        Self {
+            tls_policy: TlsPolicy::Default,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_header_bytes: None,
+            shutdown_grace: SHUTDOWN_GRACE,
+        }
+    }
+}
+
 /// The rustls configuration: ring, TLS 1.3 and 1.2, no client authentication, ALPN
 /// `http/1.1` (or `h2`, `http/1.1`), certificates from `cert`.
 pub fn tls_server_config(
     cert: Arc<ReloadingCert>,
     enable_http2: bool,
 ) -> anyhow::Result<rustls::ServerConfig> {
-    let mut config = rustls::ServerConfig::builder_with_provider(crypto_provider())
+    tls_server_config_with(cert, enable_http2, TlsPolicy::Default)
+}
+
+/// [`tls_server_config`] with the protocol parameters of `policy`.
+pub fn tls_server_config_with(
+    cert: Arc<ReloadingCert>,
+    enable_http2: bool,
+    policy: TlsPolicy,
+) -> anyhow::Result<rustls::ServerConfig> {
+    let mut config = rustls::ServerConfig::builder_with_provider(policy.provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .context("configuring TLS versions")?
         .with_no_client_auth()
@@ -92,6 +160,7 @@ pub struct TlsServer {
     listener: TcpListener,
     config: TlsServerConfig,
     cert: Arc<ReloadingCert>,
+    tuning: ServerTuning,
 }
 
 impl TlsServer {
@@ -110,7 +179,20 @@ impl TlsServer {
             listener,
             config,
             cert,
+            tuning: ServerTuning::default(),
         }
+    }
+
+    /// Serves `cert` instead of a reloader of `config.cert_dir` (servers sharing one).
+    pub fn with_certificate(mut self, cert: Arc<ReloadingCert>) -> Self {
+        self.cert = cert;
+        self
+    }
+
+    /// Other protocol parameters, timeouts and limits.
+    pub fn tuned(mut self, tuning: ServerTuning) -> Self {
+        self.tuning = tuning;
+        self
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> {
@@ -133,8 +215,9 @@ impl TlsServer {
             listener,
             config,
             cert,
+            tuning,
         } = self;
-        let tls = tls_server_config(cert.clone(), config.enable_http2)?;
+        let tls = tls_server_config_with(cert.clone(), config.enable_http2, tuning.tls_policy)?;
         let acceptor = TlsAcceptor::from(Arc::new(tls));
         let router = with_body_limit(router, config.body_limit);
 
@@ -142,7 +225,10 @@ impl TlsServer {
         builder
             .http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_READ_TIMEOUT);
+            .header_read_timeout(tuning.header_read_timeout);
+        if let Some(max) = tuning.max_header_bytes {
+            builder.http1().max_buf_size(max.max(8192));
+        }
         if !config.enable_http2 {
             builder = builder.http1_only();
         }
@@ -156,7 +242,7 @@ impl TlsServer {
         let watcher = {
             let cert = cert.clone();
             tokio::spawn(async move {
-                let mut tick = tokio::time::interval(super::serving_cert::DEFAULT_CHECK_INTERVAL);
+                let mut tick = tokio::time::interval(cert.interval());
                 loop {
                     tick.tick().await;
                     cert.reload_if_changed();
@@ -198,7 +284,8 @@ impl TlsServer {
             "TLS server shutting down"
         );
         let _ = stop.send(true);
-        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        let grace = tuning.shutdown_grace;
+        let drained = tokio::time::timeout(grace, async {
             while connections.join_next().await.is_some() {}
         })
         .await;
@@ -206,7 +293,7 @@ impl TlsServer {
             warn!(
                 server = config.name,
                 open_connections = connections.len(),
-                "connections still open after {SHUTDOWN_GRACE:?}; closing them"
+                "connections still open after {grace:?}; closing them"
             );
             connections.shutdown().await;
         }
