@@ -1237,6 +1237,18 @@ async fn the_same_server_runs_inside_the_controller() -> anyhow::Result<()> {
         "{}",
         m.body
     );
+    // Once the controller is up (its signal handler installed), SIGTERM stops it cleanly.
+    eventually(
+        "the controller is ready",
+        Timing::within(Duration::from_secs(120)),
+        || async {
+            let r = common::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
+            anyhow::ensure!(r.status == 200, "{r:?}");
+            Ok(())
+        },
+    )
+    .await
+    .map_err(|e| controller.with_log(e))?;
     controller.terminate();
     let status = controller.wait(Duration::from_secs(20)).expect("exits");
     assert!(status.success(), "{}", controller.output());
