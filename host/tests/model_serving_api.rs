@@ -25,6 +25,7 @@ use kube::api::{DynamicObject, PostParams};
 use odh_test_support::{TestContext, Timing, eventually};
 use rcgen::{CertificateParams, KeyPair, SerialNumber};
 use rustls::pki_types::{CertificateDer, ServerName};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -1027,6 +1028,88 @@ async fn tls_parameters(addr: SocketAddr) -> anyhow::Result<()> {
         ),
     )
     .await?;
+    Ok(())
+}
+
+/// The server runs under exactly the ClusterRole of `deploy/server/rbac.yaml` (list Gateways,
+/// get Namespaces: no watch, so reads must be uncached), as its ServiceAccount's token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deployed_rbac_is_enough_for_the_standalone_server() -> anyhow::Result<()> {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let f = Fixture::new("msa-rbac").await?;
+    // The deployed ClusterRole's rules under a name of this test's own.
+    let text = std::fs::read_to_string(
+        odh_test_support::workspace_root().join("deploy/server/rbac.yaml"),
+    )?;
+    let deployed: ClusterRole = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde_yaml::Value::deserialize(d))
+        .filter_map(Result::ok)
+        .find(|v| v["kind"] == "ClusterRole")
+        .map(serde_yaml::from_value)
+        .expect("a ClusterRole in deploy/server/rbac.yaml")?;
+    let role_name = format!("model-serving-api-{}", f.t.namespace);
+    let role = ClusterRole {
+        metadata: kube::api::ObjectMeta {
+            name: Some(role_name.clone()),
+            ..Default::default()
+        },
+        ..deployed
+    };
+    Api::<ClusterRole>::all(f.t.client.clone())
+        .create(&PostParams::default(), &role)
+        .await?;
+    let sa_token = service_account_token(&f.t, "model-serving-api").await?;
+    Api::<ClusterRoleBinding>::all(f.t.client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": role_name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
+                "subjects": [{"kind": "ServiceAccount", "name": "model-serving-api", "namespace": f.t.namespace}]}))?,
+        )
+        .await?;
+    // A kubeconfig of the test cluster with the ServiceAccount's token as its user.
+    let admin = odh_test_support::cluster()?.kubeconfig.clone();
+    let mut kubeconfig: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&admin)?)?;
+    for user in kubeconfig["users"].as_sequence_mut().expect("users") {
+        user["user"] = serde_yaml::from_str(&format!("token: {sa_token}"))?;
+    }
+    let kubeconfig_path = std::env::temp_dir().join(odh_test_support::namespace::unique_name(
+        "msa-sa-kubeconfig",
+    ));
+    std::fs::write(&kubeconfig_path, serde_yaml::to_string(&kubeconfig)?)?;
+
+    let volume = SecretVolume::new("msa-tls-rbac", &serving_cert(1));
+    let (port, metrics_port) = (free_port(), free_port());
+    let (listen, metrics) = (
+        format!("127.0.0.1:{port}"),
+        format!("127.0.0.1:{metrics_port}"),
+    );
+    let server = Process::start(
+        "msa-rbac",
+        &[
+            "model-serving-api".into(),
+            format!("--kubeconfig={}", kubeconfig_path.display()),
+            format!("--plugin-cache-dir={}", plugin_cache().display()),
+        ],
+        &secret_env(&volume, &listen, &metrics),
+    )?;
+    let addr: SocketAddr = listen.parse()?;
+    server.ready(addr).await?;
+    // The labelled namespace needs the Namespace read (sel-gw is a Selector listener).
+    let r = f.discover(addr, &f.match_ns).await?;
+    let gw_ns = f.gw_ns.as_str();
+    assert_eq!(
+        entries(&r, &f.ours()),
+        [
+            triple(gw_ns, "meta-gw", "web"),
+            triple(gw_ns, "sel-gw", "http"),
+            triple(gw_ns, "test-gw", "http"),
+        ]
+    );
+    let log = server.output();
+    assert!(!log.to_lowercase().contains("forbidden"), "{log}");
+    let _ = std::fs::remove_file(kubeconfig_path);
     Ok(())
 }
 
