@@ -1042,7 +1042,7 @@ async fn the_deployed_rbac_is_enough_for_the_standalone_server() -> anyhow::Resu
         odh_test_support::workspace_root().join("deploy/server/rbac.yaml"),
     )?;
     let deployed: ClusterRole = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_yaml::Value::deserialize(d))
+        .map(serde_yaml::Value::deserialize)
         .filter_map(Result::ok)
         .find(|v| v["kind"] == "ClusterRole")
         .map(serde_yaml::from_value)
