@@ -236,7 +236,7 @@ async fn referenced_gateway(t: &TestContext) -> anyhow::Result<DynamicObject> {
     Ok(gw)
 }
 
-/// GC-01, GC-16, GC-21, GC-22: a referenced gateway's EnvoyFilter, AuthPolicy and PodMonitor,
+/// GC-01, GC-16, GC-21, GC-22 (and LC-05 of §10.1, which expects the same): a referenced gateway's EnvoyFilter, AuthPolicy and PodMonitor,
 /// each with exactly one owner reference, the Gateway as controller.
 #[tokio::test]
 async fn gc_01_gc_16_gc_21_gc_22_referenced_gateway_objects() -> anyhow::Result<()> {
@@ -338,7 +338,7 @@ async fn gc_07_bootstrap_removed_deletes_the_filter() -> anyhow::Result<()> {
     absent(&filters(&t, &ns), "boot-authn-ssl").await
 }
 
-/// GC-08, the acceptance and the ConfigMap watch, on the one default gateway (one test, so no
+/// GC-08 (LC-01 of §10.1 expects the same AuthPolicy), the acceptance and the ConfigMap watch, on the one default gateway (one test, so no
 /// other test sees it opted out): with no LLMInferenceService it gets its EF, AP and PM; a
 /// routing header set in `inferenceservice-config` reaches its AuthPolicy; labelled
 /// `opendatahub.io/managed=false` it loses only what we manage (EF, and AP unless the user
