@@ -17,9 +17,9 @@ pub mod webhooks;
 
 use odh_kinds::gvk;
 use odh_plugin_sdk::{
-    AdmissionDecision, AdmissionRequest, ApiRequest, ApiResponse, ApiRoute, Controller, Ctx,
-    Error, Manifest, Mapping, Operation, Outcome, Plugin, ReconcileRequest, RequestKey, Watch,
-    WatchEvent, Webhook, core_gvk,
+    AdmissionDecision, AdmissionRequest, ApiRequest, ApiResponse, ApiRoute, Controller, Ctx, Error,
+    Manifest, Mapping, Operation, Outcome, Plugin, ReconcileRequest, RequestKey, Watch, WatchEvent,
+    Webhook, core_gvk,
 };
 
 use settings::Settings;
