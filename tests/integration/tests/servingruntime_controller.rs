@@ -31,9 +31,11 @@ const MULTI_NODE: &str = "vllm-multinode-runtime";
 /// behaviour): SR-4 replaces the CA only while no pod test is waiting for its entries.
 static CA_CHANGE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
-/// Long enough for a few RSA-4096 key generations in Wasm on a busy machine.
+/// Long enough for a few RSA-4096 key generations in Wasm on a busy machine: prime search
+/// is heavy-tailed (one key took 1–13 s through the host, docs/decisions.md) and PC-16 makes
+/// three at once on two cores while other builds may run.
 fn slow() -> Timing {
-    Timing::within(Duration::from_secs(180))
+    Timing::within(Duration::from_secs(300))
 }
 
 /// The namespaces the controllers run with.
@@ -81,9 +83,12 @@ fn running() -> &'static Namespaces {
                             secure_random: true,
                             ..Grants::default()
                         })
+                        // Above the built-in default (60 s): three concurrent key generations
+                        // on a loaded two-core machine must not hit the deadline and start
+                        // over, which is what the test would then measure.
                         .limits(Limits {
-                            reconcile_timeout_ms: 60_000,
-                            reconcile_budget_ms: 120_000,
+                            reconcile_timeout_ms: 150_000,
+                            reconcile_budget_ms: 300_000,
                             ..Limits::default()
                         })
                 });
