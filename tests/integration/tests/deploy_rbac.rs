@@ -226,6 +226,12 @@ impl Drop for Host {
 }
 
 impl Host {
+    /// Kills the process and waits for it, so it writes nothing more.
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     fn output(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -404,9 +410,11 @@ async fn deploy_host(
 }
 
 impl Deployed {
-    /// Removes the cluster-scoped objects; fails with the log's tail when `result` did, and
-    /// when any line of the host's log is a refusal.
-    async fn finish(self, result: anyhow::Result<()>) -> anyhow::Result<()> {
+    /// Stops the host, then removes the cluster-scoped objects (in this order: a host still
+    /// running would be refused its next write once its ClusterRole is gone); fails with the
+    /// log's tail when `result` did, and when any line of the host's log is a refusal.
+    async fn finish(mut self, result: anyhow::Result<()>) -> anyhow::Result<()> {
+        self.host.stop();
         self.cluster_scoped.delete().await;
         let output = self.host.output();
         let tail: Vec<&str> = output.lines().rev().take(40).collect::<Vec<_>>();
