@@ -51,6 +51,14 @@ pub enum ApplyError {
     Invalid(String),
 }
 
+impl ApplyError {
+    /// The API server refused a write made against an older `resourceVersion` (409): someone
+    /// else wrote the object meanwhile, so the next attempt starts from a newer state.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ApplyError::Kube { source: kube::Error::Api(s), .. } if s.code == 409)
+    }
+}
+
 pub struct Applier {
     client: Client,
     caches: Arc<Caches>,

@@ -409,10 +409,19 @@ impl ControllerLoop {
                     None => Some(ReconcileResult::Success),
                 }
             }
-            (Err(e), _) => Some(
-                self.failed(key, &primary, "ApplyFailed", &e.to_string(), true)
-                    .await,
-            ),
+            (Err(e), _) => {
+                // A conflict means the world moved on: the back-off earned by earlier failures
+                // (e.g. while an input did not exist yet) no longer says anything, and keeping
+                // it would delay a compare-and-swap retry by minutes. Repeated conflicts still
+                // back off, from the start.
+                if e.is_conflict() {
+                    self.queue.forget(key);
+                }
+                Some(
+                    self.failed(key, &primary, "ApplyFailed", &e.to_string(), true)
+                        .await,
+                )
+            }
         }
     }
 
