@@ -214,6 +214,8 @@ pub fn tuning() -> ServerTuning {
         header_read_timeout: READ_HEADER_TIMEOUT,
         max_header_bytes: Some(MAX_HEADER_BYTES),
         shutdown_grace: SHUTDOWN_TIMEOUT,
+        // The write deadline (10 s by default) cuts a slow body off first.
+        ..ServerTuning::default()
     }
 }
 

@@ -5,6 +5,7 @@
 //! certificate in `tls.crt`/`tls.key` of the cert dir, reloaded when the files change, and
 //! HTTP/1.1 only unless HTTP/2 is enabled, as upstream's controller-runtime server does.
 
+mod body_deadline;
 mod invalid;
 mod review;
 mod router;
@@ -17,9 +18,9 @@ pub mod verdict;
 pub use review::{ADMISSION_API_VERSION, ReviewError, parse_review, review_response};
 pub use router::{webhook_router, with_body_limit};
 pub use server::{
-    DEFAULT_BODY_LIMIT, DEFAULT_CERT_DIR, DEFAULT_PORT, SHUTDOWN_GRACE, ServerTuning, TlsPolicy,
-    TlsServer, TlsServerConfig, crypto_provider, serve, serve_on, tls_server_config,
-    tls_server_config_with,
+    BODY_READ_TIMEOUT, DEFAULT_BODY_LIMIT, DEFAULT_CERT_DIR, DEFAULT_PORT, SHUTDOWN_GRACE,
+    ServerTuning, TlsPolicy, TlsServer, TlsServerConfig, crypto_provider, serve, serve_on,
+    tls_server_config, tls_server_config_with,
 };
 pub use serving_cert::{CERT_FILE, DEBOUNCE_INTERVAL, KEY_FILE, ReloadingCert};
 pub use side_effects::{NoSideEffects, SideEffectError, SideEffectFuture, SideEffectSink};

@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+use super::body_deadline;
 use super::router::with_body_limit;
 use super::serving_cert::ReloadingCert;
 
@@ -30,6 +31,9 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client may take to send a request's headers. hyper's timer also runs while a
 /// keep-alive connection waits for its next request, so this is the idle timeout as well.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to send a request's body once its headers arrived: the API
+/// server waits at most 30 s (`timeoutSeconds`) for a webhook's answer.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long open connections may take to finish once shutdown begins.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -103,6 +107,9 @@ pub struct ServerTuning {
     /// How long a client may take to send a request's headers (and, hyper's timer running
     /// while a keep-alive connection waits, how long such a connection may stay idle).
     pub header_read_timeout: Duration,
+    /// How long a client may take to send a request's body once its headers arrived; a body
+    /// still arriving then is answered with 408 and its connection closed.
+    pub body_read_timeout: Duration,
     /// The largest request head, in bytes (hyper's read buffer; at least 8 KiB).
     pub max_header_bytes: Option<usize>,
     /// How long open connections may take to finish once shutdown begins.
@@ -114,6 +121,7 @@ impl Default for ServerTuning {
         Self {
             tls_policy: TlsPolicy::Default,
             header_read_timeout: HEADER_READ_TIMEOUT,
+            body_read_timeout: BODY_READ_TIMEOUT,
             max_header_bytes: None,
             shutdown_grace: SHUTDOWN_GRACE,
         }
@@ -219,7 +227,10 @@ impl TlsServer {
         } = self;
         let tls = tls_server_config_with(cert.clone(), config.enable_http2, tuning.tls_policy)?;
         let acceptor = TlsAcceptor::from(Arc::new(tls));
-        let router = with_body_limit(router, config.body_limit);
+        let body_read_timeout = tuning.body_read_timeout;
+        let router = with_body_limit(router, config.body_limit).layer(axum::middleware::from_fn(
+            move |req, next| body_deadline::enforce(body_read_timeout, req, next),
+        ));
 
         let mut builder = auto::Builder::new(TokioExecutor::new());
         builder
