@@ -12,4 +12,6 @@
 mod harness;
 mod idle_connections;
 mod protocol;
+mod rotation;
 mod slow_clients;
+mod tls_policy;
