@@ -1,11 +1,16 @@
-//! `make bench`: the admission webhook server end to end on loopback. Starts the HTTPS server
-//! with the built-in `hello` plugin on 127.0.0.1, then drives a small ConfigMap mutate
-//! AdmissionReview through a fixed number of keep-alive TLS connections. Writes
+//! `make bench`: the admission webhook server end to end on loopback. For each scenario, starts
+//! the HTTPS server with one built-in plugin on 127.0.0.1 and drives one AdmissionReview
+//! through a fixed number of keep-alive TLS connections: `hello` mutating a small ConfigMap,
+//! the InferenceService validating webhook, and the Pod mutating webhook (the hottest path in
+//! a cluster: every Pod of an InferenceService is created through it), once for a plain
+//! predictor Pod (allowed unchanged) and once for a Ray TLS Pod (mutated). Writes
 //! target/bench/admission.json and prints a summary. A benchmark, not a test.
 //!
 //! Environment: `ADMISSION_BENCH_REQUESTS` (default 20000), `ADMISSION_BENCH_CONCURRENCY`
 //! (connections, default 16), `ADMISSION_BENCH_MAX_SECONDS` (stop early after this long,
 //! default 120).
+
+mod common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,22 +20,23 @@ use std::time::{Duration, Instant};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
+use odh_model_controller::builtins;
 use odh_model_controller::plugin::{
-    EngineOptions, Limits, LoadRequest, LoadedPlugin, NoCluster, PluginEngine,
+    ClusterView, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster, NoCluster, PluginEngine,
+    Source,
 };
 use odh_model_controller::webhook::{
     NoSideEffects, TlsServerConfig, WebhookTable, serve_on, webhook_router,
 };
+use odh_test_fixtures as fixtures;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
 };
 use rustls::pki_types::{CertificateDer, ServerName};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsConnector;
-
-const PATH: &str = "/mutate-hello-configmap";
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -67,25 +73,132 @@ fn write_certs(dir: &std::path::Path) -> CertificateDer<'static> {
     ca.der().clone()
 }
 
-fn review_body() -> Bytes {
-    let object = json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "demo", "namespace": "bench", "uid": "1234",
-                     "labels": {"app": "demo"}},
-        "data": {"greeting": "hello", "size": "small"},
-    });
+/// An AdmissionReview of a CREATE of `object` (of `group/version`, `kind`, `resource`).
+fn review(group: &str, version: &str, kind: &str, resource: &str, object: Value) -> Bytes {
     let review = json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {
             "uid": "00000000-0000-0000-0000-000000000000",
-            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
-            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
-            "operation": "CREATE", "namespace": "bench", "name": "demo",
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": resource},
+            "operation": "CREATE", "namespace": "bench",
+            "name": object["metadata"]["name"].clone(),
             "object": object, "dryRun": false,
             "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
         }
     });
     Bytes::from(serde_json::to_vec(&review).unwrap())
+}
+
+/// What a scenario's answers must say.
+#[derive(Clone, Copy)]
+enum Expect {
+    /// Allowed with a JSON patch.
+    Patch,
+    /// Allowed without a patch.
+    Allowed,
+}
+
+struct Scenario {
+    name: &'static str,
+    plugin: LoadedPlugin,
+    path: &'static str,
+    body: Bytes,
+    cluster: Arc<dyn ClusterView>,
+    expect: Expect,
+}
+
+fn builtin(name: &str) -> LoadedPlugin {
+    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
+    let settings = builtins::find(name)
+        .map(|b| b.starting_settings(|k| (k == "POD_NAMESPACE").then(|| "bench".into()), None))
+        .unwrap_or_default();
+    LoadedPlugin::load(
+        &engine,
+        LoadRequest::new(
+            Source::Builtin(name.into()),
+            builtins::component(name).expect("a built-in plugin"),
+        )
+        .settings(settings)
+        .grants(builtins::default_grants(name))
+        .limits(builtins::default_limits(name)),
+    )
+    .unwrap_or_else(|e| panic!("load {name}: {e}"))
+}
+
+fn pod(name: &str, ray_tls: bool) -> Value {
+    let env = if ray_tls {
+        json!([{"name": "RAY_USE_TLS", "value": "1"}])
+    } else {
+        json!([{"name": "STORAGE_URI", "value": "s3://models/demo"}])
+    };
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "bench",
+                     "labels": {"serving.kserve.io/inferenceservice": "demo",
+                                "component": "predictor", "app": "demo-predictor"}},
+        "spec": {"containers": [{"name": "kserve-container", "image": "quay.io/modh/vllm:latest",
+                                 "args": ["--port=8080", "--model=/mnt/models"], "env": env,
+                                 "resources": {"limits": {"cpu": "2", "memory": "8Gi"}}}]},
+    })
+}
+
+fn scenarios() -> Vec<Scenario> {
+    let hello_object = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "demo", "namespace": "bench", "uid": "1234",
+                     "labels": {"app": "demo"}},
+        "data": {"greeting": "hello", "size": "small"},
+    });
+    let isvc = fixtures::isvc("demo").namespace("bench").build();
+    let mut parameters = MemoryCluster::default();
+    parameters
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "odh-model-controller-parameters", "namespace": "bench"},
+                       "data": {"ray-tls-generator-image": "registry.access.redhat.com/ubi9/ubi-minimal:latest"}}))
+        .unwrap();
+    let parameters: Arc<dyn ClusterView> = Arc::new(parameters);
+    let none: Arc<dyn ClusterView> = Arc::new(NoCluster);
+    vec![
+        Scenario {
+            name: "hello_mutate_configmap",
+            plugin: builtin("hello"),
+            path: "/mutate-hello-configmap",
+            body: review("", "v1", "ConfigMap", "configmaps", hello_object),
+            cluster: none.clone(),
+            expect: Expect::Patch,
+        },
+        Scenario {
+            name: "isvc_validate",
+            plugin: builtin("isvc"),
+            path: "/validate-serving-kserve-io-v1beta1-inferenceservice",
+            body: review(
+                "serving.kserve.io",
+                "v1beta1",
+                "InferenceService",
+                "inferenceservices",
+                isvc,
+            ),
+            cluster: none.clone(),
+            expect: Expect::Allowed,
+        },
+        Scenario {
+            name: "pod_mutate_plain",
+            plugin: builtin("pod-mutator"),
+            path: "/mutate--v1-pod",
+            body: review("", "v1", "Pod", "pods", pod("demo-predictor-1", false)),
+            cluster: parameters.clone(),
+            expect: Expect::Allowed,
+        },
+        Scenario {
+            name: "pod_mutate_ray_tls",
+            plugin: builtin("pod-mutator"),
+            path: "/mutate--v1-pod",
+            body: review("", "v1", "Pod", "pods", pod("demo-predictor-2", true)),
+            cluster: parameters,
+            expect: Expect::Patch,
+        },
+    ]
 }
 
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
@@ -123,29 +236,134 @@ async fn connect(addr: SocketAddr, ca: &CertificateDer<'static>) -> anyhow::Resu
     })
 }
 
-/// One mutate round trip; checks the answer is an allowed JSON patch.
-async fn round_trip(sender: &mut Sender, addr: SocketAddr, body: &Bytes) -> anyhow::Result<()> {
+/// One round trip; checks the answer is what the scenario expects.
+async fn round_trip(
+    sender: &mut Sender,
+    addr: SocketAddr,
+    path: &str,
+    body: &Bytes,
+    expect: Expect,
+) -> anyhow::Result<()> {
     sender.ready().await?;
-    let request = http::Request::post(PATH)
+    let request = http::Request::post(path)
         .header(http::header::HOST, addr.to_string())
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Full::new(body.clone()))?;
     let response = sender.send_request(request).await?;
     anyhow::ensure!(response.status() == 200, "HTTP {}", response.status());
     let bytes = response.into_body().collect().await?.to_bytes();
-    let needle = br#""patchType":"JSONPatch""#;
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    let as_expected = has(br#""allowed":true"#)
+        && match expect {
+            Expect::Patch => has(br#""patchType":"JSONPatch""#),
+            Expect::Allowed => !has(br#""patch""#),
+        };
     anyhow::ensure!(
-        bytes.windows(needle.len()).any(|w| w == needle),
+        as_expected,
         "unexpected answer: {}",
         String::from_utf8_lossy(&bytes)
     );
     Ok(())
 }
 
+struct Load {
+    requests: usize,
+    concurrency: usize,
+    max_seconds: usize,
+}
+
+/// Serves `sc` on loopback and drives the load through it: (latencies, errors, duration, TLS
+/// version).
+async fn drive(
+    sc: &Scenario,
+    load: &Load,
+    cert_dir: &std::path::Path,
+    ca: &CertificateDer<'static>,
+) -> (Vec<Duration>, usize, Duration, String) {
+    let table = WebhookTable::new([&sc.plugin]).unwrap();
+    let router = webhook_router(&table, sc.cluster.clone(), Arc::new(NoSideEffects));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = TlsServerConfig {
+        bind: addr,
+        cert_dir: cert_dir.to_path_buf(),
+        ..TlsServerConfig::default()
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve_on(listener, config, router, async move {
+        let _ = stopped.await;
+    }));
+    let (path, expect) = (sc.path, sc.expect);
+
+    // Ready and warm: one connection, a few hundred requests.
+    let mut warm = loop {
+        match connect(addr, ca).await {
+            Ok(c) => break c,
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    };
+    for _ in 0..300 {
+        round_trip(&mut warm.sender, addr, path, &sc.body, expect)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e:#}", sc.name));
+    }
+    let tls_version = warm.tls_version.clone();
+    drop(warm);
+
+    let mut connections = Vec::with_capacity(load.concurrency);
+    for _ in 0..load.concurrency {
+        connections.push(connect(addr, ca).await.unwrap());
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let deadline = Instant::now() + Duration::from_secs(load.max_seconds as u64);
+    let started = Instant::now();
+    let requests = load.requests;
+    let per_connection = requests / load.concurrency + 1;
+    let workers: Vec<_> = connections
+        .into_iter()
+        .map(|mut c| {
+            let (next, body) = (next.clone(), sc.body.clone());
+            tokio::spawn(async move {
+                let mut samples = Vec::with_capacity(per_connection);
+                let mut errors = 0usize;
+                while next.fetch_add(1, Ordering::Relaxed) < requests && Instant::now() < deadline {
+                    let t = Instant::now();
+                    match round_trip(&mut c.sender, addr, path, &body, expect).await {
+                        Ok(()) => samples.push(t.elapsed()),
+                        Err(e) => {
+                            errors += 1;
+                            if errors == 1 {
+                                eprintln!("request failed: {e:#}");
+                            }
+                            if c.sender.is_closed() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                (samples, errors)
+            })
+        })
+        .collect();
+    let mut samples = Vec::with_capacity(requests);
+    let mut errors = 0;
+    for w in workers {
+        let (s, e) = w.await.unwrap();
+        samples.extend(s);
+        errors += e;
+    }
+    let elapsed = started.elapsed();
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
+    (samples, errors, elapsed, tls_version)
+}
+
 fn main() {
-    let requests = env_usize("ADMISSION_BENCH_REQUESTS", 20_000);
-    let concurrency = env_usize("ADMISSION_BENCH_CONCURRENCY", 16);
-    let max_seconds = env_usize("ADMISSION_BENCH_MAX_SECONDS", 120);
+    let load = Load {
+        requests: env_usize("ADMISSION_BENCH_REQUESTS", 20_000),
+        concurrency: env_usize("ADMISSION_BENCH_CONCURRENCY", 16),
+        max_seconds: env_usize("ADMISSION_BENCH_MAX_SECONDS", 120),
+    };
     let command = {
         let overrides: Vec<String> = [
             "ADMISSION_BENCH_REQUESTS",
@@ -159,147 +377,67 @@ fn main() {
         parts.push("cargo bench -p odh-model-controller --bench admission".into());
         parts.join(" ")
     };
-
-    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
-    let limits = Limits::default();
-    let (source, bytes) = odh_test_support::host::component("hello");
-    let hello = LoadedPlugin::load(
-        &engine,
-        LoadRequest::new(source, &bytes).limits(limits.clone()),
-    )
-    .expect("load hello");
     let cert_dir = std::env::temp_dir().join(format!("odh-admission-bench-{}", std::process::id()));
     let ca = write_certs(&cert_dir);
-    let body = review_body();
-
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    let result = rt.block_on(async {
-        let table = WebhookTable::new([&hello]).unwrap();
-        let router = webhook_router(&table, Arc::new(NoCluster), Arc::new(NoSideEffects));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let config = TlsServerConfig {
-            bind: addr,
-            cert_dir: cert_dir.clone(),
-            ..TlsServerConfig::default()
-        };
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve_on(listener, config, router, async move {
-            let _ = stopped.await;
-        }));
 
-        // Ready and warm: one connection, a few hundred requests.
-        let mut warm = loop {
-            match connect(addr, &ca).await {
-                Ok(c) => break c,
-                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-            }
-        };
-        for _ in 0..300 {
-            round_trip(&mut warm.sender, addr, &body).await.unwrap();
-        }
-        let tls_version = warm.tls_version.clone();
-        drop(warm);
-
-        let mut connections = Vec::with_capacity(concurrency);
-        for _ in 0..concurrency {
-            connections.push(connect(addr, &ca).await.unwrap());
-        }
-        let next = Arc::new(AtomicUsize::new(0));
-        let deadline = Instant::now() + Duration::from_secs(max_seconds as u64);
-        let started = Instant::now();
-        let workers: Vec<_> = connections
-            .into_iter()
-            .map(|mut c| {
-                let (next, body) = (next.clone(), body.clone());
-                tokio::spawn(async move {
-                    let mut samples = Vec::with_capacity(requests / concurrency + 1);
-                    let mut errors = 0usize;
-                    while next.fetch_add(1, Ordering::Relaxed) < requests
-                        && Instant::now() < deadline
-                    {
-                        let t = Instant::now();
-                        match round_trip(&mut c.sender, addr, &body).await {
-                            Ok(()) => samples.push(t.elapsed()),
-                            Err(e) => {
-                                errors += 1;
-                                if errors == 1 {
-                                    eprintln!("request failed: {e:#}");
-                                }
-                                if c.sender.is_closed() {
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    (samples, errors)
-                })
-            })
-            .collect();
-        let mut samples = Vec::with_capacity(requests);
-        let mut errors = 0;
-        for w in workers {
-            let (s, e) = w.await.unwrap();
-            samples.extend(s);
-            errors += e;
-        }
-        let elapsed = started.elapsed();
-        let _ = stop.send(());
-        server.await.unwrap().unwrap();
-        (samples, errors, elapsed, tls_version)
-    });
+    let mut results = serde_json::Map::new();
+    for sc in scenarios() {
+        let (mut samples, errors, elapsed, tls_version) =
+            rt.block_on(drive(&sc, &load, &cert_dir, &ca));
+        samples.sort();
+        let completed = samples.len();
+        assert!(completed > 0, "{}: no request completed", sc.name);
+        let rps = completed as f64 / elapsed.as_secs_f64();
+        let (p50, p90, p99) = (
+            percentile(&samples, 0.50),
+            percentile(&samples, 0.90),
+            percentile(&samples, 0.99),
+        );
+        let max = *samples.last().unwrap();
+        println!(
+            "admission {} ({} {}, {} B AdmissionReview, {} keep-alive {tls_version} connections, loopback)",
+            sc.name,
+            sc.plugin.name(),
+            sc.path,
+            sc.body.len(),
+            load.concurrency
+        );
+        println!(
+            "  {completed} requests in {:.2} s ({errors} errors): {rps:.0} req/s; latency p50 {:.2} ms   p90 {:.2} ms   p99 {:.2} ms   max {:.2} ms",
+            elapsed.as_secs_f64(),
+            millis(p50),
+            millis(p90),
+            millis(p99),
+            millis(max)
+        );
+        results.insert(
+            sc.name.into(),
+            json!({
+                "server": {"address": "127.0.0.1 (loopback)", "protocol": "HTTP/1.1", "tls": tls_version,
+                           "plugin": format!("{} (built-in)", sc.plugin.name()), "path": sc.path,
+                           "plugin_concurrency": sc.plugin.limits().concurrency},
+                "requests": load.requests,
+                "completed": completed,
+                "errors": errors,
+                "concurrency": load.concurrency,
+                "request_bytes": sc.body.len(),
+                "duration_s": elapsed.as_secs_f64(),
+                "stopped_early": completed + errors < load.requests,
+                "requests_per_s": rps,
+                "latency_ms": {"p50": millis(p50), "p90": millis(p90), "p99": millis(p99), "max": millis(max)},
+            }),
+        );
+    }
     let _ = std::fs::remove_dir_all(&cert_dir);
-
-    let (mut samples, errors, elapsed, tls_version) = result;
-    samples.sort();
-    let completed = samples.len();
-    assert!(completed > 0, "no request completed");
-    let rps = completed as f64 / elapsed.as_secs_f64();
-    let (p50, p90, p99) = (
-        percentile(&samples, 0.50),
-        percentile(&samples, 0.90),
-        percentile(&samples, 0.99),
-    );
-    let max = *samples.last().unwrap();
     let results = json!({
         "command": command,
         "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)},
-        "server": {"address": "127.0.0.1 (loopback)", "protocol": "HTTP/1.1", "tls": tls_version,
-                   "plugin": "hello (built-in)", "path": PATH,
-                   "plugin_concurrency": limits.concurrency},
-        "requests": requests,
-        "completed": completed,
-        "errors": errors,
-        "concurrency": concurrency,
-        "request_bytes": body.len(),
-        "duration_s": elapsed.as_secs_f64(),
-        "stopped_early": completed + errors < requests,
-        "requests_per_s": rps,
-        "latency_ms": {"p50": millis(p50), "p90": millis(p90), "p99": millis(p99), "max": millis(max)},
+        "scenarios": results,
     });
-    let out_dir = odh_test_support::workspace_root().join("target/bench");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let out = out_dir.join("admission.json");
-    std::fs::write(&out, serde_json::to_string_pretty(&results).unwrap()).unwrap();
-
-    println!(
-        "admission webhook (hello mutate, {} B AdmissionReview, {concurrency} keep-alive {tls_version} connections, loopback)",
-        body.len()
-    );
-    println!(
-        "  {completed} requests in {:.2} s ({errors} errors): {rps:.0} req/s",
-        elapsed.as_secs_f64()
-    );
-    println!(
-        "  latency p50 {:.2} ms   p90 {:.2} ms   p99 {:.2} ms   max {:.2} ms",
-        millis(p50),
-        millis(p90),
-        millis(p99),
-        millis(max)
-    );
+    common::write_json("admission", &results);
     println!("command: {command}");
-    println!("results: {}", out.display());
 }

@@ -1,6 +1,8 @@
 //! `make bench`: the plugin runtime's costs. Writes target/bench/plugin_runtime.json and prints
 //! a summary. A benchmark, not a test: nothing here passes or fails.
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -212,10 +214,7 @@ fn main() {
             "cached_load_median_ms": millis(cached[cached.len() / 2]),
         }
     });
-    let out_dir = odh_test_support::workspace_root().join("target/bench");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let out = out_dir.join("plugin_runtime.json");
-    std::fs::write(&out, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    common::write_json("plugin_runtime", &results);
 
     println!(
         "plugin runtime ({} iterations, 2 KiB object, pooling allocator)",
@@ -242,5 +241,4 @@ fn main() {
         millis(compile[compile.len() / 2]),
         millis(cached[cached.len() / 2])
     );
-    println!("results: {}", out.display());
 }

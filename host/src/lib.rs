@@ -5,6 +5,7 @@
 //! comes from the plugins' manifests; the built-in plugins and their environment are listed in
 //! one place, `builtins/list.rs`.
 
+pub mod api_client;
 pub mod api_server;
 pub mod applier;
 pub mod builtins;

@@ -25,6 +25,12 @@
 //! | `odh_plugin_swaps_total` | `plugin`, `result` (`swapped`, `rejected`) |
 //! | `odh_plugin_shadow_differences_total` | `plugin`, `op` |
 //! | `odh_leader` (gauge, 1 while this replica leads) | — |
+//!
+//! And client-go's, which controller-runtime exposes too:
+//!
+//! | metric | labels |
+//! |---|---|
+//! | `rest_client_requests_total` | `code` (`<error>` when no response came), `host`, `method` |
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -124,6 +130,13 @@ struct PluginSwapLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RestClientLabels {
+    code: String,
+    host: String,
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PluginKindLabels {
     plugin: String,
     kind: String,
@@ -160,6 +173,7 @@ pub struct Metrics {
     swaps: Family<PluginSwapLabels, Counter>,
     shadow_differences: Family<PluginOpLabels, Counter>,
     leader: Gauge,
+    rest_client_requests: Family<RestClientLabels, Counter>,
     /// More metrics rendered after the registry's (a server's own, added while running).
     sources: Arc<std::sync::RwLock<Vec<Source>>>,
 }
@@ -289,6 +303,12 @@ impl Metrics {
             "1 while this replica holds the leader election lease, else 0",
             leader.clone(),
         );
+        let rest_client_requests = Family::default();
+        registry.register(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            rest_client_requests.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             reconcile_total,
@@ -308,6 +328,7 @@ impl Metrics {
             swaps,
             shadow_differences,
             leader,
+            rest_client_requests,
             sources: Default::default(),
         }
     }
@@ -318,6 +339,17 @@ impl Metrics {
             .write()
             .expect("metrics sources lock")
             .push(source);
+    }
+
+    /// One request to the API server answered with `code` (`None`: no response).
+    pub fn rest_client_request(&self, host: &str, method: &str, code: Option<u16>) {
+        self.rest_client_requests
+            .get_or_create(&RestClientLabels {
+                code: code.map_or_else(|| "<error>".into(), |c| c.to_string()),
+                host: host.into(),
+                method: method.into(),
+            })
+            .inc();
     }
 
     /// The process-wide metrics, created on first use.

@@ -413,7 +413,11 @@ pub(crate) async fn connect(
             .context("unable to load kube config")?,
     };
     let token = bearer_token(&config);
-    Ok((config.clone(), Client::try_from(config)?, token))
+    Ok((
+        config.clone(),
+        crate::api_client::counted_client(config)?,
+        token,
+    ))
 }
 
 pub(crate) async fn shutdown_signal() {

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures::future::join_all;
 use kube::api::DynamicObject;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::{Client, ResourceExt};
@@ -28,6 +29,34 @@ use crate::plugin::wire::{Desired, FinalizerAction, Outcome};
 
 use apply::AppliedKey;
 pub use apply::contains;
+
+/// Writes of one outcome in flight at once: enough to hide round trips, few enough that one
+/// large outcome does not crowd out every other client of the API server.
+const PARALLEL_WRITES: usize = 8;
+
+/// Kinds other objects can depend on when they are admitted (a namespace for the objects in
+/// it, a definition for its custom resources, a role for the binding the RBAC escalation check
+/// reads it for, a service account for a workload).
+const FIRST_WAVE_KINDS: [&str; 5] = [
+    "Namespace",
+    "CustomResourceDefinition",
+    "ServiceAccount",
+    "ClusterRole",
+    "Role",
+];
+
+/// The desired objects in the order they are applied: those of [`FIRST_WAVE_KINDS`] first, then
+/// the others; each wave in the plugin's order.
+fn waves(desired: &[Desired]) -> [Vec<&Desired>; 2] {
+    let first = |d: &&Desired| {
+        d.object
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|k| FIRST_WAVE_KINDS.contains(&k))
+    };
+    let (a, b) = desired.iter().partition(first);
+    [a, b]
+}
 
 /// Field manager of a plugin's writes.
 pub fn field_manager(plugin: &str) -> String {
@@ -112,6 +141,8 @@ impl Applier {
 
     /// Applies a whole outcome of plugin `plugin`, in the documented order: finalizer add,
     /// desired objects, deletions, primary metadata, status, events, finalizer remove.
+    /// Desired objects go in two waves (see [`waves`]), each wave's writes concurrently, as
+    /// deletions are: one round trip per wave instead of one per object.
     ///
     /// As upstream orders them: the finalizer is added before anything else is written (a
     /// write that fails later cannot leave the object without it), and a finalizer the plugin
@@ -151,15 +182,21 @@ impl Applier {
             .as_ref()
             .is_some_and(|m| m.get("finalizers").is_some());
         let mut failed = Vec::new();
-        for d in &outcome.apply {
-            if let Err(e) = self.apply_desired(plugin, &fm, Some(primary), d).await {
-                failed.push(e);
+        for wave in waves(&outcome.apply) {
+            for chunk in wave.chunks(PARALLEL_WRITES) {
+                let mut writes = Vec::with_capacity(chunk.len());
+                for d in chunk {
+                    writes.push(self.apply_desired(plugin, &fm, Some(primary), d));
+                }
+                failed.extend(join_all(writes).await.into_iter().filter_map(Result::err));
             }
         }
-        for key in &outcome.delete {
-            if let Err(e) = self.delete_managed(&fm, primary, key).await {
-                failed.push(e);
+        for chunk in outcome.delete.chunks(PARALLEL_WRITES) {
+            let mut deletes = Vec::with_capacity(chunk.len());
+            for key in chunk {
+                deletes.push(self.delete_managed(&fm, primary, key));
             }
+            failed.extend(join_all(deletes).await.into_iter().filter_map(Result::err));
         }
         if let (Some(patch), Some(obj)) = (&metadata, current.as_ref()) {
             match self.patch_primary_metadata(primary, obj, patch).await {
@@ -201,5 +238,38 @@ impl crate::webhook::SideEffectSink for Applier {
         objects: Vec<Desired>,
     ) -> crate::webhook::SideEffectFuture<'a> {
         Box::pin(async move { self.create_absent(plugin, &objects).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::wire::Ownership;
+
+    fn desired(kind: &str, name: &str) -> Desired {
+        Desired {
+            object: serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}}),
+            ownership: Ownership::None,
+        }
+    }
+
+    #[test]
+    fn what_others_depend_on_goes_first_and_each_wave_keeps_the_plugins_order() {
+        let all = [
+            desired("RoleBinding", "rb"),
+            desired("Service", "s1"),
+            desired("Role", "r"),
+            desired("Namespace", "ns"),
+            desired("ConfigMap", "c"),
+            desired("Service", "s2"),
+        ];
+        let names = |w: &Vec<&Desired>| -> Vec<String> {
+            w.iter()
+                .map(|d| d.object["metadata"]["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let [first, second] = waves(&all);
+        assert_eq!(names(&first), ["r", "ns"]);
+        assert_eq!(names(&second), ["rb", "s1", "c", "s2"]);
     }
 }

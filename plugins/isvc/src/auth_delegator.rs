@@ -51,15 +51,30 @@ pub fn desired(namespace: &str, sa: &str) -> Value {
 
 /// Present while this or another active InferenceService of the namespace uses the
 /// ServiceAccount with auth on; removed (if we manage it) otherwise.
+///
+/// An InferenceService without auth looks at the others only when the binding exists: absent,
+/// there is nothing to remove, and an InferenceService that needs it creates it in its own
+/// reconcile. Listing every InferenceService of the namespace in each reconcile of each of them
+/// made a burst of n creates cost O(n²) (docs/performance.md, docs/divergences.md).
 pub fn reconcile(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
     let namespace = isvc.namespace().unwrap_or_default();
     let sa = service_account(isvc);
-    if auth_enabled(isvc) || others_with_auth(namespace, sa, isvc, cluster)? {
+    if auth_enabled(isvc) {
+        plan.apply_unowned(desired(namespace, sa));
+    } else if !exists(namespace, sa, cluster)? {
+        // Nothing to keep or remove.
+    } else if others_with_auth(namespace, sa, isvc, cluster)? {
         plan.apply_unowned(desired(namespace, sa));
     } else {
         remove(namespace, sa, cluster, plan)?;
     }
     Ok(())
+}
+
+fn exists(namespace: &str, sa: &str, cluster: &dyn Cluster) -> Result<bool, Error> {
+    Ok(cluster
+        .get(&gvk::cluster_role_binding(), None, &name(namespace, sa))?
+        .is_some())
 }
 
 /// The deletion path: removed unless another active InferenceService still needs it.

@@ -132,11 +132,17 @@ fn release_or_remove(
     cluster: &dyn Cluster,
     plan: &mut Plan,
 ) -> Result<(), Error> {
+    let existing = existing(namespace, cluster)?;
+    if existing.is_empty() {
+        // Nothing to let go of: the namespace's InferenceServices are not read (every
+        // reconcile of every one of them would read all of them, O(n²) in a burst).
+        return Ok(());
+    }
     let isvcs = cluster.list_objects(&gvk::inference_service(), Some(namespace), None)?;
     let still_needed = isvcs
         .iter()
         .any(|other| other.name() != isvc.name() && uses_keda(other));
-    for object in existing(namespace, cluster)? {
+    for object in existing {
         let key = object_key(&object.gvk(), Some(namespace), KEDA_NAME);
         if !still_needed {
             // The host deletes what it manages and only releases what others co-own.

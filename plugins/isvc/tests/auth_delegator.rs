@@ -140,3 +140,22 @@ fn auth_needs_exactly_true_for_the_binding() {
             .is_none()
     );
 }
+
+/// Without auth, a missing binding is left to the InferenceServices that need it: their own
+/// reconciles create it, so this one reads no list of the namespace (a burst of n creates would
+/// otherwise cost O(n²): docs/divergences.md).
+#[test]
+fn without_auth_a_missing_binding_is_left_to_those_that_need_it() {
+    let with = isvc("isvc-with-auth").raw().with_auth(Some("custom-sa"));
+    let without = isvc("isvc-without-auth")
+        .raw()
+        .service_account("custom-sa")
+        .build();
+    let cluster = cluster().with(with).with(without.clone());
+    let d = reconcile(&cluster, Some(&without));
+    assert!(
+        d.applied("ClusterRoleBinding", "test-ns-custom-sa-auth-delegator")
+            .is_none()
+    );
+    assert!(!d.deleted("ClusterRoleBinding", "test-ns-custom-sa-auth-delegator"));
+}

@@ -13,6 +13,7 @@
 //! ```
 
 mod apiserver;
+pub mod bench_gate;
 pub mod crds;
 pub mod dev;
 pub mod host;

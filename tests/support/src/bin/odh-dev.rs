@@ -9,7 +9,8 @@
 //! * `unregister-webhooks`;
 //! * `apply NS FILE...`: server-side apply of every object of the files;
 //! * `wait-for NS API_VERSION KIND NAME`: until the object exists (a minute at most);
-//! * `show NS`: the objects of the serving kinds in NS, with their finalizers.
+//! * `show NS`: the objects of the serving kinds in NS, with their finalizers;
+//! * `bench-gate GATE_FILE RESULTS_DIR`: the benchmark figures against their limits (CI).
 
 use std::path::PathBuf;
 
@@ -18,7 +19,7 @@ use odh_test_support::dev;
 
 const USAGE: &str = "usage: odh-dev install-crds DIR... | serving-cert DIR | ensure-namespace NS | \
     register-webhooks ADDRESS CA_FILE NS... | unregister-webhooks | apply NS FILE... | \
-    wait-for NS API_VERSION KIND NAME | show NS";
+    wait-for NS API_VERSION KIND NAME | show NS | bench-gate GATE_FILE RESULTS_DIR";
 
 /// The kinds `show` lists: what an InferenceService's reconcile makes, and the service itself.
 const SHOWN: [(&str, &str); 6] = [
@@ -85,6 +86,22 @@ async fn main() -> anyhow::Result<()> {
             for line in dev::show(&client().await?, ns, &SHOWN).await? {
                 println!("  {line}");
             }
+        }
+        Some("bench-gate") if args.len() == 3 => {
+            let gate: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(&args[1])
+                    .with_context(|| format!("reading {}", args[1]))?,
+            )?;
+            let checked = odh_test_support::bench_gate::check(&gate, args[2].as_ref())?;
+            for c in &checked {
+                let verdict = if c.ok { "ok  " } else { "FAIL" };
+                println!(
+                    "{verdict} {} {} = {:.3} ({})",
+                    c.file, c.pointer, c.value, c.limit
+                );
+            }
+            let failed = checked.iter().filter(|c| !c.ok).count();
+            anyhow::ensure!(failed == 0, "{failed} benchmark figure(s) over their limit");
         }
         _ => anyhow::bail!("{USAGE}"),
     }

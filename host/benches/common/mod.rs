@@ -1,0 +1,108 @@
+//! What the benchmarks that run the host binary share: which binary, its CPU and memory, free
+//! ports, where results go.
+
+#![allow(dead_code)] // each bench uses part of it
+
+use std::path::PathBuf;
+
+/// The host binary to measure: `ODH_BENCH_HOST_BIN` (e.g. an older build, to compare side by
+/// side in one run) or the one this bench was built with.
+pub fn host_binary() -> PathBuf {
+    std::env::var_os("ODH_BENCH_HOST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_odh-model-controller")))
+}
+
+/// A name for the measured binary in the results: `ODH_BENCH_LABEL`, else `current`.
+pub fn label() -> String {
+    std::env::var("ODH_BENCH_LABEL").unwrap_or_else(|_| "current".into())
+}
+
+/// (user + system CPU seconds, peak RSS in MiB) of a process so far.
+pub fn usage(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let hz = 100.0; // USER_HZ on Linux
+    let cpu = (ticks(11) + ticks(12)) / hz;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let hwm_kib = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    (cpu, hwm_kib / 1024.0)
+}
+
+/// A loopback address with a port nobody listens on now.
+pub fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    l.local_addr().expect("bound").to_string()
+}
+
+/// Where results go: `ODH_BENCH_OUT_DIR`, else target/bench; created.
+pub fn out_dir() -> PathBuf {
+    let dir = std::env::var_os("ODH_BENCH_OUT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| odh_test_support::workspace_root().join("target/bench"));
+    std::fs::create_dir_all(&dir).expect("target/bench");
+    dir
+}
+
+/// Writes `value` to target/bench/`name`.json.
+pub fn write_json(name: &str, value: &serde_json::Value) {
+    let out = out_dir().join(format!("{name}.json"));
+    std::fs::write(&out, serde_json::to_string_pretty(value).expect("json")).expect("write");
+    println!("wrote {}", out.display());
+}
+
+/// A self-signed serving certificate for 127.0.0.1 in `dir` (tls.crt, tls.key).
+pub fn write_serving_cert(dir: &std::path::Path) {
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
+        .expect("certificate");
+    std::fs::create_dir_all(dir).expect("cert dir");
+    std::fs::write(dir.join("tls.crt"), cert.cert.pem()).expect("tls.crt");
+    std::fs::write(dir.join("tls.key"), cert.signing_key.serialize_pem()).expect("tls.key");
+}
+
+/// A metric's value summed over its series in a Prometheus text exposition.
+pub fn metric_sum(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// `GET http://addr/path` with a plain TCP stream: (status code, body).
+pub fn http_get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut reply = String::new();
+    s.read_to_string(&mut reply)?;
+    let code = reply
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = reply
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((code, body))
+}
