@@ -19,7 +19,7 @@ WASM_PLUGINS := $(notdir $(patsubst %/Cargo.toml,%,$(wildcard plugins/*/Cargo.to
 WASM_PLUGINS := $(filter-out sdk,$(WASM_PLUGINS))
 WASM_TARGET_DIR := target/wasm
 
-.PHONY: all build test test-deps toolchain lint-toolchain run cluster plugins bench lint fmt crds apiserver stop-test-apiserver clean
+.PHONY: all build test test-deps toolchain lint-toolchain run cluster plugins bench bench-gate lint fmt crds apiserver stop-test-apiserver clean
 
 all: build
 
@@ -57,6 +57,7 @@ test-deps:
 ## test: every test, unit and integration, against a real kube-apiserver
 test: toolchain test-deps $(APISERVER) plugins
 	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
+		$(MAKE) --no-print-directory bench-gate || status=$$?; \
 		$(MAKE) --no-print-directory stop-test-apiserver; \
 		{ $(CARGO) build -q -p odh-model-controller -p odh-test-support --bins && tests/dev/run-check.sh; } || status=$$?; \
 		exit $$status
@@ -89,12 +90,28 @@ crds: toolchain
 	$(CARGO) run -q -p odh-model-controller -- crds --write deploy/crds
 
 ## bench: benchmarks (results in target/bench/)
-bench: plugins
+bench: plugins $(APISERVER)
 	$(CARGO) bench -p odh-model-controller --bench plugin_runtime
 	$(CARGO) bench -p odh-model-controller --bench admission
-	$(MAKE) $(APISERVER)
+	$(CARGO) bench -p odh-model-controller --bench startup
 	$(CARGO) bench -p odh-model-controller --bench isvc_converge
 	ODH_BENCH_WORKERS=4 $(CARGO) bench -p odh-model-controller --bench isvc_converge
+
+## bench-scale: the storm at 200, 1,000 and 5,000 InferenceServices, and with 10,000 cached
+## Secrets and ConfigMaps (target/bench/isvc_converge_*.json)
+bench-scale: plugins $(APISERVER)
+	for n in 200 1000 5000; do ODH_BENCH_ISVCS=$$n $(CARGO) bench -p odh-model-controller --bench isvc_converge || exit 1; done
+	ODH_BENCH_CACHED_OBJECTS=5000 ODH_BENCH_LABEL=cached10k $(CARGO) bench -p odh-model-controller --bench isvc_converge
+
+## bench-gate: the compute-only benchmarks (plugin calls, admission through HTTPS, start-up), short
+## and in the test profile, against the generous limits of host/benches/gate.json (part of make test)
+BENCH_GATE_DIR := target/bench/gate
+bench-gate: plugins $(APISERVER)
+	@rm -rf $(BENCH_GATE_DIR)
+	ODH_BENCH_OUT_DIR=$(CURDIR)/$(BENCH_GATE_DIR) BENCH_ITERATIONS=2000 BENCH_COMPILES=2 \
+		ADMISSION_BENCH_REQUESTS=2000 ODH_BENCH_WARM_STARTS=3 \
+		$(CARGO) bench --profile dev -p odh-model-controller --bench plugin_runtime --bench admission --bench startup
+	$(CARGO) run -q -p odh-test-support --bin odh-dev -- bench-gate host/benches/gate.json $(BENCH_GATE_DIR)
 
 clean:
 	$(CARGO) clean

@@ -108,20 +108,27 @@ struct Scenario {
     expect: Expect,
 }
 
-fn builtin(name: &str) -> LoadedPlugin {
+fn plugin(name: &str) -> LoadedPlugin {
     let engine = PluginEngine::new(EngineOptions::default()).unwrap();
     let settings = builtins::find(name)
-        .map(|b| b.starting_settings(|k| (k == "POD_NAMESPACE").then(|| "bench".into()), None))
-        .unwrap_or_default();
+        .map(|b| {
+            b.starting_settings(
+                |k| (k == "POD_NAMESPACE").then(|| "odh-system".into()),
+                None,
+            )
+        })
+        .unwrap_or_else(|| json!({}));
+    // The built-ins of the binary; `hello`, a test plugin, from target/plugins.
+    let (source, bytes) = match builtins::component(name) {
+        Some(bytes) => (Source::Builtin(name.into()), bytes.to_vec()),
+        None => odh_test_support::host::component(name),
+    };
     LoadedPlugin::load(
         &engine,
-        LoadRequest::new(
-            Source::Builtin(name.into()),
-            builtins::component(name).expect("a built-in plugin"),
-        )
-        .settings(settings)
-        .grants(builtins::default_grants(name))
-        .limits(builtins::default_limits(name)),
+        LoadRequest::new(source, &bytes)
+            .settings(settings)
+            .grants(builtins::default_grants(name))
+            .limits(builtins::default_limits(name)),
     )
     .unwrap_or_else(|e| panic!("load {name}: {e}"))
 }
@@ -154,7 +161,7 @@ fn scenarios() -> Vec<Scenario> {
     let mut parameters = MemoryCluster::default();
     parameters
         .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                       "metadata": {"name": "odh-model-controller-parameters", "namespace": "bench"},
+                       "metadata": {"name": "odh-model-controller-parameters", "namespace": "odh-system"},
                        "data": {"ray-tls-generator-image": "registry.access.redhat.com/ubi9/ubi-minimal:latest"}}))
         .unwrap();
     let parameters: Arc<dyn ClusterView> = Arc::new(parameters);
@@ -162,7 +169,7 @@ fn scenarios() -> Vec<Scenario> {
     vec![
         Scenario {
             name: "hello_mutate_configmap",
-            plugin: builtin("hello"),
+            plugin: plugin("hello"),
             path: "/mutate-hello-configmap",
             body: review("", "v1", "ConfigMap", "configmaps", hello_object),
             cluster: none.clone(),
@@ -170,7 +177,7 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "isvc_validate",
-            plugin: builtin("isvc"),
+            plugin: plugin("isvc"),
             path: "/validate-serving-kserve-io-v1beta1-inferenceservice",
             body: review(
                 "serving.kserve.io",
@@ -184,7 +191,7 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "pod_mutate_plain",
-            plugin: builtin("pod-mutator"),
+            plugin: plugin("pod-mutator"),
             path: "/mutate--v1-pod",
             body: review("", "v1", "Pod", "pods", pod("demo-predictor-1", false)),
             cluster: parameters.clone(),
@@ -192,7 +199,7 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "pod_mutate_ray_tls",
-            plugin: builtin("pod-mutator"),
+            plugin: plugin("pod-mutator"),
             path: "/mutate--v1-pod",
             body: review("", "v1", "Pod", "pods", pod("demo-predictor-2", true)),
             cluster: parameters,
@@ -418,7 +425,7 @@ fn main() {
             sc.name.into(),
             json!({
                 "server": {"address": "127.0.0.1 (loopback)", "protocol": "HTTP/1.1", "tls": tls_version,
-                           "plugin": format!("{} (built-in)", sc.plugin.name()), "path": sc.path,
+                           "plugin": sc.plugin.name(), "path": sc.path,
                            "plugin_concurrency": sc.plugin.limits().concurrency},
                 "requests": load.requests,
                 "completed": completed,

@@ -172,7 +172,12 @@ fn main() {
     let cache_dir = std::env::temp_dir().join(format!("odh-bench-cache-{}", std::process::id()));
     let mut compile = Vec::new();
     let mut cached = Vec::new();
-    for _ in 0..5 {
+    let compiles = std::env::var("BENCH_COMPILES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(5);
+    for _ in 0..compiles {
         let fresh = PluginEngine::new(EngineOptions::default()).unwrap();
         let t = Instant::now();
         fresh.compile(&heavy).unwrap();

@@ -105,6 +105,43 @@ pub struct KindCache {
     store: Store<DynamicObject>,
     changes: broadcast::Sender<Change>,
     synced: watch::Receiver<bool>,
+    awaited: Arc<AwaitedVersions>,
+}
+
+/// Versions the host wrote and the watch has not delivered yet, per object.
+///
+/// Right after a write the cache still shows the object as it was (or not at all) until the
+/// watch delivers the write. A reconcile in that window would take the stale copy for a change
+/// and write the same content again: in a burst, one extra request per object. A watch
+/// delivers the versions of an object in order, so once it delivers the written version,
+/// everything before it has been seen; a relist may skip it, so a relist forgets every
+/// awaited version, and so does [`AWAIT_LIMIT`] (a write the cache can never see).
+#[derive(Default)]
+struct AwaitedVersions {
+    /// (namespace, name) → (written resourceVersion, when).
+    by_object: Mutex<HashMap<ObjectName, (String, Instant)>>,
+}
+
+type ObjectName = (Option<String>, String);
+
+/// How long a written version is awaited at most.
+const AWAIT_LIMIT: Duration = Duration::from_secs(10);
+
+impl AwaitedVersions {
+    fn seen(&self, obj: &DynamicObject) {
+        let mut map = self.by_object.lock().expect("awaited lock");
+        if map.is_empty() {
+            return;
+        }
+        let key = (obj.metadata.namespace.clone(), obj.name_any());
+        if map.get(&key).map(|(rv, _)| Some(rv)) == Some(obj.metadata.resource_version.as_ref()) {
+            map.remove(&key);
+        }
+    }
+
+    fn forget_all(&self) {
+        self.by_object.lock().expect("awaited lock").clear();
+    }
 }
 
 impl KindCache {
@@ -118,6 +155,47 @@ impl KindCache {
 
     pub fn list(&self) -> Vec<Arc<DynamicObject>> {
         self.store.state()
+    }
+
+    /// Notes that the host wrote `resource_version` of an object this cache holds (see
+    /// [`AwaitedVersions`]).
+    pub fn await_version(&self, namespace: Option<&str>, name: &str, resource_version: &str) {
+        // Under the lock: the watch task updates the store before it takes the lock to mark the
+        // version seen, so a version delivered already is found in the store here.
+        let mut map = self.awaited.by_object.lock().expect("awaited lock");
+        let cached = self.get(namespace, name);
+        if cached
+            .and_then(|o| o.metadata.resource_version.clone())
+            .as_deref()
+            == Some(resource_version)
+        {
+            return;
+        }
+        let namespace = namespace
+            .filter(|_| self.kind.namespaced)
+            .map(str::to_string);
+        map.insert(
+            (namespace, name.to_string()),
+            (resource_version.to_string(), Instant::now()),
+        );
+    }
+
+    /// Whether the watch has yet to deliver a version of this object the host wrote: the
+    /// cached copy (or its absence) is older than that write.
+    pub fn is_behind(&self, namespace: Option<&str>, name: &str) -> bool {
+        let namespace = namespace
+            .filter(|_| self.kind.namespaced)
+            .map(str::to_string);
+        let key = (namespace, name.to_string());
+        let mut map = self.awaited.by_object.lock().expect("awaited lock");
+        match map.get(&key) {
+            Some((_, at)) if at.elapsed() < AWAIT_LIMIT => true,
+            Some(_) => {
+                map.remove(&key);
+                false
+            }
+            None => false,
+        }
     }
 
     /// Changes from now on (subscribe before waiting for the sync, to miss nothing).
@@ -258,26 +336,31 @@ impl Caches {
             .default_backoff()
             .modify(move |obj: &mut DynamicObject| for_plugins(obj, &types))
             .reflect(writer);
+        let awaited = Arc::new(AwaitedVersions::default());
+        let seen = awaited.clone();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 match event {
                     Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
+                        seen.seen(&o);
                         let _ = tx.send(Change {
                             object: Arc::new(o),
                             deleted: false,
                         });
                     }
                     Ok(watcher::Event::Delete(o)) => {
+                        seen.seen(&o);
                         let _ = tx.send(Change {
                             object: Arc::new(o),
                             deleted: true,
                         });
                     }
                     Ok(watcher::Event::InitDone) => {
+                        seen.forget_all();
                         let _ = synced_tx.send(true);
                     }
-                    Ok(watcher::Event::Init) => {}
+                    Ok(watcher::Event::Init) => seen.forget_all(),
                     Err(e) => tracing::warn!(kind = %name, "watch failed, retrying: {e}"),
                 }
             }
@@ -289,6 +372,7 @@ impl Caches {
             store,
             changes,
             synced,
+            awaited,
         })
     }
 }
@@ -452,6 +536,40 @@ impl ClusterView for Caches {
 mod tests {
     use super::*;
     use crate::plugin::wire::{ControllerSpec, Mapping, Watch};
+
+    fn versioned(name: &str, rv: &str) -> DynamicObject {
+        let ar = ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap"),
+            "configmaps",
+        );
+        let mut o = DynamicObject::new(name, &ar).within("ns");
+        o.metadata.resource_version = Some(rv.into());
+        o
+    }
+
+    #[test]
+    fn an_awaited_version_is_done_when_delivered_not_when_an_older_one_is() {
+        let awaited = AwaitedVersions::default();
+        let key = (Some("ns".to_string()), "a".to_string());
+        awaited
+            .by_object
+            .lock()
+            .unwrap()
+            .insert(key.clone(), ("7".into(), Instant::now()));
+        awaited.seen(&versioned("a", "6"));
+        awaited.seen(&versioned("b", "7"));
+        assert!(awaited.by_object.lock().unwrap().contains_key(&key));
+        awaited.seen(&versioned("a", "7"));
+        assert!(!awaited.by_object.lock().unwrap().contains_key(&key));
+        awaited
+            .by_object
+            .lock()
+            .unwrap()
+            .insert(key.clone(), ("9".into(), Instant::now()));
+        // A relist may skip the written version: nothing is awaited any more.
+        awaited.forget_all();
+        assert!(awaited.by_object.lock().unwrap().is_empty());
+    }
 
     fn gvk(kind: &str) -> Gvk {
         Gvk::new("", "v1", kind)

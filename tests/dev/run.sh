@@ -53,6 +53,7 @@ fi
 cert_dir=$dir/webhook-certs
 "$bin/odh-dev" serving-cert "$cert_dir"
 "$bin/odh-model-controller" run --health-probe-bind-address="$health" --metrics-bind-address="$metrics" \
+	--plugin-cache-dir=target/plugin-cache \
 	--webhook-bind-address="$webhook" --webhook-cert-dir="$cert_dir" &
 pids+=($!)
 

@@ -106,3 +106,35 @@ pub fn http_get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
         .unwrap_or_default();
     Ok((code, body))
 }
+
+/// A test apiserver of this run's own (`ODH_TEST_DIR`), so objects earlier runs left behind
+/// (the test apiserver runs no garbage collector or namespace controller) do not add to what
+/// the host reconciles at start. Call first thing in `main`, before any thread exists.
+pub fn own_apiserver(name: &str) -> PathBuf {
+    let dir = out_dir().join("clusters").join(name);
+    stop_apiserver(&dir);
+    std::fs::create_dir_all(&dir).expect("cluster dir");
+    // SAFETY: called at the start of main, while the process has a single thread.
+    unsafe { std::env::set_var("ODH_TEST_DIR", &dir) };
+    dir
+}
+
+/// Stops the apiserver of [`own_apiserver`] and removes its data.
+pub fn stop_apiserver(dir: &std::path::Path) {
+    let ready = std::fs::read_to_string(dir.join("ready.json")).unwrap_or_default();
+    let pid = serde_json::from_str::<serde_json::Value>(&ready)
+        .ok()
+        .and_then(|v| v.get("pid")?.as_u64());
+    if let Some(pid) = pid {
+        let _ = std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status();
+        for _ in 0..100 {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -74,7 +74,7 @@ impl Applier {
         {
             return Ok(());
         }
-        let applied = self
+        let mut applied = self
             .server_side_apply(&api, &gvk, &name, &manager, &object)
             .await?;
         let legacy = applied
@@ -93,10 +93,19 @@ impl Applier {
                     what: format!("taking over the fields of {gvk} {name}"),
                     source,
                 })?;
-            self.server_side_apply(&api, &gvk, &name, &manager, &object)
+            applied = self
+                .server_side_apply(&api, &gvk, &name, &manager, &object)
                 .await?;
         }
         self.remember(key, digest);
+        if let (Some(cache), Some(rv)) = (self.caches.get(&gvk), applied.resource_version())
+            && cache
+                .filter
+                .as_ref()
+                .is_none_or(|f| f.matches(applied.labels()))
+        {
+            cache.await_version(namespace.as_deref(), &name, &rv);
+        }
         Ok(())
     }
 
@@ -188,6 +197,11 @@ impl Applier {
         desired: &Value,
     ) -> bool {
         let cache = self.caches.get(gvk);
+        // The last apply of this very content is not in the cache yet: the cache is behind
+        // our own write, not the cluster behind what we want.
+        if cache.as_ref().is_some_and(|c| c.is_behind(namespace, name)) {
+            return true;
+        }
         let current = match cache.as_ref().map(|c| (c.get(namespace, name), &c.filter)) {
             Some((Some(cached), _)) => serde_json::to_value(&*cached).ok(),
             // A whole cache without it: the object is gone.
