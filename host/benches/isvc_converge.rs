@@ -12,6 +12,7 @@
 
 mod common;
 
+use std::collections::HashSet;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,16 +31,20 @@ fn dynamic(t: &TestContext, gvk: (&str, &str, &str), plural: &str) -> Api<Dynami
     Api::namespaced_with(t.client.clone(), &t.namespace, &ar)
 }
 
+/// The names in a metadata-only list.
+fn names<K: Clone>(
+    list: kube::api::ObjectList<kube::api::PartialObjectMeta<K>>,
+) -> HashSet<String> {
+    list.items
+        .into_iter()
+        .filter_map(|o| o.metadata.name)
+        .collect()
+}
+
 /// How many of the InferenceServices are converged. Metadata-only lists: cheap enough for the
 /// apiserver that polling does not slow down what it measures, even at thousands of objects.
 async fn converged(t: &TestContext) -> anyhow::Result<usize> {
     let lp = ListParams::default();
-    let names = |list: kube::api::ObjectList<kube::api::PartialObjectMeta<DynamicObject>>| {
-        list.items
-            .into_iter()
-            .filter_map(|o| o.metadata.name)
-            .collect::<std::collections::HashSet<String>>()
-    };
     let isvcs = dynamic(
         t,
         ("serving.kserve.io", "v1beta1", "InferenceService"),
@@ -47,18 +52,8 @@ async fn converged(t: &TestContext) -> anyhow::Result<usize> {
     )
     .list_metadata(&lp)
     .await?;
-    let cms = t.api::<ConfigMap>().list_metadata(&lp).await?;
-    let cm_names: std::collections::HashSet<String> = cms
-        .items
-        .into_iter()
-        .filter_map(|o| o.metadata.name)
-        .collect();
-    let services = t.api::<Service>().list_metadata(&lp).await?;
-    let svc_names: std::collections::HashSet<String> = services
-        .items
-        .into_iter()
-        .filter_map(|o| o.metadata.name)
-        .collect();
+    let cm_names = names(t.api::<ConfigMap>().list_metadata(&lp).await?);
+    let svc_names = names(t.api::<Service>().list_metadata(&lp).await?);
     let sm_names = names(
         dynamic(
             t,

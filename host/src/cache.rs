@@ -171,22 +171,23 @@ impl KindCache {
         {
             return;
         }
-        let namespace = namespace
-            .filter(|_| self.kind.namespaced)
-            .map(str::to_string);
         map.insert(
-            (namespace, name.to_string()),
+            self.object_name(namespace, name),
             (resource_version.to_string(), Instant::now()),
         );
+    }
+
+    /// How [`AwaitedVersions`] names an object of this kind (the watch's objects carry no
+    /// namespace when the kind is cluster-scoped).
+    fn object_name(&self, namespace: Option<&str>, name: &str) -> ObjectName {
+        let namespace = namespace.filter(|_| self.kind.namespaced);
+        (namespace.map(str::to_string), name.to_string())
     }
 
     /// Whether the watch has yet to deliver a version of this object the host wrote: the
     /// cached copy (or its absence) is older than that write.
     pub fn is_behind(&self, namespace: Option<&str>, name: &str) -> bool {
-        let namespace = namespace
-            .filter(|_| self.kind.namespaced)
-            .map(str::to_string);
-        let key = (namespace, name.to_string());
+        let key = self.object_name(namespace, name);
         let mut map = self.awaited.by_object.lock().expect("awaited lock");
         match map.get(&key) {
             Some((_, at)) if at.elapsed() < AWAIT_LIMIT => true,
