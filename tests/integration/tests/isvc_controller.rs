@@ -859,6 +859,13 @@ async fn c_23_c_25_c_26_foreign_owners_and_unowned_objects_are_respected() -> an
             .extend(extra.as_object().unwrap().clone());
         v
     };
+    // The Secret first: it is not watched (only managed Secrets are), so its creation does not
+    // reconcile isvc1; the ServiceAccount's creation after it does, and that reconcile sees it.
+    let mut secret = object(json!({"type": "kubernetes.io/service-account-token"}));
+    secret["metadata"]["annotations"] = json!({"kubernetes.io/service-account.name": KEDA});
+    t.api::<k8s_openapi::api::core::v1::Secret>()
+        .create(&PostParams::default(), &serde_json::from_value(secret)?)
+        .await?;
     sas.create(
         &PostParams::default(),
         &serde_json::from_value(object(json!({})))?,
@@ -884,11 +891,6 @@ async fn c_23_c_25_c_26_foreign_owners_and_unowned_objects_are_respected() -> an
         })))?,
     )
     .await?;
-    let mut secret = object(json!({"type": "kubernetes.io/service-account-token"}));
-    secret["metadata"]["annotations"] = json!({"kubernetes.io/service-account.name": KEDA});
-    t.api::<k8s_openapi::api::core::v1::Secret>()
-        .create(&PostParams::default(), &serde_json::from_value(secret)?)
-        .await?;
     create(&isvcs(&t), fixtures::isvc("isvc2").keda().build()).await?;
     eventually(
         "C-23: isvc1 lets go of all five, the foreign owner stays on each",
