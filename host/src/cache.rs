@@ -222,7 +222,8 @@ impl KindCache {
 /// Every kind cache of the process, started on demand, and the memo of kind discovery.
 pub struct Caches {
     client: Client,
-    filters: CacheFilters,
+    /// What kinds not cached yet will be cached with; grows as plugins are added.
+    filters: std::sync::RwLock<CacheFilters>,
     kinds: Mutex<HashMap<Gvk, Option<Arc<KindCache>>>>,
     /// Discovery answers: a served kind's resource for good, "not served" for
     /// [`UNSERVED_TTL`] (so a reconcile that probes a missing CRD costs no request).
@@ -236,7 +237,7 @@ impl Caches {
     pub fn new(client: Client, filters: CacheFilters) -> Arc<Self> {
         Arc::new(Self {
             client,
-            filters,
+            filters: std::sync::RwLock::new(filters),
             kinds: Mutex::new(HashMap::new()),
             resolved: Mutex::new(HashMap::new()),
         })
@@ -244,6 +245,46 @@ impl Caches {
 
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// Takes the watches of `manifests` (every plugin served, a new one included) into
+    /// account: kinds not cached yet will be cached with their union; a kind already cached
+    /// with a label filter cannot be watched beyond it without restarting its cache, which
+    /// other controllers hold (an error naming the kind and the filter).
+    pub fn admit<'a>(
+        &self,
+        manifests: impl IntoIterator<Item = &'a Manifest>,
+    ) -> Result<(), String> {
+        let manifests: Vec<&Manifest> = manifests.into_iter().collect();
+        let wanted = CacheFilters::from_manifests(manifests.iter().copied());
+        let declared: std::collections::HashSet<&Gvk> = manifests
+            .iter()
+            .flat_map(|m| &m.controllers)
+            .flat_map(|c| {
+                std::iter::once(&c.primary)
+                    .chain(&c.owns)
+                    .chain(c.watches.iter().map(|w| &w.gvk))
+            })
+            .collect();
+        {
+            let kinds = self.kinds.lock().expect("caches lock");
+            for (gvk, cache) in kinds.iter() {
+                let Some(held) = cache.as_ref().and_then(|c| c.filter.as_ref()) else {
+                    continue;
+                };
+                if !declared.contains(gvk) {
+                    continue;
+                }
+                let fits = wanted.of(gvk).is_some_and(|w| w.is_within(held));
+                if !fits {
+                    return Err(format!(
+                        "the plugin watches {gvk} beyond the label selector {held} this host caches it with; start the host with the plugin to cache the kind for it"
+                    ));
+                }
+            }
+        }
+        *self.filters.write().unwrap_or_else(|e| e.into_inner()) = wanted;
+        Ok(())
     }
 
     /// The cache of `gvk`, started if needed; `None` when the cluster does not serve the kind.
@@ -321,7 +362,12 @@ impl Caches {
 
     fn start(&self, gvk: Gvk, kind: ResolvedKind) -> Arc<KindCache> {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
-        let filter = self.filters.of(&gvk).cloned();
+        let filter = self
+            .filters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .of(&gvk)
+            .cloned();
         let mut config = watcher::Config::default();
         if let Some(selector) = &filter {
             config = config.labels(&selector.to_string());

@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the controller (the default).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the CRDs this project owns, or write them into a directory.
     Crds {
         /// Write one file per CRD into this directory instead of printing.
@@ -110,9 +110,32 @@ pub struct RunArgs {
     /// Log level: debug, info or error.
     #[arg(long)]
     pub zap_log_level: Option<String>,
-    /// Plugins to serve: names of built-in plugins or paths of `.wasm` components (repeatable).
+    /// Plugins to serve besides the default built-ins: names of built-in plugins or paths of
+    /// `.wasm` components (repeatable).
     #[arg(long = "plugin", value_name = "NAME|FILE")]
     pub plugins: Vec<String>,
+    /// Serve only the plugins `--plugin` names, not the default built-ins.
+    #[arg(long, default_value_t = false)]
+    pub no_default_plugins: bool,
+    /// Keep the Mutating/ValidatingWebhookConfigurations in step with the webhooks served
+    /// (off where an operator owns them).
+    #[arg(long, default_value_t = false)]
+    pub sync_webhook_configurations: bool,
+    /// The Service in front of the webhook servers, in POD_NAMESPACE, as the synced
+    /// configurations name it.
+    #[arg(long, default_value = "odh-model-controller-webhook-service")]
+    pub webhook_service: String,
+    /// The port of `--webhook-service`.
+    #[arg(long, default_value_t = 443)]
+    pub webhook_service_port: u16,
+    /// A base URL the apiserver reaches the webhook server at, instead of the Service (a
+    /// controller outside the cluster, e.g. `https://127.0.0.1:9443`).
+    #[arg(long)]
+    pub webhook_url: Option<String>,
+    /// Leave the synced configurations' `caBundle` to OpenShift's service CA or cert-manager's
+    /// CA injector instead of writing the serving certificate's CA.
+    #[arg(long, default_value_t = false)]
+    pub webhook_ca_injected: bool,
     /// The admission webhook server's address (controller-runtime's default port).
     #[arg(long, default_value = ":9443")]
     pub webhook_bind_address: String,

@@ -381,6 +381,26 @@ fn cluster_rules(plugins: &[PluginInfo], profile: DeployProfile) -> Rules {
             }
         }
     }
+    let serves_webhooks = plugins.iter().any(|p| {
+        p.manifest.webhooks.iter().any(|w| {
+            profile == DeployProfile::Full
+                || p.builtin.webhook_only_kinds.contains(&w.gvk.kind.as_str())
+        })
+    });
+    if serves_webhooks {
+        for (resource, name) in [
+            ("mutatingwebhookconfigurations", MUTATING_CONFIGURATION),
+            ("validatingwebhookconfigurations", VALIDATING_CONFIGURATION),
+        ] {
+            rules.add(
+                "admissionregistration.k8s.io",
+                resource,
+                &[name],
+                &["get", "patch"],
+                "host: keeps its entries of the webhook configuration in step with the plugins served (--sync-webhook-configurations); get: whether it exists yet".into(),
+            );
+        }
+    }
     if any_controller {
         rules.add(
             "events.k8s.io",

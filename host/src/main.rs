@@ -16,7 +16,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::DeployManifests { dir, check }) => {
             odh_model_controller::deploy_manifests::run(&dir, check)
         }
-        Some(Command::Run(args)) => run_controller(args),
+        Some(Command::Run(args)) => run_controller(*args),
         None => run_controller(cli.run),
     };
     match result {

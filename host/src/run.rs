@@ -19,11 +19,14 @@ use crate::cli::RunArgs;
 use crate::controller::{self, ControllerContext};
 use crate::leader::{ElectionEnd, LeaderElector, LeaseConfig, lease_namespace};
 use crate::metrics::Metrics;
-use crate::plugin::{EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, PluginSlot, Source};
+use crate::plugin::{
+    EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, PluginSet, PluginSlot, Source,
+};
 use crate::profile::ProcessEnv;
 use crate::registry::Registry;
 use crate::servers::{self, Readiness, parse_bind_address};
-use crate::webhook::{self, TlsServer, TlsServerConfig, WebhookTable};
+use crate::webhook::config_sync::{CaSource, Endpoint, WebhookConfigSync};
+use crate::webhook::{self, LiveWebhookTable, TlsServer, TlsServerConfig, WebhookTable};
 
 type Servers = JoinSet<anyhow::Result<()>>;
 
@@ -47,8 +50,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 
     let (engine, plugins) = load_plugins(&args, bearer_token.as_deref())?;
     // Webhooks, API routes and controllers call whatever version a slot holds: the registry
-    // swaps them.
+    // swaps them, and adds and removes plugins in the set.
     let slots: Vec<PluginSlot> = plugins.iter().cloned().map(PluginSlot::new).collect();
+    let set = PluginSet::new(slots.iter().cloned());
     let shutdown = CancellationToken::new();
     let (ready_tx, ready_flag) = watch::channel(false);
     let metrics = Metrics::global().clone();
@@ -68,12 +72,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // Every listener is bound before anything serves: an address in use stops the process
     // here, with its server named, as controller-runtime does.
     let mut readiness = Readiness::new(ready_flag.clone());
+    let live_table = LiveWebhookTable::default();
     let webhooks = if env.webhooks_enabled {
-        bind_webhooks(&args, &env, &slots, &caches, &applier).await?
+        bind_webhooks(&args, &env, &slots, &caches, &applier, &live_table).await?
     } else {
         info!("Webhooks are disabled via environment variable.");
         None
     };
+    let webhooks_served = webhooks.is_some();
     if let Some((server, _)) = &webhooks {
         let cert = server.certificate();
         readiness = readiness.with_check("webhook-certificate", Arc::new(move || cert.is_loaded()));
@@ -104,8 +110,37 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         servers.spawn(async move { server.serve(router, stop.cancelled_owned()).await });
     }
 
+    if webhooks_served {
+        tokio::spawn(keep_webhook_table(
+            set.clone(),
+            live_table.clone(),
+            env.profile,
+            shutdown.clone(),
+        ));
+        if args.sync_webhook_configurations {
+            let sync = config_sync(&args, &env, client.clone())?;
+            tokio::spawn(sync.run(live_table.clone(), shutdown.clone()));
+        }
+    } else if args.sync_webhook_configurations {
+        info!("no webhook is served: the webhook configurations are not synced");
+    }
+    // Every replica follows the plugins ConfigMap: a standby's webhooks serve the versions the
+    // leader's controllers run.
+    match &env.pod_namespace {
+        Some(namespace) => {
+            let check = serve_check(env.profile, webhooks_served, caches.clone());
+            let registry = Registry::new(client.clone(), namespace.clone(), engine, set.clone())
+                .with_extra_roots(plugin_source_roots()?)
+                .with_serve_check(check);
+            tokio::spawn(Arc::new(registry).run(REGISTRY_RETRY, shutdown.clone()));
+        }
+        None => info!("POD_NAMESPACE is not set: the plugins ConfigMap is not watched"),
+    }
+
+    // With the plugins ConfigMap watched, a plugin with controllers may arrive at any time.
     let controllers_wanted = env.profile.runs_controllers()
-        && plugins.iter().any(|p| !p.manifest().controllers.is_empty());
+        && (env.pod_namespace.is_some()
+            || plugins.iter().any(|p| !p.manifest().controllers.is_empty()));
     let ctx = ControllerContext::new(caches.clone(), applier, args.max_concurrent_reconciles);
     // The election ends after the controllers stopped, so a lease released on shutdown is
     // released when nothing of ours reconciles any more.
@@ -136,17 +171,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             metrics.set_leader(true);
             info!("became the leader; starting controllers");
         }
-        controllers = Some(controller::start(ctx, &slots, shutdown.clone()).await?);
+        controllers = Some(controller::supervise(ctx, set.clone(), shutdown.clone()).await?);
         caches.wait_all_synced().await;
-    }
-    match &env.pod_namespace {
-        Some(namespace) if !slots.is_empty() => {
-            let registry = Registry::new(client.clone(), namespace.clone(), engine, &slots)
-                .with_extra_roots(plugin_source_roots()?);
-            tokio::spawn(Arc::new(registry).run(REGISTRY_RETRY, shutdown.clone()));
-        }
-        Some(_) => {}
-        None => info!("POD_NAMESPACE is not set: the plugins ConfigMap is not watched"),
     }
     let _ = ready_tx.send(true);
     info!(plugins = plugins.len(), "starting manager");
@@ -180,6 +206,7 @@ async fn bind_webhooks(
     slots: &[PluginSlot],
     caches: &Arc<Caches>,
     applier: &Arc<Applier>,
+    live: &LiveWebhookTable,
 ) -> anyhow::Result<Option<Bound>> {
     let table = env
         .profile
@@ -187,6 +214,7 @@ async fn bind_webhooks(
     if table.is_empty() {
         return Ok(None);
     }
+    live.set(table);
     let bind = parse_bind_address(&args.webhook_bind_address)?
         .context("the webhook server needs an address")?;
     let config = TlsServerConfig {
@@ -195,8 +223,87 @@ async fn bind_webhooks(
         enable_http2: args.enable_http2,
         ..Default::default()
     };
-    let router = webhook::webhook_router(&table, caches.clone(), applier.clone());
+    let router = webhook::live_webhook_router(live.clone(), caches.clone(), applier.clone());
     Ok(Some((TlsServer::bind(config).await?, router)))
+}
+
+/// Rebuilds the served webhook table whenever a plugin is added, removed or moved to a new
+/// slot.
+async fn keep_webhook_table(
+    set: Arc<PluginSet>,
+    live: LiveWebhookTable,
+    profile: crate::profile::Profile,
+    shutdown: CancellationToken,
+) {
+    let mut changes = set.changes();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+        match WebhookTable::from_slots(&set.slots()) {
+            Ok(table) => {
+                let table = profile.webhooks(table);
+                info!(
+                    paths = ?table.routes().map(|r| r.path.as_str()).collect::<Vec<_>>(),
+                    "webhook routes updated"
+                );
+                live.set(table);
+            }
+            // The registry checks a plugin's paths before adding it; this is a defect.
+            Err(e) => tracing::error!("the webhook routes were not updated: {e}"),
+        }
+    }
+}
+
+/// What a plugin added at run time (or moved to a new slot) must fit: its webhook paths next to
+/// the others' (and a webhook server to serve them), its watches within what the caches hold.
+fn serve_check(
+    profile: crate::profile::Profile,
+    webhooks_served: bool,
+    caches: Arc<Caches>,
+) -> crate::registry::swap::ServeCheck {
+    Arc::new(move |candidate: &LoadedPlugin, others: &[PluginSlot]| {
+        let mut slots = others.to_vec();
+        slots.push(PluginSlot::new(candidate.clone()));
+        let table = profile.webhooks(WebhookTable::from_slots(&slots).map_err(|e| e.to_string())?);
+        let serves = table.routes().any(|r| r.plugin.name() == candidate.name());
+        if serves && !webhooks_served {
+            return Err("the plugin has webhooks and this host serves none (webhooks are disabled or no plugin served one at start-up); restart it with the plugin".into());
+        }
+        caches.admit(
+            slots
+                .iter()
+                .map(|s| s.current().manifest().clone())
+                .collect::<Vec<_>>()
+                .iter(),
+        )
+    })
+}
+
+/// The webhook-configuration sync `args` ask for.
+fn config_sync(
+    args: &RunArgs,
+    env: &ProcessEnv,
+    client: kube::Client,
+) -> anyhow::Result<WebhookConfigSync> {
+    let endpoint = match &args.webhook_url {
+        Some(url) => Endpoint::Url(url.clone()),
+        None => Endpoint::Service {
+            namespace: env
+                .pod_namespace
+                .clone()
+                .context("--sync-webhook-configurations needs POD_NAMESPACE (the webhook Service's namespace) or --webhook-url")?,
+            name: args.webhook_service.clone(),
+            port: args.webhook_service_port,
+        },
+    };
+    let ca = if args.webhook_ca_injected {
+        CaSource::Injected
+    } else {
+        CaSource::CertDir(args.webhook_cert_dir.clone())
+    };
+    Ok(WebhookConfigSync::new(client, endpoint, ca))
 }
 
 /// The model-serving-api server with the plugins' API routes, bound (none when disabled):
@@ -302,18 +409,23 @@ fn plugin_source_roots() -> anyhow::Result<Vec<rustls::pki_types::CertificateDer
 /// How often a rejected plugin candidate (e.g. an unreachable source) is tried again.
 const REGISTRY_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The plugins this process serves: `--plugin` names (built-in) or `.wasm` files; without
-/// `--plugin`, the default built-ins (what upstream runs). A built-in starts with the settings
+/// The plugins this process starts with: the default built-ins (what upstream runs) unless
+/// `--no-default-plugins`, and the `--plugin` names (built-in) or `.wasm` files. A built-in starts with the settings
 /// its registration entry derives from the environment.
 fn load_plugins(
     args: &RunArgs,
     bearer_token: Option<&str>,
 ) -> anyhow::Result<(PluginEngine, Vec<LoadedPlugin>)> {
-    let wanted: Vec<String> = if args.plugins.is_empty() {
-        builtins::defaults().map(|b| b.name.to_string()).collect()
+    let mut wanted: Vec<String> = if args.no_default_plugins {
+        Vec::new()
     } else {
-        args.plugins.clone()
+        builtins::defaults().map(|b| b.name.to_string()).collect()
     };
+    for plugin in &args.plugins {
+        if !wanted.contains(plugin) {
+            wanted.push(plugin.clone());
+        }
+    }
     load_plugins_named(&wanted, args.plugin_cache_dir.clone(), bearer_token)
 }
 
@@ -375,10 +487,24 @@ pub(crate) fn load_plugins_named(
         );
         plugins.push(plugin);
     }
-    if plugins.is_empty() {
+    // A `--plugin` file carrying a default built-in's name serves in its place.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut unique = Vec::new();
+    for plugin in plugins.into_iter().rev() {
+        if seen.insert(plugin.name().to_string()) {
+            unique.push(plugin);
+        } else {
+            info!(
+                plugin = plugin.name(),
+                "a later --plugin of the same name replaces this one"
+            );
+        }
+    }
+    unique.reverse();
+    if unique.is_empty() {
         info!("no plugins enabled (use --plugin)");
     }
-    Ok((engine, plugins))
+    Ok((engine, unique))
 }
 
 /// The bearer token of the process's own identity, captured once as upstream does: a

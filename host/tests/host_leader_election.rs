@@ -38,6 +38,7 @@ fn start_host(
     let child = Command::new(env!("CARGO_BIN_EXE_odh-model-controller"))
         .args(["run", "--leader-elect", "--zap-devel=false"])
         .arg(format!("--plugin={}", plugin.display()))
+        .arg("--no-default-plugins")
         .arg(format!("--kubeconfig={}", kubeconfig.display()))
         .arg(format!("--metrics-bind-address=127.0.0.1:{metrics_port}"))
         .arg("--health-probe-bind-address=127.0.0.1:0")

@@ -81,6 +81,7 @@ async fn readiness_waits_for_the_webhook_certificate() -> anyhow::Result<()> {
         "readiness",
         &[
             plugin("misbehave"),
+            "--no-default-plugins".into(),
             format!("--webhook-cert-dir={}", cert_dir.display()),
             format!("--webhook-bind-address={}", addr(webhook)),
             format!("--health-probe-bind-address={}", addr(health)),
@@ -138,6 +139,7 @@ async fn logs_off_a_terminal_carry_no_colour_codes() -> anyhow::Result<()> {
         &[
             "--zap-encoder=console".into(),
             plugin("owner"),
+            "--no-default-plugins".into(),
             format!("--health-probe-bind-address={}", addr(health)),
             "--metrics-bind-address=0".into(),
         ],
@@ -218,6 +220,7 @@ async fn sigterm_lets_work_in_flight_finish_and_exits_zero() -> anyhow::Result<(
         "sigterm",
         &[
             plugin("misbehave"),
+            "--no-default-plugins".into(),
             "--leader-elect".into(),
             "--leader-elect-release-on-cancel".into(),
             format!("--webhook-cert-dir={}", cert_dir.display()),

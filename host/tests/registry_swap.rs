@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::Arc;
 
 use k8s_openapi::ByteString;
@@ -19,7 +18,6 @@ use odh_model_controller::plugin::{CallEnv, NoCluster, PluginSlot};
 use odh_model_controller::registry::{Registry, STATUS_CONFIGMAP_NAME, SwapResult};
 use odh_test_support::TestContext;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 struct Fixture {
     t: TestContext,
@@ -40,15 +38,7 @@ async fn fixture(name: &str) -> anyhow::Result<Fixture> {
     })
 }
 
-fn sha(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gz.write_all(bytes).unwrap();
-    gz.finish().unwrap()
-}
+use common::{gzip, sha};
 
 impl Fixture {
     fn configmaps(&self) -> Api<ConfigMap> {
@@ -365,5 +355,162 @@ async fn an_unreachable_source_is_retried_until_it_comes_back() -> anyhow::Resul
     let results = f.registry.retry_rejected().await;
     assert_eq!(results.get("misbehave"), Some(&SwapResult::Swapped(digest)));
     assert_eq!(f.decision(), "later");
+    Ok(())
+}
+
+/// Grants cannot widen silently: a candidate from a ConfigMap without `grants` that declares a
+/// read the version it replaces did not hold is refused with a status saying what and how to
+/// allow it; with the read granted it goes live and the status lists what the grant widened.
+#[tokio::test]
+async fn a_candidate_reading_more_than_its_predecessor_needs_an_explicit_grant()
+-> anyhow::Result<()> {
+    use odh_model_controller::plugin::{Grants, PluginSet};
+    let t = odh_test_support::TestContext::new("swap-widen").await?;
+    let narrowed = odh_test_support::host::load_with("misbehave", |r| {
+        r.grants(Grants {
+            reads: Some(Default::default()),
+            ..Default::default()
+        })
+    });
+    let slot = PluginSlot::new(narrowed);
+    let (_, misbehave) = odh_test_support::host::component("misbehave");
+    let f = Fixture {
+        registry: Registry::new(
+            t.client.clone(),
+            t.namespace.clone(),
+            odh_test_support::host::engine(),
+            PluginSet::new([slot.clone()]),
+        ),
+        t,
+        slot,
+        misbehave,
+    };
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let digest = sha(&f.misbehave);
+    let source = "configmap://misbehave-plugin/plugin.wasm.gz";
+    match f
+        .configure(&f.entry(source, &digest, "    settings:\n      okLabel: wide\n"))
+        .await?
+    {
+        SwapResult::Rejected(m) => assert!(
+            m.contains("declares reads ConfigMap/v1 beyond what the version it replaces holds")
+                && m.contains("grants"),
+            "{m}"
+        ),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    assert_eq!(f.decision(), "true", "the narrowed version keeps serving");
+    let status = f.status().await?;
+    assert!(
+        status["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("reads ConfigMap/v1")),
+        "{status}"
+    );
+    let granted = f.entry(
+        source,
+        &digest,
+        "    settings:\n      okLabel: wide\n    grants:\n      reads: [{group: \"\", version: v1, kind: ConfigMap}]\n",
+    );
+    assert_eq!(
+        f.configure(&granted).await?,
+        SwapResult::Swapped(digest.clone())
+    );
+    assert_eq!(f.decision(), "wide");
+    assert!(
+        f.slot
+            .current()
+            .capabilities()
+            .may_read(&Gvk::new("", "v1", "ConfigMap"))
+    );
+    let status = f.status().await?;
+    assert_eq!(status["grantsWidened"], json!(["reads ConfigMap/v1"]));
+    assert_eq!(status["lastError"], Value::Null);
+    Ok(())
+}
+
+/// A bad entry left alone for an hour of 30 s retry ticks: retried with back-off (1, 2, 4 …
+/// up to 20 ticks apart) and reported by one Event whose series counts the attempts, not one
+/// Event per attempt.
+#[tokio::test]
+async fn a_bad_entry_left_alone_makes_one_event_and_is_retried_with_back_off() -> anyhow::Result<()>
+{
+    let f = fixture("swap-storm").await?;
+    let entry = f.entry("file:///nonexistent/misbehave.wasm", &sha(&f.misbehave), "");
+    assert!(matches!(
+        f.configure(&entry).await?,
+        SwapResult::Rejected(_)
+    ));
+    let mut attempts = 1;
+    for _ in 0..120 {
+        if f.registry.retry_rejected().await.contains_key("misbehave") {
+            attempts += 1;
+        }
+    }
+    // Retries at ticks 1, 3, 7, 15, 31, 51, 71, 91, 111.
+    assert_eq!(attempts, 10);
+    let events: Api<Event> = Api::namespaced(f.t.client.clone(), &f.t.namespace);
+    let rejections: Vec<Event> = events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("PluginRejected"))
+        .collect();
+    assert_eq!(rejections.len(), 1, "{rejections:?}");
+    assert_eq!(
+        rejections[0].series.as_ref().map(|s| s.count),
+        Some(attempts)
+    );
+    assert_eq!(f.status().await?["failures"], json!(attempts));
+    Ok(())
+}
+
+/// An entry naming a plugin the host does not serve adds it; removing the entry removes it
+/// and its status.
+#[tokio::test]
+async fn a_new_plugin_joins_with_its_entry_and_leaves_without_it() -> anyhow::Result<()> {
+    let f = fixture("swap-add").await?;
+    let (_, hello) = odh_test_support::host::component("hello");
+    f.put_component("hello-plugin", &hello).await?;
+    let set = f.registry.plugins().clone();
+    let f = &f;
+    let write = |yaml: String| async move {
+        let cm = f
+            .put(
+                "odh-model-controller-plugins",
+                ConfigMap {
+                    data: Some(BTreeMap::from([("plugins.yaml".to_string(), yaml)])),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        f.registry
+            .apply_configmap(Some(&cm))
+            .await
+            .map_err(anyhow::Error::msg)
+    };
+    let results = write(format!(
+        "plugins:\n  hello:\n    source: configmap://hello-plugin/plugin.wasm.gz\n    sha256: {}\n",
+        sha(&hello)
+    ))
+    .await?;
+    assert_eq!(results["hello"], SwapResult::Swapped(sha(&hello)));
+    assert_eq!(
+        set.slots()
+            .iter()
+            .map(|s| s.name().to_string())
+            .collect::<Vec<_>>(),
+        ["hello", "misbehave"]
+    );
+    let cm = f.configmaps().get(STATUS_CONFIGMAP_NAME).await?;
+    assert!(cm.data.unwrap().contains_key("hello"));
+
+    let results = write("plugins: {}\n".into()).await?;
+    assert_eq!(results["hello"], SwapResult::Removed);
+    assert!(set.get("hello").is_none());
+    assert!(set.get("misbehave").is_some(), "a built-in stays");
+    let cm = f.configmaps().get(STATUS_CONFIGMAP_NAME).await?;
+    assert!(!cm.data.unwrap_or_default().contains_key("hello"));
     Ok(())
 }

@@ -18,7 +18,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
 use odh_model_controller::plugin::{LoadedPlugin, NoCluster};
 use odh_model_controller::webhook::{
-    NoSideEffects, TlsServerConfig, WebhookTable, WebhookTableError, serve_on, webhook_router,
+    LiveWebhookTable, NoSideEffects, TlsServerConfig, WebhookTable, WebhookTableError,
+    live_webhook_router, serve_on, webhook_router,
 };
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use rcgen::{
@@ -152,9 +153,16 @@ fn init_logging() {
 
 impl Server {
     async fn start(plugins: &[&LoadedPlugin], options: Options) -> Self {
-        init_logging();
         let table = WebhookTable::new(plugins.iter().copied()).expect("webhook table");
-        let router = webhook_router(&table, Arc::new(NoCluster), Arc::new(NoSideEffects));
+        Self::start_router(
+            webhook_router(&table, Arc::new(NoCluster), Arc::new(NoSideEffects)),
+            options,
+        )
+        .await
+    }
+
+    async fn start_router(router: axum::Router, options: Options) -> Self {
+        init_logging();
         let ca = TestCa::new("webhook-test-ca");
         let cert = ca.serving_cert();
         let dir = temp_dir("webhook-certs");
@@ -206,6 +214,18 @@ impl Server {
             hyper::client::conn::http1::handshake(TokioIo::new(tls.stream)).await?;
         tokio::spawn(conn);
         post_on(&mut sender, &self.addr, path, body.into()).await
+    }
+
+    /// GETs `path` (the webhook server takes POST only).
+    async fn get(&self, path: &str) -> anyhow::Result<u16> {
+        let tls = self.connect(&self.ca.der(), &["http/1.1"]).await?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(TokioIo::new(tls.stream)).await?;
+        tokio::spawn(conn);
+        let request = http::Request::get(path)
+            .header(http::header::HOST, self.addr.to_string())
+            .body(Full::new(Bytes::new()))?;
+        Ok(sender.send_request(request).await?.status().as_u16())
     }
 
     /// POSTs an AdmissionReview and returns its `response`, checking the uid is echoed.
@@ -738,6 +758,45 @@ async fn unknown_paths_are_answered_with_404() -> anyhow::Result<()> {
         let (status, body) = server.post(path, serde_json::to_vec(&review)?).await?;
         assert_eq!(status, 404, "{path}: {}", String::from_utf8_lossy(&body));
     }
+    server.stop().await;
+    Ok(())
+}
+
+/// Plugins come and go at run time: the server answers from whatever the live table holds; a
+/// path just removed admits requests unchanged (the apiserver may call it until it sees the
+/// webhook configuration change) while a path never served stays a 404.
+#[tokio::test]
+async fn routes_follow_the_live_table_and_a_removed_path_admits_for_a_while() -> anyhow::Result<()>
+{
+    let live = LiveWebhookTable::default();
+    let router = live_webhook_router(live.clone(), Arc::new(NoCluster), Arc::new(NoSideEffects));
+    let server = Server::start_router(router, Options::default()).await;
+    let path = "/validate-hello-configmap";
+    let review = config_map_review(
+        "u-live",
+        "CREATE",
+        config_map("a", json!({"forbidden": "x"})),
+    );
+    let (status, _) = server.post(path, serde_json::to_vec(&review)?).await?;
+    assert_eq!(status, 404, "not served yet");
+
+    live.set(WebhookTable::new([&plugins().hello])?);
+    let response = server.review(path, review.clone()).await?;
+    assert_eq!(response["allowed"], false, "hello decides: {response}");
+    let status = server.get(path).await?;
+    assert_eq!(status, 405, "a served path takes POST only");
+
+    live.set(WebhookTable::default());
+    let response = server.review(path, review.clone()).await?;
+    assert_eq!(
+        response["allowed"], true,
+        "removed: admitted unchanged: {response}"
+    );
+    assert!(response.get("patch").is_none());
+    let (status, _) = server
+        .post("/mutate-never-served", serde_json::to_vec(&review)?)
+        .await?;
+    assert_eq!(status, 404);
     server.stop().await;
     Ok(())
 }

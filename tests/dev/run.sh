@@ -21,9 +21,7 @@ dir=${ODH_RUN_CLUSTER_DIR:-target/dev-cluster}
 bin=target/debug
 
 pids=()
-registered=
 cleanup() {
-	if [ -n "$registered" ]; then "$bin/odh-dev" unregister-webhooks 2>/dev/null || true; fi
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[$i]}" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 }
@@ -52,8 +50,11 @@ fi
 [ -n "$local_cluster" ] && "$bin/odh-dev" ensure-namespace "$demo"
 cert_dir=$dir/webhook-certs
 "$bin/odh-dev" serving-cert "$cert_dir"
+# On the local apiserver the controller registers its own webhooks, pointed at this process.
+sync=()
+[ -n "$local_cluster" ] && sync=(--sync-webhook-configurations --webhook-url="https://$webhook")
 "$bin/odh-model-controller" run --health-probe-bind-address="$health" --metrics-bind-address="$metrics" \
-	--plugin-cache-dir=target/plugin-cache \
+	--plugin-cache-dir=target/plugin-cache "${sync[@]}" \
 	--webhook-bind-address="$webhook" --webhook-cert-dir="$cert_dir" &
 pids+=($!)
 
@@ -78,8 +79,6 @@ if [ -z "$local_cluster" ]; then
 	wait "${pids[-1]}"
 	exit
 fi
-registered=yes
-"$bin/odh-dev" register-webhooks "$webhook" "$cert_dir/tls.crt" "$POD_NAMESPACE" "$demo"
 "$bin/odh-dev" apply "$demo" tests/dev/samples/inference-service.yaml
 "$bin/odh-dev" wait-for "$demo" v1 ConfigMap demo-model-metrics-dashboard
 "$bin/odh-dev" wait-for "$demo" route.openshift.io/v1 Route demo-model
@@ -94,7 +93,8 @@ The controller runs with its default plugins (POD_NAMESPACE=$POD_NAMESPACE). Loo
       (after a change to ConfigMap odh-model-controller-plugins: hot swap, docs/plugins-configmap.md)
   curl -s http://$metrics/metrics | grep -E '^(controller_runtime_reconcile_total|odh_plugin_calls_total)'
   curl -s http://$health/readyz
-Admission goes through this host's webhooks for namespaces $POD_NAMESPACE and $demo: an
-InferenceService in $POD_NAMESPACE is denied (a protected namespace). Ctrl-C stops everything.
+Admission goes through this host's webhooks (it registered them: kubectl get
+mutatingwebhookconfigurations,validatingwebhookconfigurations): an InferenceService in
+$POD_NAMESPACE is denied (a protected namespace). Ctrl-C stops everything.
 INFO
 wait "${pids[-1]}"

@@ -8,6 +8,9 @@
 //! loop calls whatever plugin version its slot serves at that moment.
 
 pub mod queue;
+mod supervisor;
+
+pub use supervisor::supervise;
 
 use std::sync::Arc;
 

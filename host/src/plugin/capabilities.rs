@@ -118,6 +118,11 @@ impl Capabilities {
         out
     }
 
+    /// Whether the host pattern `pattern` admits nothing these capabilities do not.
+    pub fn covers_host_pattern(&self, pattern: &str) -> bool {
+        self.http_hosts.iter().any(|h| covers(h, pattern))
+    }
+
     pub fn may_read(&self, gvk: &Gvk) -> bool {
         self.reads.contains(gvk)
     }

@@ -3,7 +3,7 @@
 //! Layers, each using only those above it: `bindings`, `wire` (the host's view of what crosses
 //! the boundary), `errors`, `limits`, `capabilities`, `source`, `export`; then `call_clock`,
 //! `call_env`, `cluster_view`, `http_gate`, `call_state` (one call's store); then `engine` and
-//! `loaded`; `slot` on top.
+//! `loaded`; `slot` and `set` on top.
 
 pub mod bindings;
 mod call_clock;
@@ -17,6 +17,7 @@ pub mod export;
 mod http_gate;
 pub mod limits;
 mod loaded;
+pub mod set;
 pub mod slot;
 pub mod source;
 pub mod wire;
@@ -31,5 +32,6 @@ pub use limits::Limits;
 pub use loaded::{
     AdmissionInput, LoadError, LoadRequest, LoadedPlugin, ReconcileInput, WatchEventInput,
 };
+pub use set::PluginSet;
 pub use slot::PluginSlot;
 pub use source::Source;

@@ -79,6 +79,12 @@ impl PluginSlot {
         previous
     }
 
+    /// Whether both handles are the same slot (not merely the same plugin name): a plugin
+    /// whose controllers or webhooks change moves to a new slot.
+    pub fn same_slot(&self, other: &PluginSlot) -> bool {
+        Arc::ptr_eq(&self.current, &other.current)
+    }
+
     /// Changes whenever the serving version is replaced.
     pub fn swaps(&self) -> watch::Receiver<u64> {
         self.generation.subscribe()

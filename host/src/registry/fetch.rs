@@ -28,6 +28,18 @@ pub async fn fetch_with_roots(
     namespace: &str,
     extra_roots: &[rustls::pki_types::CertificateDer<'static>],
 ) -> Result<Vec<u8>, String> {
+    let bytes = fetch_unverified(entry, client, namespace, extra_roots).await?;
+    verify(entry, &bytes)?;
+    Ok(bytes)
+}
+
+/// The entry's component, decompressed, its digest not checked yet (see [`verify`]).
+pub async fn fetch_unverified(
+    entry: &PluginEntry,
+    client: &kube::Client,
+    namespace: &str,
+    extra_roots: &[rustls::pki_types::CertificateDer<'static>],
+) -> Result<Vec<u8>, String> {
     let bytes = match &entry.source {
         Source::Builtin(name) => builtins::component(name)
             .map(<[u8]>::to_vec)
@@ -55,7 +67,6 @@ pub async fn fetch_with_roots(
         Source::Https(url) => decompress(https_get(url, extra_roots).await?)?,
         Source::Oci(reference) => decompress(oci_pull(reference, extra_roots).await?)?,
     };
-    verify(entry, &bytes)?;
     Ok(bytes)
 }
 

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod fetch;
 pub mod swap;
+pub mod trust;
 
 pub use config::{CONFIGMAP_NAME, FailurePolicy, PluginEntry, RegistryConfig, Rollout, Source};
 pub use swap::{Registry, STATUS_CONFIGMAP_NAME, SwapResult};

@@ -1,7 +1,10 @@
 //! Applying the plugins ConfigMap: each changed entry is fetched, verified, compiled and
 //! checked off the hot path, then swapped into its slot atomically; on any failure the last
-//! good version keeps serving and the failure is reported (status ConfigMap, Warning Event on
-//! the plugins ConfigMap, metric, log line).
+//! good version keeps serving and the failure is reported (status ConfigMap, a Warning Event on
+//! the plugins ConfigMap counted as a series while the error stays the same, metric, log line)
+//! and tried again with back-off. An entry naming a plugin the host does not serve adds it (its
+//! controllers start, its webhooks are served); removing such an entry removes the plugin; a
+//! version whose controllers or webhooks differ moves the plugin to a new slot.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -9,15 +12,22 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 use super::config::{CONFIGMAP_NAME, FailurePolicy, PluginEntry, RegistryConfig, Rollout};
-use super::fetch;
+use super::{fetch, trust};
 use crate::metrics::Metrics;
-use crate::plugin::{LoadRequest, LoadedPlugin, PluginEngine, PluginSlot};
+use crate::plugin::{LoadRequest, LoadedPlugin, PluginEngine, PluginSet, PluginSlot};
 
 /// Name of the ConfigMap where the registry reports each plugin's state.
 pub const STATUS_CONFIGMAP_NAME: &str = "odh-model-controller-plugins-status";
+/// Each plugin's status key is written under a field manager of its own, so writing one
+/// plugin's key never drops another's.
 const FIELD_MANAGER: &str = "odh-model-controller/registry";
+
+/// Retry ticks (of the interval given to [`Registry::run`]) before a rejected candidate is
+/// tried again, doubling from 1 up to this.
+pub const MAX_BACKOFF_TICKS: u32 = 20;
 
 /// What happened to one plugin's entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,49 +40,96 @@ pub enum SwapResult {
     Unchanged,
     /// The candidate was refused; the previous version keeps serving.
     Rejected(String),
+    /// The plugin's entry is gone and the plugin is not built in: it no longer serves.
+    Removed,
+}
+
+/// Whether this host can serve a plugin beside the others it serves (webhook paths, caches):
+/// given the candidate and the other plugins' slots.
+pub type ServeCheck = Arc<dyn Fn(&LoadedPlugin, &[PluginSlot]) -> Result<(), String> + Send + Sync>;
+
+/// A refused candidate: why, and the digest of what was fetched if it was.
+struct Rejection {
+    message: String,
+    digest: Option<String>,
+}
+
+impl Rejection {
+    fn new(message: impl Into<String>, digest: Option<&str>) -> Self {
+        Self {
+            message: message.into(),
+            digest: digest.map(str::to_string),
+        }
+    }
+}
+
+/// A candidate ready to serve, and what an explicit grant gave it beyond its baseline.
+struct Accepted {
+    plugin: LoadedPlugin,
+    widened: Vec<String>,
+}
+
+/// When a rejected plugin is tried again, in retry ticks.
+#[derive(Debug, Clone, Copy)]
+struct Backoff {
+    wait: u32,
+    next: u32,
+}
+
+/// The last rejection reported for a plugin: a repeat of the same message counts on its Event
+/// instead of recording a new one.
+#[derive(Debug, Clone)]
+struct Reported {
+    message: String,
+    event: Option<String>,
+    count: u32,
 }
 
 pub struct Registry {
     client: kube::Client,
     namespace: String,
     engine: PluginEngine,
-    slots: BTreeMap<String, PluginSlot>,
-    /// The version each slot started with (built-in): what a removed entry reverts to.
+    set: Arc<PluginSet>,
+    /// The version each built-in slot started with: what a removed entry reverts to.
     defaults: BTreeMap<String, LoadedPlugin>,
     /// The last entry attempted per plugin, so an unchanged entry is not fetched again.
     attempted: Mutex<BTreeMap<String, PluginEntry>>,
     /// Plugins whose last candidate was rejected (retried by [`Registry::retry_rejected`]).
-    rejected: Mutex<std::collections::BTreeSet<String>>,
+    rejected: Mutex<BTreeMap<String, Backoff>>,
+    reported: Mutex<BTreeMap<String, Reported>>,
     last_config: Mutex<Option<RegistryConfig>>,
     /// Trusted for `https://` sources besides the public web PKI.
     extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+    serve_check: Option<ServeCheck>,
 }
 
 impl Registry {
-    /// `slots` are the plugins this host serves. Replacing a slot's version is all a swap
-    /// does: controllers watch their slot and re-reconcile.
+    /// `set` holds the plugins this host serves; the ones in it now are its built-in versions.
+    /// Replacing a slot's version is all a swap does (controllers watch their slot and
+    /// re-reconcile); adding, removing or moving a plugin changes `set`, which the controller
+    /// supervisor and the webhook table follow.
     pub fn new(
         client: kube::Client,
         namespace: String,
         engine: PluginEngine,
-        slots: &[PluginSlot],
+        set: Arc<PluginSet>,
     ) -> Self {
         Self {
             client,
             namespace,
             engine,
-            defaults: slots
+            defaults: set
+                .slots()
                 .iter()
                 .map(|s| (s.name().to_string(), s.current()))
                 .collect(),
-            slots: slots
-                .iter()
-                .map(|s| (s.name().to_string(), s.clone()))
-                .collect(),
+            set,
             attempted: Mutex::new(BTreeMap::new()),
             rejected: Mutex::new(Default::default()),
+            reported: Mutex::new(Default::default()),
             last_config: Mutex::new(None),
             extra_roots: Vec::new(),
+            serve_check: None,
         }
     }
 
@@ -85,56 +142,85 @@ impl Registry {
         self
     }
 
-    /// Applies a whole configuration; plugins without an entry go back to their built-in version.
+    /// The plugins served, as this registry changes them.
+    pub fn plugins(&self) -> &Arc<PluginSet> {
+        &self.set
+    }
+
+    /// Checks every plugin added or moved to a new slot with `check` first.
+    pub fn with_serve_check(mut self, check: ServeCheck) -> Self {
+        self.serve_check = Some(check);
+        self
+    }
+
+    /// Applies a whole configuration; built-in plugins without an entry go back to their
+    /// built-in version, other plugins without one are removed.
     pub async fn apply(&self, config: &RegistryConfig) -> BTreeMap<String, SwapResult> {
         *self.last_config.lock().expect("config lock") = Some(config.clone());
         let mut results = BTreeMap::new();
         for (name, entry) in &config.plugins {
-            let result = self.apply_entry(entry).await;
-            match &result {
-                SwapResult::Rejected(message) => {
+            let result = match self.apply_entry(entry).await {
+                Ok(result) => {
+                    self.rejected.lock().expect("rejected lock").remove(name);
+                    self.reported.lock().expect("reported lock").remove(name);
+                    result
+                }
+                Err(rejection) => {
                     self.rejected
                         .lock()
                         .expect("rejected lock")
-                        .insert(name.clone());
-                    self.report_rejection(name, entry, message).await;
+                        .entry(name.clone())
+                        .or_insert(Backoff { wait: 1, next: 2 });
+                    self.report_rejection(name, entry, &rejection).await;
+                    SwapResult::Rejected(rejection.message)
                 }
-                SwapResult::Swapped(_) | SwapResult::Shadowed(_) => {
-                    self.rejected.lock().expect("rejected lock").remove(name);
-                }
-                SwapResult::Unchanged => {}
-            }
+            };
             results.insert(name.clone(), result);
         }
-        for (name, default) in &self.defaults {
-            if config.plugins.contains_key(name) {
-                continue;
-            }
-            let slot = &self.slots[name];
-            let was_configured = self
-                .attempted
-                .lock()
-                .expect("attempted lock")
-                .remove(name)
-                .is_some();
-            if !was_configured {
-                continue;
-            }
-            // Back to how the host started: no shadow candidate, failing closed, its own version.
-            slot.set_shadow(None);
-            slot.set_fail_open(false);
-            if !slot.current().same_as(default) {
-                self.swap_in(slot, default.clone()).await;
-                results.insert(
-                    name.clone(),
-                    SwapResult::Swapped(default.sha256().to_string()),
-                );
+        let gone: Vec<String> = self
+            .attempted
+            .lock()
+            .expect("attempted lock")
+            .keys()
+            .filter(|name| !config.plugins.contains_key(*name))
+            .cloned()
+            .collect();
+        for name in gone {
+            self.attempted.lock().expect("attempted lock").remove(&name);
+            self.rejected.lock().expect("rejected lock").remove(&name);
+            self.reported.lock().expect("reported lock").remove(&name);
+            if let Some(default) = self.defaults.get(&name) {
+                // Back to how the host started: no shadow candidate, failing closed, its own
+                // version.
+                let serving = self.set.get(&name);
+                if let Some(slot) = &serving {
+                    slot.set_shadow(None);
+                    slot.set_fail_open(false);
+                }
+                if serving.is_none_or(|s| !s.current().same_as(default)) {
+                    match self.install(default.clone(), false, &[]).await {
+                        Ok(()) => {
+                            results.insert(name, SwapResult::Swapped(default.sha256().to_string()));
+                        }
+                        Err(message) => {
+                            tracing::error!(
+                                plugin = name,
+                                "the built-in version could not serve again: {message}"
+                            );
+                        }
+                    }
+                }
+            } else if self.set.remove(&name).is_some() {
+                tracing::info!(plugin = name, "plugin removed: its entry is gone");
+                Metrics::global().plugin_swap(&name, true);
+                self.clear_status(&name).await;
+                results.insert(name, SwapResult::Removed);
             }
         }
         results
     }
 
-    async fn apply_entry(&self, entry: &PluginEntry) -> SwapResult {
+    async fn apply_entry(&self, entry: &PluginEntry) -> Result<SwapResult, Rejection> {
         if self
             .attempted
             .lock()
@@ -142,51 +228,105 @@ impl Registry {
             .get(&entry.name)
             == Some(entry)
         {
-            return SwapResult::Unchanged;
+            return Ok(SwapResult::Unchanged);
         }
         self.attempted
             .lock()
             .expect("attempted lock")
             .insert(entry.name.clone(), entry.clone());
-        let Some(slot) = self.slots.get(&entry.name) else {
-            return SwapResult::Rejected(format!(
-                "plugin {:?} is not served by this host (start it with --plugin; adding plugins needs a restart)",
-                entry.name
-            ));
-        };
-        match self.candidate(slot, entry).await {
-            Ok(plugin) if entry.rollout == Rollout::Shadow => {
-                let sha = plugin.sha256().to_string();
-                tracing::info!(
-                    plugin = slot.name(),
-                    candidate = sha,
-                    "shadow candidate running beside the active version"
-                );
-                slot.set_shadow(Some(plugin));
-                let active = slot.current().sha256().to_string();
-                self.write_status(slot.name(), &active, &sha, None).await;
-                SwapResult::Shadowed(sha)
+        let serving = self.set.get(&entry.name);
+        let predecessor = serving.as_ref().map(PluginSlot::current);
+        let Accepted { plugin, widened } = self.candidate(predecessor.as_ref(), entry).await?;
+        let sha = plugin.sha256().to_string();
+        if entry.rollout == Rollout::Shadow {
+            let Some(slot) = serving else {
+                return Err(Rejection::new(
+                    "a plugin this host does not serve yet has no active version to run beside; add it with mode: active (the default) first",
+                    Some(&sha),
+                ));
+            };
+            if !same_shape(&slot.current(), &plugin) {
+                return Err(Rejection::new(
+                    "a shadow candidate must declare the controllers and webhooks of the version it runs beside",
+                    Some(&sha),
+                ));
             }
-            Ok(plugin) => {
-                let sha = plugin.sha256().to_string();
-                slot.set_shadow(None);
-                slot.set_fail_open(entry.failure_policy == Some(FailurePolicy::Ignore));
-                self.swap_in(slot, plugin).await;
-                SwapResult::Swapped(sha)
-            }
-            Err(message) => SwapResult::Rejected(message),
+            tracing::info!(
+                plugin = slot.name(),
+                candidate = sha,
+                "shadow candidate running beside the active version"
+            );
+            slot.set_shadow(Some(plugin));
+            let active = slot.current().sha256().to_string();
+            self.write_status(slot.name(), &active, &sha, None, &widened)
+                .await;
+            return Ok(SwapResult::Shadowed(sha));
         }
+        let fail_open = entry.failure_policy == Some(FailurePolicy::Ignore);
+        self.install(plugin, fail_open, &widened)
+            .await
+            .map_err(|m| Rejection::new(m, Some(&sha)))?;
+        Ok(SwapResult::Swapped(sha))
     }
 
-    /// Fetches, verifies and loads a candidate, and checks it can take the slot's place.
+    /// Makes `plugin` serve: in its slot when its controllers and webhooks are those the slot
+    /// serves, else in a new slot (the plugin's old loops stop, new ones start).
+    async fn install(
+        &self,
+        plugin: LoadedPlugin,
+        fail_open: bool,
+        widened: &[String],
+    ) -> Result<(), String> {
+        let name = plugin.name().to_string();
+        if let Some(slot) = self.set.get(&name)
+            && same_shape(&slot.current(), &plugin)
+        {
+            slot.set_shadow(None);
+            slot.set_fail_open(fail_open);
+            self.swap_in(&slot, plugin, widened).await;
+            return Ok(());
+        }
+        if let Some(check) = &self.serve_check {
+            let others: Vec<PluginSlot> = self
+                .set
+                .slots()
+                .into_iter()
+                .filter(|s| s.name() != name)
+                .collect();
+            check(&plugin, &others)?;
+        }
+        let sha = plugin.sha256().to_string();
+        let slot = PluginSlot::new(plugin);
+        slot.set_fail_open(fail_open);
+        let previous = self.set.insert(slot);
+        match &previous {
+            Some(p) => tracing::info!(
+                plugin = name,
+                from = p.current().sha256(),
+                to = sha,
+                "plugin swapped with new controllers or webhooks: its loops and routes restart"
+            ),
+            None => tracing::info!(plugin = name, sha256 = sha, "plugin added"),
+        }
+        Metrics::global().plugin_swap(&name, true);
+        self.write_status(&name, &sha, &sha, None, widened).await;
+        Ok(())
+    }
+
+    /// Fetches, verifies and loads a candidate, and checks it may take `predecessor`'s place
+    /// (or join the host, without one).
     async fn candidate(
         &self,
-        slot: &PluginSlot,
+        predecessor: Option<&LoadedPlugin>,
         entry: &PluginEntry,
-    ) -> Result<LoadedPlugin, String> {
+    ) -> Result<Accepted, Rejection> {
         let bytes =
-            fetch::fetch_with_roots(entry, &self.client, &self.namespace, &self.extra_roots)
-                .await?;
+            fetch::fetch_unverified(entry, &self.client, &self.namespace, &self.extra_roots)
+                .await
+                .map_err(|m| Rejection::new(m, None))?;
+        let digest = hex::encode(Sha256::digest(&bytes));
+        let reject = |message: String| Rejection::new(message, Some(&digest));
+        fetch::verify(entry, &bytes).map_err(reject)?;
         let engine = self.engine.clone();
         let mut req_entry = entry.clone();
         // The admin's settings refine the ones the host started with (derived from the
@@ -211,14 +351,37 @@ impl Registry {
             .map_err(|e| e.to_string())
         })
         .await
-        .map_err(|e| format!("loading failed: {e}"))??;
-        let current = slot.current();
+        .map_err(|e| reject(format!("loading failed: {e}")))?
+        .map_err(reject)?;
         if plugin.name() != entry.name {
-            return Err(format!(
+            return Err(reject(format!(
                 "the component is plugin {:?}, not {:?}",
                 plugin.name(),
                 entry.name
-            ));
+            )));
+        }
+        let mut widened = Vec::new();
+        if !entry.source.is_builtin() {
+            let baseline = trust::baseline(predecessor, plugin.manifest());
+            let beyond = trust::beyond_baseline(plugin.manifest(), &entry.grants, &baseline);
+            if !beyond.is_empty() {
+                let held = match predecessor {
+                    Some(_) => "the version it replaces holds",
+                    None => "a new plugin holds (its controllers' primary and owned kinds)",
+                };
+                return Err(reject(format!(
+                    "the candidate declares {} beyond what {held}; grant them in the entry's grants to allow them",
+                    beyond.join(", ")
+                )));
+            }
+            widened = trust::widened(plugin.capabilities(), &baseline);
+            if !widened.is_empty() {
+                tracing::info!(
+                    plugin = plugin.name(),
+                    "the entry's grants widen what the plugin holds: {}",
+                    widened.join(", ")
+                );
+            }
         }
         let withheld = plugin.capabilities().withheld(plugin.manifest());
         if !withheld.is_empty() {
@@ -229,28 +392,33 @@ impl Registry {
                 withheld.join(", ")
             );
         }
-        let (old, new) = (current.manifest(), plugin.manifest());
-        if old.controllers != new.controllers || old.webhooks != new.webhooks {
-            return Err(
-                "the candidate changes its controllers or webhooks; that needs a restart".into(),
-            );
-        }
-        Ok(plugin)
+        Ok(Accepted { plugin, widened })
     }
 
-    /// Forgets rejected attempts and applies the last configuration again: a source that was
-    /// unreachable is tried anew.
+    /// One retry tick: each rejected plugin whose back-off has run out is forgotten and the
+    /// last configuration applied again (a source may have come back). A plugin rejected
+    /// again waits twice as many ticks, up to [`MAX_BACKOFF_TICKS`].
     pub async fn retry_rejected(&self) -> BTreeMap<String, SwapResult> {
-        let rejected: Vec<String> =
-            std::mem::take(&mut *self.rejected.lock().expect("rejected lock"))
-                .into_iter()
-                .collect();
-        if rejected.is_empty() {
+        let due: Vec<String> = {
+            let mut rejected = self.rejected.lock().expect("rejected lock");
+            rejected
+                .iter_mut()
+                .filter_map(|(name, b)| {
+                    b.wait = b.wait.saturating_sub(1);
+                    (b.wait == 0).then(|| {
+                        b.wait = b.next;
+                        b.next = (b.next * 2).min(MAX_BACKOFF_TICKS);
+                        name.clone()
+                    })
+                })
+                .collect()
+        };
+        if due.is_empty() {
             return BTreeMap::new();
         }
         {
             let mut attempted = self.attempted.lock().expect("attempted lock");
-            for name in &rejected {
+            for name in &due {
                 attempted.remove(name);
             }
         }
@@ -261,7 +429,7 @@ impl Registry {
         }
     }
 
-    async fn swap_in(&self, slot: &PluginSlot, plugin: LoadedPlugin) {
+    async fn swap_in(&self, slot: &PluginSlot, plugin: LoadedPlugin, widened: &[String]) {
         let sha = plugin.sha256().to_string();
         let previous = slot.replace(plugin);
         tracing::info!(
@@ -271,27 +439,69 @@ impl Registry {
             "plugin swapped"
         );
         Metrics::global().plugin_swap(slot.name(), true);
-        self.write_status(slot.name(), &sha, &sha, None).await;
+        self.write_status(slot.name(), &sha, &sha, None, widened)
+            .await;
     }
 
-    async fn report_rejection(&self, name: &str, entry: &PluginEntry, message: &str) {
-        tracing::warn!(plugin = name, source = %entry.source, "plugin candidate rejected, the last good version keeps serving: {message}");
+    async fn report_rejection(&self, name: &str, entry: &PluginEntry, rejection: &Rejection) {
+        let message = &rejection.message;
         Metrics::global().plugin_swap(name, false);
+        let previous = self
+            .reported
+            .lock()
+            .expect("reported lock")
+            .get(name)
+            .cloned()
+            .filter(|p| p.message == *message);
+        let reported = match previous {
+            Some(p) => {
+                let count = p.count + 1;
+                tracing::debug!(
+                    plugin = name,
+                    count,
+                    "plugin candidate rejected again: {message}"
+                );
+                if let Some(event) = &p.event {
+                    self.count_event(event, count).await;
+                }
+                Reported { count, ..p }
+            }
+            None => {
+                tracing::warn!(plugin = name, source = %entry.source, "plugin candidate rejected, the last good version keeps serving: {message}");
+                let event = self
+                    .warning_event("PluginRejected", &format!("plugin {name}: {message}"))
+                    .await;
+                Reported {
+                    message: message.clone(),
+                    event,
+                    count: 1,
+                }
+            }
+        };
         let active = self
-            .slots
+            .set
             .get(name)
             .map(|s| s.current().sha256().to_string())
             .unwrap_or_default();
-        let candidate = entry.sha256.clone().unwrap_or_default();
-        self.write_status(name, &active, &candidate, Some(message))
-            .await;
-        self.warning_event("PluginRejected", &format!("plugin {name}: {message}"))
+        // What was fetched, else what the entry pins: never the active version's digest
+        // standing in for a candidate that differs from it.
+        let candidate = rejection
+            .digest
+            .clone()
+            .or_else(|| entry.sha256.clone())
+            .unwrap_or_default();
+        let mut status = status_entry(&active, &candidate, Some(message), &[]);
+        status["failures"] = json!(reported.count);
+        self.reported
+            .lock()
+            .expect("reported lock")
+            .insert(name.to_string(), reported);
+        self.apply_status(name, json!({name: status.to_string()}))
             .await;
     }
 
-    /// A Warning Event on the plugins ConfigMap. Each one is its own Event (not a series): every
-    /// rejection's message matters.
-    async fn warning_event(&self, reason: &str, note: &str) {
+    /// A Warning Event on the plugins ConfigMap; its name, if recorded.
+    async fn warning_event(&self, reason: &str, note: &str) -> Option<String> {
         use k8s_openapi::api::events::v1::Event;
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
         let event = Event {
@@ -319,33 +529,69 @@ impl Registry {
             ..Default::default()
         };
         let api: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
-        let result = api.create(&Default::default(), &event).await.map(|_| ());
-        if let Err(e) = result {
+        match api.create(&Default::default(), &event).await {
+            Ok(created) => created.metadata.name,
+            Err(e) => {
+                tracing::warn!(
+                    reason,
+                    "could not record an Event on the plugins ConfigMap: {e}"
+                );
+                None
+            }
+        }
+    }
+
+    /// The same rejection once more: counted on its Event's series rather than a new Event
+    /// (a bad entry left alone would otherwise add one per retry).
+    async fn count_event(&self, event: &str, count: u32) {
+        use k8s_openapi::api::events::v1::Event;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+        let patch = json!({"series": {
+            "count": count,
+            "lastObservedTime": MicroTime(k8s_openapi::jiff::Timestamp::now()),
+        }});
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        if let Err(e) = api
+            .patch(event, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
             tracing::warn!(
-                reason,
-                "could not record an Event on the plugins ConfigMap: {e}"
+                event,
+                "could not count a repeated rejection on its Event: {e}"
             );
         }
     }
 
     /// Records a plugin's state in the status ConfigMap (one JSON value per plugin).
-    async fn write_status(&self, name: &str, active: &str, candidate: &str, error: Option<&str>) {
-        let entry = json!({
-            "activeDigest": active,
-            "candidateDigest": candidate,
-            "lastError": error,
-            "time": k8s_openapi::jiff::Timestamp::now().to_string(),
-        });
+    async fn write_status(
+        &self,
+        name: &str,
+        active: &str,
+        candidate: &str,
+        error: Option<&str>,
+        widened: &[String],
+    ) {
+        let entry = status_entry(active, candidate, error, widened);
+        self.apply_status(name, json!({name: entry.to_string()}))
+            .await;
+    }
+
+    /// Drops a removed plugin's key from the status ConfigMap.
+    async fn clear_status(&self, name: &str) {
+        self.apply_status(name, json!({})).await;
+    }
+
+    async fn apply_status(&self, name: &str, data: serde_json::Value) {
         let body = json!({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": STATUS_CONFIGMAP_NAME, "namespace": self.namespace},
-            "data": {name: entry.to_string()},
+            "data": data,
         });
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
         if let Err(e) = api
             .patch(
                 STATUS_CONFIGMAP_NAME,
-                &PatchParams::apply(FIELD_MANAGER).force(),
+                &PatchParams::apply(&format!("{FIELD_MANAGER}/{name}")).force(),
                 &Patch::Apply(&body),
             )
             .await
@@ -413,4 +659,31 @@ impl Registry {
             }
         }
     }
+}
+
+/// Whether two versions declare the same controllers and webhooks (so one can take the other's
+/// slot without restarting loops or routes).
+fn same_shape(a: &LoadedPlugin, b: &LoadedPlugin) -> bool {
+    let (a, b) = (a.manifest(), b.manifest());
+    a.controllers == b.controllers && a.webhooks == b.webhooks
+}
+
+/// One plugin's status value; `widened` lists what an explicit grant gave it beyond what it
+/// would hold without one.
+fn status_entry(
+    active: &str,
+    candidate: &str,
+    error: Option<&str>,
+    widened: &[String],
+) -> serde_json::Value {
+    let mut entry = json!({
+        "activeDigest": active,
+        "candidateDigest": candidate,
+        "lastError": error,
+        "time": k8s_openapi::jiff::Timestamp::now().to_string(),
+    });
+    if !widened.is_empty() {
+        entry["grantsWidened"] = json!(widened);
+    }
+    entry
 }

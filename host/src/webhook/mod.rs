@@ -6,7 +6,9 @@
 //! HTTP/1.1 only unless HTTP/2 is enabled, as upstream's controller-runtime server does.
 
 mod body_deadline;
+pub mod config_sync;
 mod invalid;
+pub mod registration;
 mod review;
 mod router;
 mod server;
@@ -16,7 +18,7 @@ mod table;
 pub mod verdict;
 
 pub use review::{ADMISSION_API_VERSION, ReviewError, parse_review, review_response};
-pub use router::{webhook_router, with_body_limit};
+pub use router::{live_webhook_router, webhook_router, with_body_limit};
 pub use server::{
     BODY_READ_TIMEOUT, DEFAULT_BODY_LIMIT, DEFAULT_CERT_DIR, DEFAULT_PORT, SHUTDOWN_GRACE,
     ServerTuning, TlsPolicy, TlsServer, TlsServerConfig, crypto_provider, serve, serve_on,
@@ -24,5 +26,5 @@ pub use server::{
 };
 pub use serving_cert::{CERT_FILE, DEBOUNCE_INTERVAL, KEY_FILE, ReloadingCert};
 pub use side_effects::{NoSideEffects, SideEffectError, SideEffectFuture, SideEffectSink};
-pub use table::{WebhookRoute, WebhookTable, WebhookTableError, routable};
+pub use table::{LiveWebhookTable, WebhookRoute, WebhookTable, WebhookTableError, routable};
 pub use verdict::Verdict;

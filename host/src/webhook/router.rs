@@ -7,14 +7,14 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{StatusCode, Uri};
+use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::any;
 use tracing::{debug, warn};
 
 use super::review::{parse_review, review_response};
 use super::side_effects::{SideEffectError, SideEffectSink};
-use super::table::{WebhookRoute, WebhookTable};
+use super::table::{LiveWebhookTable, WebhookRoute, WebhookTable};
 use super::verdict::Verdict;
 use crate::dispatch;
 use crate::metrics::Metrics;
@@ -22,12 +22,13 @@ use crate::plugin::{AdmissionInput, CallEnv, CallError, ClusterView};
 
 /// What every webhook handler shares.
 struct RouterState {
+    table: LiveWebhookTable,
     cluster: Arc<dyn ClusterView>,
     side_effects: Arc<dyn SideEffectSink>,
 }
 
-/// One `POST` route per webhook path of `table`; any other path answers 404, any other method
-/// 405. Plugins read the cluster through `cluster`; side effects of allowed, non-dry-run
+/// `POST <path>` for every webhook path of `table`; any other path answers 404, any other
+/// method 405. Plugins read the cluster through `cluster`; side effects of allowed, non-dry-run
 /// decisions go to `side_effects`. The request body limit is applied by [`super::serve`]
 /// (or [`with_body_limit`]); without it axum's default of 2 MB holds.
 pub fn webhook_router(
@@ -35,22 +36,28 @@ pub fn webhook_router(
     cluster: Arc<dyn ClusterView>,
     side_effects: Arc<dyn SideEffectSink>,
 ) -> Router {
+    live_webhook_router(LiveWebhookTable::new(table.clone()), cluster, side_effects)
+}
+
+/// As [`webhook_router`], answering from whatever `table` holds at each request: plugins added
+/// or removed at run time are served or dropped without rebinding the server.
+pub fn live_webhook_router(
+    table: LiveWebhookTable,
+    cluster: Arc<dyn ClusterView>,
+    side_effects: Arc<dyn SideEffectSink>,
+) -> Router {
     let state = Arc::new(RouterState {
+        table,
         cluster,
         side_effects,
     });
-    let mut router = Router::new();
-    for route in table.routes() {
-        let (state, route) = (state.clone(), route.clone());
-        let path = route.path.clone();
-        router = router.route(
-            &path,
-            post(move |body: Result<Bytes, BytesRejection>| {
-                handle(state.clone(), route.clone(), body)
-            }),
-        );
-    }
-    router.fallback(not_found)
+    let dispatch = move |method: Method, uri: Uri, body: Result<Bytes, BytesRejection>| {
+        route_request(state.clone(), method, uri, body)
+    };
+    // Routes rather than a fallback, so layers added to the router (the body limit) apply.
+    Router::new()
+        .route("/", any(dispatch.clone()))
+        .route("/{*path}", any(dispatch))
 }
 
 /// Limits request bodies to `limit` bytes; a larger body is answered with 413.
@@ -58,13 +65,51 @@ pub fn with_body_limit(router: Router, limit: usize) -> Router {
     router.layer(axum::extract::DefaultBodyLimit::max(limit))
 }
 
-async fn not_found(uri: Uri) -> Response {
-    debug!(path = uri.path(), "request for a path no webhook serves");
-    (
-        StatusCode::NOT_FOUND,
-        format!("no webhook is served at {}\n", uri.path()),
-    )
-        .into_response()
+async fn route_request(
+    state: Arc<RouterState>,
+    method: Method,
+    uri: Uri,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let table = state.table.current();
+    let Some(route) = table.route(uri.path()).cloned() else {
+        if method == Method::POST && state.table.recently_retired(uri.path()) {
+            return retired(uri.path(), body);
+        }
+        debug!(path = uri.path(), "request for a path no webhook serves");
+        return (
+            StatusCode::NOT_FOUND,
+            format!("no webhook is served at {}\n", uri.path()),
+        )
+            .into_response();
+    };
+    if method != Method::POST {
+        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
+    }
+    handle(state, route, body).await
+}
+
+/// A request to the path of a plugin just removed: admitted unchanged, as it would be once the
+/// apiserver stops calling the path (with `failurePolicy: Fail` a 404 would deny it).
+fn retired(path: &str, body: Result<Bytes, BytesRejection>) -> Response {
+    let parsed = body
+        .map_err(|r| r.body_text())
+        .and_then(|b| parse_review(&b, path).map_err(|e| e.to_string()));
+    match parsed {
+        Ok(input) => {
+            debug!(
+                path,
+                uid = input.uid,
+                "admitting a request to a removed plugin's webhook"
+            );
+            Json(review_response(&input.uid, &Verdict::allow())).into_response()
+        }
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            format!("malformed AdmissionReview: {e}\n"),
+        )
+            .into_response(),
+    }
 }
 
 async fn handle(

@@ -1,7 +1,7 @@
 //! Which plugin answers which webhook path: built from the plugins' manifests.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use crate::gvk::Gvk;
 use crate::plugin::wire::{Operation, WebhookType};
@@ -109,6 +109,11 @@ impl WebhookTable {
         self.routes.retain(|_, r| keep(r));
     }
 
+    /// The route of `path`, if a plugin serves it.
+    pub fn route(&self, path: &str) -> Option<&Arc<WebhookRoute>> {
+        self.routes.get(path)
+    }
+
     /// Every route, ordered by path.
     pub fn routes(&self) -> impl Iterator<Item = &Arc<WebhookRoute>> {
         self.routes.values()
@@ -120,6 +125,76 @@ impl WebhookTable {
 
     pub fn is_empty(&self) -> bool {
         self.routes.is_empty()
+    }
+}
+
+/// The table a webhook server answers from: replaced whole when plugins come and go, so a
+/// request sees either the old set of routes or the new one.
+#[derive(Clone, Debug)]
+pub struct LiveWebhookTable {
+    table: Arc<RwLock<Arc<WebhookTable>>>,
+    /// Paths dropped from the table, and when: the apiserver may call them until it sees the
+    /// webhook configuration change.
+    retired: Arc<RwLock<BTreeMap<String, std::time::Instant>>>,
+    generation: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+/// How long a path dropped from the table is still answered (admitting the request unchanged):
+/// the apiserver's view of the webhook configurations lags behind the host's.
+pub const RETIRED_PATH_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Default for LiveWebhookTable {
+    fn default() -> Self {
+        Self::new(WebhookTable::default())
+    }
+}
+
+impl LiveWebhookTable {
+    pub fn new(table: WebhookTable) -> Self {
+        Self {
+            table: Arc::new(RwLock::new(Arc::new(table))),
+            retired: Default::default(),
+            generation: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
+    }
+
+    pub fn current(&self) -> Arc<WebhookTable> {
+        self.table.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn set(&self, table: WebhookTable) {
+        let previous = std::mem::replace(
+            &mut *self.table.write().unwrap_or_else(|e| e.into_inner()),
+            Arc::new(table),
+        );
+        {
+            let current = self.current();
+            let now = std::time::Instant::now();
+            let mut retired = self.retired.write().unwrap_or_else(|e| e.into_inner());
+            retired.retain(|path, at| {
+                current.route(path).is_none() && now.duration_since(*at) < RETIRED_PATH_GRACE
+            });
+            for route in previous.routes() {
+                if current.route(&route.path).is_none() {
+                    retired.insert(route.path.clone(), now);
+                }
+            }
+        }
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// Whether `path` was served until less than [`RETIRED_PATH_GRACE`] ago.
+    pub fn recently_retired(&self, path: &str) -> bool {
+        self.retired
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .is_some_and(|at| at.elapsed() < RETIRED_PATH_GRACE)
+    }
+
+    /// Changes after every [`LiveWebhookTable::set`].
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.generation.subscribe()
     }
 }
 

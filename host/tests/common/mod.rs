@@ -140,8 +140,22 @@ pub fn registry(
         t.client.clone(),
         t.namespace.clone(),
         engine,
-        std::slice::from_ref(slot),
+        odh_model_controller::plugin::PluginSet::new([slot.clone()]),
     )
+}
+
+/// The lower-case hex sha256 of `bytes` (what a plugins ConfigMap entry pins).
+pub fn sha(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// `bytes` gzip-compressed (how a component fits in a ConfigMap's binaryData).
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).expect("gzip into memory");
+    gz.finish().expect("gzip into memory")
 }
 
 /// A loopback port nothing listens on right now (for a child process to bind).
@@ -300,16 +314,30 @@ impl ServingHost {
     /// Starts the host with the default plugins, metrics off and `env`, and waits until
     /// `/readyz` answers 200 (the error carries the host's log).
     pub async fn start(name: &str, env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        Self::start_with(name, false, env).await
+    }
+
+    /// [`ServingHost::start`]; with `sync_webhooks` the host also keeps the cluster's webhook
+    /// configurations in step with what it serves, pointing the apiserver at its loopback port.
+    pub async fn start_with(
+        name: &str,
+        sync_webhooks: bool,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let (cert_dir, _) = serving_cert(name);
         let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
         let webhook_port = free_port();
         let health_port = free_port();
-        let args = [
+        let mut args = vec![
             "--metrics-bind-address=0".to_string(),
             format!("--webhook-cert-dir={}", cert_dir.display()),
             format!("--webhook-bind-address=127.0.0.1:{webhook_port}"),
             format!("--health-probe-bind-address=127.0.0.1:{health_port}"),
         ];
+        if sync_webhooks {
+            args.push("--sync-webhook-configurations".into());
+            args.push(format!("--webhook-url=https://127.0.0.1:{webhook_port}"));
+        }
         let host = Self {
             process: HostProcess::start(name, &args, env)?,
             webhook_port,

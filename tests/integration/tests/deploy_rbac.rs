@@ -379,6 +379,10 @@ async fn deploy_host(
         .arg(format!(
             "--health-probe-bind-address=127.0.0.1:{health_port}"
         ))
+        // As the Deployment syncs the webhook entries (the caBundle injected there, here
+        // written by the test), pointed at this process instead of the Service.
+        .args(["--sync-webhook-configurations", "--webhook-ca-injected"])
+        .arg(format!("--webhook-url=https://127.0.0.1:{webhook_port}"))
         .env("POD_NAMESPACE", &controller_ns)
         .env_remove("KUBECONFIG")
         .env_remove("ODH_PLATFORM_TYPE")

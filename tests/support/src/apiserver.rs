@@ -37,6 +37,32 @@ pub fn cluster() -> anyhow::Result<&'static Cluster> {
         .map_err(|e| anyhow::anyhow!("test cluster unavailable: {e}"))
 }
 
+/// Makes this test process use an apiserver of its own (`target/test-apiserver-<name>`)
+/// instead of the shared one, for tests that change what every other test would see (the
+/// cluster's webhook configurations). Call it first, before anything touches the cluster; with
+/// `ODH_TEST_USE_EXISTING_CLUSTER=1` it refuses (the cluster would not be the test's own).
+pub fn isolated_cluster(name: &str) -> anyhow::Result<&'static Cluster> {
+    anyhow::ensure!(
+        std::env::var("ODH_TEST_USE_EXISTING_CLUSTER").as_deref() != Ok("1"),
+        "this test changes cluster-wide state and needs an apiserver of its own; it does not run against an existing cluster"
+    );
+    let dir = crate::workspace_root()
+        .join("target")
+        .join(format!("test-apiserver-{name}"));
+    let mut started_here = false;
+    let cluster = CLUSTER.get_or_init(|| {
+        started_here = true;
+        shared_apiserver(&dir).map_err(|e| format!("{e:#}"))
+    });
+    anyhow::ensure!(
+        started_here,
+        "isolated_cluster({name:?}) must come before any other use of the test cluster"
+    );
+    cluster
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("test cluster unavailable: {e}"))
+}
+
 fn resolve() -> anyhow::Result<Cluster> {
     if std::env::var("ODH_TEST_USE_EXISTING_CLUSTER").as_deref() == Ok("1") {
         let kubeconfig = std::env::var_os("KUBECONFIG")

@@ -1,28 +1,18 @@
 //! What `make run` does to a cluster besides running the host (there is no kubectl on a fresh
-//! machine): namespaces, the webhook configurations of the built-in plugins pointing at the
-//! local host, applying sample files, and showing what the controller made of them.
+//! machine): namespaces, applying sample files, and showing what the controller made of them.
+//! (The host registers its own webhooks: `--sync-webhook-configurations`.)
 
 use std::path::Path;
 
 use anyhow::Context;
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams,
-};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::discovery::{Scope, pinned_kind};
 use kube::{Client, ResourceExt};
-use odh_model_controller::builtins;
-use odh_model_controller::plugin::wire::{Webhook, WebhookType};
-use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 const FIELD_MANAGER: &str = "odh-dev";
-/// The name of both webhook configurations `make run` registers.
-pub const WEBHOOK_CONFIGURATION: &str = "odh-model-controller-dev";
 
 /// Creates namespace `name` unless it exists.
 pub async fn ensure_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
@@ -49,106 +39,6 @@ async fn resource(
         .await
         .with_context(|| format!("the cluster does not serve {kind} {api_version}"))?;
     Ok((resource, caps.scope == Scope::Namespaced))
-}
-
-/// Registers the webhooks of the default built-in plugins: the apiserver calls
-/// `https://<address><path>`, trusting `ca_pem`, for objects in `namespaces` only (the dev
-/// server is not there for the rest of the cluster).
-pub async fn register_webhooks(
-    client: &Client,
-    address: &str,
-    ca_pem: &str,
-    namespaces: &[String],
-) -> anyhow::Result<usize> {
-    let engine = crate::host::engine();
-    let mut mutating = Vec::new();
-    let mut validating = Vec::new();
-    for builtin in builtins::defaults() {
-        let bytes = builtins::component(builtin.name).context("an embedded component")?;
-        let plugin = LoadedPlugin::load(
-            &engine,
-            LoadRequest::new(Source::Builtin(builtin.name.into()), bytes),
-        )?;
-        for (i, w) in plugin.manifest().webhooks.iter().enumerate() {
-            let entry =
-                webhook_entry(client, builtin.name, i, w, address, ca_pem, namespaces).await?;
-            match w.type_ {
-                WebhookType::Mutating => mutating.push(entry),
-                WebhookType::Validating => validating.push(entry),
-            }
-        }
-    }
-    let count = mutating.len() + validating.len();
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let m: MutatingWebhookConfiguration = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": WEBHOOK_CONFIGURATION}, "webhooks": mutating}))?;
-    Api::<MutatingWebhookConfiguration>::all(client.clone())
-        .patch(WEBHOOK_CONFIGURATION, &params, &Patch::Apply(&m))
-        .await?;
-    let v: ValidatingWebhookConfiguration = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": WEBHOOK_CONFIGURATION}, "webhooks": validating}))?;
-    Api::<ValidatingWebhookConfiguration>::all(client.clone())
-        .patch(WEBHOOK_CONFIGURATION, &params, &Patch::Apply(&v))
-        .await?;
-    Ok(count)
-}
-
-async fn webhook_entry(
-    client: &Client,
-    plugin: &str,
-    index: usize,
-    w: &Webhook,
-    address: &str,
-    ca_pem: &str,
-    namespaces: &[String],
-) -> anyhow::Result<Value> {
-    use base64::Engine as _;
-    let (resource, _) = resource(client, &w.gvk.api_version(), &w.gvk.kind).await?;
-    let operations: Vec<Value> = w
-        .operations
-        .iter()
-        .map(|o| serde_json::to_value(o).unwrap_or_default())
-        .collect();
-    Ok(json!({
-        "name": format!("{index}.{plugin}.odh-model-controller.dev"),
-        "clientConfig": {
-            "url": format!("https://{address}{}", w.path),
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
-        },
-        "rules": [{"apiGroups": [w.gvk.group], "apiVersions": [w.gvk.version],
-                   "resources": [resource.plural], "operations": operations}],
-        "failurePolicy": "Fail",
-        "sideEffects": "NoneOnDryRun",
-        "admissionReviewVersions": ["v1"],
-        "namespaceSelector": {"matchExpressions": [{
-            "key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces}]},
-        "timeoutSeconds": 10,
-    }))
-}
-
-/// Removes what [`register_webhooks`] registered.
-pub async fn unregister_webhooks(client: &Client) -> anyhow::Result<()> {
-    let dp = DeleteParams::default();
-    let gone = |r: Result<_, kube::Error>| match r {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e),
-    };
-    gone(
-        Api::<MutatingWebhookConfiguration>::all(client.clone())
-            .delete(WEBHOOK_CONFIGURATION, &dp)
-            .await
-            .map(|_| ()),
-    )?;
-    gone(
-        Api::<ValidatingWebhookConfiguration>::all(client.clone())
-            .delete(WEBHOOK_CONFIGURATION, &dp)
-            .await
-            .map(|_| ()),
-    )?;
-    Ok(())
 }
 
 /// Applies every object of a YAML file (server-side apply), in `namespace` unless an object

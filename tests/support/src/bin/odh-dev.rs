@@ -4,9 +4,6 @@
 //! * `install-crds DIR...`: the CRDs of these directories;
 //! * `serving-cert DIR`: a self-signed `tls.crt`/`tls.key` for 127.0.0.1 and localhost;
 //! * `ensure-namespace NS`;
-//! * `register-webhooks ADDRESS CA_FILE NS...`: the default built-ins' webhooks, called at
-//!   `https://ADDRESS`, for objects in the namespaces `NS...` only;
-//! * `unregister-webhooks`;
 //! * `apply NS FILE...`: server-side apply of every object of the files;
 //! * `wait-for NS API_VERSION KIND NAME`: until the object exists (a minute at most);
 //! * `show NS`: the objects of the serving kinds in NS, with their finalizers;
@@ -18,7 +15,7 @@ use anyhow::Context;
 use odh_test_support::dev;
 
 const USAGE: &str = "usage: odh-dev install-crds DIR... | serving-cert DIR | ensure-namespace NS | \
-    register-webhooks ADDRESS CA_FILE NS... | unregister-webhooks | apply NS FILE... | \
+    apply NS FILE... | \
     wait-for NS API_VERSION KIND NAME | show NS | bench-gate GATE_FILE RESULTS_DIR";
 
 /// The kinds `show` lists: what an InferenceService's reconcile makes, and the service itself.
@@ -59,17 +56,6 @@ async fn main() -> anyhow::Result<()> {
         Some("ensure-namespace") => {
             dev::ensure_namespace(&client().await?, args.get(1).context(USAGE)?).await?;
         }
-        Some("register-webhooks") if args.len() > 3 => {
-            let ca = std::fs::read_to_string(&args[2])
-                .with_context(|| format!("reading {}", args[2]))?;
-            let count = dev::register_webhooks(&client().await?, &args[1], &ca, &args[3..]).await?;
-            println!(
-                "registered {count} webhooks at https://{} for namespaces {}",
-                args[1],
-                args[3..].join(", ")
-            );
-        }
-        Some("unregister-webhooks") => dev::unregister_webhooks(&client().await?).await?,
         Some("apply") if args.len() > 2 => {
             let client = client().await?;
             for file in &args[2..] {
