@@ -57,6 +57,28 @@ fn hello() -> &'static str {
     })
 }
 
+/// A plugin whose settings have a required key (the example vendor plugin's `imageRegistry`)
+/// is described without settings: they are the admin's, checked when it serves; `eval` still
+/// checks the settings it is given.
+#[test]
+fn inspect_describes_a_plugin_whose_settings_are_required() {
+    let vendor = odh_test_support::plugin_wasm("vendor-runtime").unwrap();
+    let vendor = vendor.to_str().unwrap();
+    let (code, out, err) = run(&["plugin", "inspect", vendor]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out["name"], "vendor-runtime");
+    assert_eq!(out["controllers"][0]["primary"]["kind"], "ServingRuntime");
+    let dir = tmpdir("vendor");
+    let runtime = write(
+        &dir,
+        "runtime.yaml",
+        "apiVersion: serving.kserve.io/v1alpha1\nkind: ServingRuntime\nmetadata:\n  name: r\n  namespace: ns\n",
+    );
+    let (code, _, err) = eval(vendor, "validate", runtime.to_str().unwrap());
+    assert_eq!(code, 1, "its validate-settings refuses: {err}");
+    assert!(err.contains("imageRegistry"), "{err}");
+}
+
 #[test]
 fn inspect_prints_the_manifest_with_the_wit_version() {
     let (code, out, err) = run(&["plugin", "inspect", hello()]);

@@ -71,6 +71,9 @@ pub struct LoadRequest<'a> {
     pub limits: Limits,
     /// Settings JSON handed to every call; checked by the plugin's `validate-settings`.
     pub settings: Value,
+    /// False only to describe a component (`plugin inspect`): its settings are the admin's,
+    /// checked when it is loaded to serve.
+    pub check_settings: bool,
 }
 
 impl<'a> LoadRequest<'a> {
@@ -83,7 +86,14 @@ impl<'a> LoadRequest<'a> {
             grants: Grants::default(),
             limits: Limits::default(),
             settings: Value::Object(Default::default()),
+            check_settings: true,
         }
+    }
+
+    /// Skips `validate-settings`: for describing a component whose settings are not known.
+    pub fn without_settings_check(mut self) -> Self {
+        self.check_settings = false;
+        self
     }
 
     pub fn settings(mut self, settings: Value) -> Self {
@@ -202,9 +212,11 @@ impl LoadedPlugin {
                 .collect(),
             None => Vec::new(),
         };
-        bootstrap.call(engine, &exports, Export::ValidateSettings, |p, s| {
-            p.call_validate_settings(s, &settings)
-        })?;
+        if req.check_settings {
+            bootstrap.call(engine, &exports, Export::ValidateSettings, |p, s| {
+                p.call_validate_settings(s, &settings)
+            })?;
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 name: bootstrap.name,
