@@ -58,6 +58,32 @@ fn runtime(name: &str, image: &str) -> anyhow::Result<DynamicObject> {
     }))?)
 }
 
+/// Creates vendor runtimes named `<prefix>-1`, `<prefix>-2`… until one comes back with the
+/// min-replicas annotation `annotation` (`None`: without it): the apiserver sees a webhook
+/// configuration change a moment after it is written. Returns the last name.
+async fn create_until(
+    what: &str,
+    runtimes: &Api<DynamicObject>,
+    prefix: &str,
+    annotation: Option<&str>,
+) -> anyhow::Result<String> {
+    let mut attempt = 0;
+    eventually(what, Timing::default(), || {
+        attempt += 1;
+        let name = format!("{prefix}-{attempt}");
+        async move {
+            let created = runtimes
+                .create(&PostParams::default(), &runtime(&name, IMAGE)?)
+                .await?;
+            let annotations = created.metadata.annotations.unwrap_or_default();
+            let got = annotations.get(MIN_REPLICAS).map(String::as_str);
+            anyhow::ensure!(got == annotation, "{name}: {annotations:?}");
+            Ok(name)
+        }
+    })
+    .await
+}
+
 const IMAGE: &str = "registry.example.com/runtimes/example-server:2.1";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,30 +214,16 @@ async fn a_plugin_added_in_the_configmap_serves_without_a_restart_and_leaves_wit
         "ServingRuntime",
         "servingruntimes",
     );
-    let mut attempt = 0;
-    eventually(
+    let served = create_until(
         "the apiserver calls the vendor plugin's mutating webhook",
-        Timing::default(),
-        || {
-            attempt += 1;
-            let (runtimes, name) = (runtimes.clone(), format!("served-{attempt}"));
-            async move {
-                let created = runtimes
-                    .create(&PostParams::default(), &runtime(&name, IMAGE)?)
-                    .await?;
-                let annotations = created.metadata.annotations.unwrap_or_default();
-                anyhow::ensure!(
-                    annotations.get(MIN_REPLICAS).map(String::as_str) == Some("2"),
-                    "{name}: {annotations:?}"
-                );
-                Ok(())
-            }
-        },
+        &runtimes,
+        "served",
+        Some("2"),
     )
     .await
     .map_err(|e| host.with_log(e))?;
     let app_cms: Api<ConfigMap> = apps.api();
-    let info = format!("served-{attempt}-vendor-info");
+    let info = format!("{served}-vendor-info");
     eventually(
         "the vendor plugin's controller reconciles",
         Timing::default(),
@@ -252,28 +264,14 @@ async fn a_plugin_added_in_the_configmap_serves_without_a_restart_and_leaves_wit
     )
     .await
     .map_err(|e| host.with_log(e))?;
-    let mut after = 0;
-    eventually(
+    let after = create_until(
         "the apiserver stops calling the vendor plugin",
-        Timing::default(),
-        || {
-            after += 1;
-            let (runtimes, name) = (runtimes.clone(), format!("after-{after}"));
-            async move {
-                let created = runtimes
-                    .create(&PostParams::default(), &runtime(&name, IMAGE)?)
-                    .await?;
-                let annotations = created.metadata.annotations.unwrap_or_default();
-                anyhow::ensure!(
-                    !annotations.contains_key(MIN_REPLICAS),
-                    "{name}: {annotations:?}"
-                );
-                Ok(())
-            }
-        },
+        &runtimes,
+        "after",
+        None,
     )
     .await?;
-    let no_info = format!("after-{after}-vendor-info");
+    let no_info = format!("{after}-vendor-info");
     consistently(
         "the vendor plugin's controller no longer reconciles",
         Timing::within(std::time::Duration::from_secs(3)),
