@@ -213,6 +213,13 @@ impl KindCache {
         let _ = rx.wait_for(|s| *s).await;
     }
 
+    /// Changes once for every completed list of the kind, the first and each relist after the
+    /// watch broke off (from the first on when that happened before this call).
+    pub fn relists(&self) -> watch::Receiver<bool> {
+        // Never marked seen: a clone starts out behind every list done so far.
+        self.synced.clone()
+    }
+
     /// Whether the cache holds every object a list with `selector` asks for.
     fn covers(&self, selector: &LabelSelector) -> bool {
         self.filter.as_ref().is_none_or(|f| selector.is_within(f))
@@ -421,6 +428,30 @@ impl Caches {
             synced,
             awaited,
         })
+    }
+}
+
+impl Caches {
+    /// An object of `cache`'s kind as the API server has it now, as plugins see objects: for
+    /// what a filtered cache does not hold.
+    pub async fn read_live(
+        &self,
+        cache: &KindCache,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> kube::Result<Option<DynamicObject>> {
+        let resource = &cache.kind.resource;
+        let api: Api<DynamicObject> = match namespace {
+            Some(ns) if cache.kind.namespaced => {
+                Api::namespaced_with(self.client.clone(), ns, resource)
+            }
+            _ => Api::all_with(self.client.clone(), resource),
+        };
+        let mut found = api.get_opt(name).await?;
+        if let Some(obj) = found.as_mut() {
+            for_plugins(obj, &types_of(resource));
+        }
+        Ok(found)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The one way to call the plugin version a slot serves, for controllers, webhooks and API
 //! routes alike: the active version decides; a shadow candidate, when the slot has one, gets
 //! the same input in the background *without effects* (outgoing HTTP limited to GET and HEAD)
-//! and only the difference of its answer is recorded. Every active call is metered here.
+//! and only the difference of its answer is recorded. Every call is metered here, a shadow's
+//! in series of its own.
 
 use std::time::Instant;
 
@@ -134,7 +135,14 @@ where
     if let Some((shadow, input, env)) = shadow {
         let active = comparable(&result);
         tokio::spawn(async move {
+            let started = Instant::now();
             let candidate = shadow.offload(op, move |p| run(p, &input, &env)).await;
+            Metrics::global().shadow_call(
+                shadow.name(),
+                op.as_str(),
+                candidate.as_ref().err().map(CallError::metric_label),
+                started.elapsed(),
+            );
             let candidate = comparable(&candidate);
             if candidate != active {
                 Metrics::global().shadow_difference(shadow.name(), op.as_str());

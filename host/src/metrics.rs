@@ -24,6 +24,7 @@
 //! | `odh_refused_writes_total` | `plugin`, `kind` |
 //! | `odh_plugin_swaps_total` | `plugin`, `result` (`swapped`, `rejected`) |
 //! | `odh_plugin_shadow_differences_total` | `plugin`, `op` |
+//! | `odh_plugin_shadow_calls_total`, `odh_plugin_shadow_call_duration_seconds`, `odh_plugin_shadow_failures_total` | as `odh_plugin_calls_total`, `odh_plugin_call_duration_seconds`, `odh_plugin_failures_total`, for the calls of shadow candidates (which those never count) |
 //! | `odh_leader` (gauge, 1 while this replica leads) | — |
 //!
 //! And client-go's, which controller-runtime exposes too:
@@ -152,6 +153,74 @@ fn plugin_call_histogram() -> Histogram {
     Histogram::new(PLUGIN_CALL_BUCKETS)
 }
 
+/// Count, duration and failures of plugin calls, by plugin and operation.
+#[derive(Clone)]
+struct CallMetrics {
+    calls: Family<PluginResultLabels, Counter>,
+    duration: HistogramFamily<PluginOpLabels>,
+    failures: Family<PluginReasonLabels, Counter>,
+}
+
+impl CallMetrics {
+    /// Registers the three families as `<prefix>calls`, `<prefix>call_duration_seconds` and
+    /// `<prefix>failures`, with `whose` in their help texts.
+    fn register(registry: &mut Registry, prefix: &str, whose: &str) -> Self {
+        let calls = Family::default();
+        registry.register(
+            format!("{prefix}calls"),
+            format!("Total number of {whose} per plugin, operation and result"),
+            calls.clone(),
+        );
+        let duration: HistogramFamily<PluginOpLabels> =
+            Family::new_with_constructor(plugin_call_histogram);
+        registry.register(
+            format!("{prefix}call_duration_seconds"),
+            format!("Duration of {whose} per plugin and operation"),
+            duration.clone(),
+        );
+        let failures = Family::default();
+        registry.register(
+            format!("{prefix}failures"),
+            format!("Total number of failed {whose} per plugin, operation and reason"),
+            failures.clone(),
+        );
+        Self {
+            calls,
+            duration,
+            failures,
+        }
+    }
+
+    fn record(&self, plugin: &str, op: &str, failure_reason: Option<&str>, duration: Duration) {
+        self.calls
+            .get_or_create(&PluginResultLabels {
+                plugin: plugin.to_string(),
+                op: op.to_string(),
+                result: if failure_reason.is_some() {
+                    "error"
+                } else {
+                    "success"
+                },
+            })
+            .inc();
+        self.duration
+            .get_or_create(&PluginOpLabels {
+                plugin: plugin.to_string(),
+                op: op.to_string(),
+            })
+            .observe(duration.as_secs_f64());
+        if let Some(reason) = failure_reason {
+            self.failures
+                .get_or_create(&PluginReasonLabels {
+                    plugin: plugin.to_string(),
+                    op: op.to_string(),
+                    reason: reason.to_string(),
+                })
+                .inc();
+        }
+    }
+}
+
 /// Every metric the process exposes. Cloning is cheap and clones share the values.
 #[derive(Clone)]
 pub struct Metrics {
@@ -166,9 +235,11 @@ pub struct Metrics {
     workqueue_depth: Family<QueueLabels, Gauge>,
     workqueue_adds: Family<QueueLabels, Counter>,
     workqueue_retries: Family<QueueLabels, Counter>,
-    plugin_calls: Family<PluginResultLabels, Counter>,
-    plugin_call_duration: HistogramFamily<PluginOpLabels>,
-    plugin_failures: Family<PluginReasonLabels, Counter>,
+    /// The calls that decide (the active versions').
+    plugin_calls: CallMetrics,
+    /// The calls of shadow candidates, in series of their own: counted with the active calls
+    /// they would double a plugin's call rate and mix a candidate's failures into its alerts.
+    shadow_calls: CallMetrics,
     refused_writes: Family<PluginKindLabels, Counter>,
     swaps: Family<PluginSwapLabels, Counter>,
     shadow_differences: Family<PluginOpLabels, Counter>,
@@ -260,25 +331,7 @@ impl Metrics {
             "Total number of retries handled by workqueue",
             workqueue_retries.clone(),
         );
-        let plugin_calls = Family::default();
-        registry.register(
-            "odh_plugin_calls",
-            "Total number of plugin calls per plugin, operation and result",
-            plugin_calls.clone(),
-        );
-        let plugin_call_duration: HistogramFamily<PluginOpLabels> =
-            Family::new_with_constructor(plugin_call_histogram);
-        registry.register(
-            "odh_plugin_call_duration_seconds",
-            "Duration of plugin calls per plugin and operation",
-            plugin_call_duration.clone(),
-        );
-        let plugin_failures = Family::default();
-        registry.register(
-            "odh_plugin_failures",
-            "Total number of failed plugin calls per plugin, operation and reason",
-            plugin_failures.clone(),
-        );
+        let plugin_calls = CallMetrics::register(&mut registry, "odh_plugin_", "plugin calls");
         let refused_writes = Family::default();
         registry.register(
             "odh_refused_writes",
@@ -296,6 +349,11 @@ impl Metrics {
             "odh_plugin_shadow_differences",
             "Total number of inputs on which a shadow candidate decided differently from the active version",
             shadow_differences.clone(),
+        );
+        let shadow_calls = CallMetrics::register(
+            &mut registry,
+            "odh_plugin_shadow_",
+            "calls of shadow candidates",
         );
         let leader = Gauge::default();
         registry.register(
@@ -322,8 +380,7 @@ impl Metrics {
             workqueue_adds,
             workqueue_retries,
             plugin_calls,
-            plugin_call_duration,
-            plugin_failures,
+            shadow_calls,
             refused_writes,
             swaps,
             shadow_differences,
@@ -452,31 +509,19 @@ impl Metrics {
         duration: Duration,
     ) {
         self.plugin_calls
-            .get_or_create(&PluginResultLabels {
-                plugin: plugin.to_string(),
-                op: op.to_string(),
-                result: if failure_reason.is_some() {
-                    "error"
-                } else {
-                    "success"
-                },
-            })
-            .inc();
-        self.plugin_call_duration
-            .get_or_create(&PluginOpLabels {
-                plugin: plugin.to_string(),
-                op: op.to_string(),
-            })
-            .observe(duration.as_secs_f64());
-        if let Some(reason) = failure_reason {
-            self.plugin_failures
-                .get_or_create(&PluginReasonLabels {
-                    plugin: plugin.to_string(),
-                    op: op.to_string(),
-                    reason: reason.to_string(),
-                })
-                .inc();
-        }
+            .record(plugin, op, failure_reason, duration);
+    }
+
+    /// Records one call of a shadow candidate, as [`Metrics::plugin_call`] does an active one.
+    pub fn shadow_call(
+        &self,
+        plugin: &str,
+        op: &str,
+        failure_reason: Option<&str>,
+        duration: Duration,
+    ) {
+        self.shadow_calls
+            .record(plugin, op, failure_reason, duration);
     }
 
     /// The host refused a write a plugin proposed (outside its declared kinds, ...).
@@ -724,6 +769,56 @@ mod tests {
             Some(1.0)
         );
         assert_eq!(sample(&text, &format!("workqueue_depth{q}")), Some(5.0));
+    }
+
+    #[test]
+    fn shadow_calls_have_series_of_their_own() {
+        let m = Metrics::new();
+        m.plugin_call("isvc", "mutate", None, Duration::from_micros(300));
+        m.shadow_call("isvc", "mutate", Some("trap"), Duration::from_micros(500));
+        let text = m.render();
+        let active = r#"{plugin="isvc",op="mutate",result="success"}"#;
+        assert_eq!(
+            sample(&text, &format!("odh_plugin_calls_total{active}")),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_calls_total{plugin="isvc",op="mutate",result="error"}"#
+            ),
+            None,
+            "the shadow's failure is not the active version's"
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_call_duration_seconds_count{plugin="isvc",op="mutate"}"#
+            ),
+            Some(1.0)
+        );
+        assert!(!text.contains("odh_plugin_failures_total{"), "{text}");
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_shadow_calls_total{plugin="isvc",op="mutate",result="error"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_shadow_failures_total{plugin="isvc",op="mutate",reason="trap"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_shadow_call_duration_seconds_count{plugin="isvc",op="mutate"}"#
+            ),
+            Some(1.0)
+        );
     }
 
     #[test]

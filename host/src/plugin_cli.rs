@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::builtins;
 use crate::gvk::Gvk;
 use crate::plugin::bindings::WIT_PACKAGE;
-use crate::plugin::wire::{Operation, RequestKey, WebhookType};
+use crate::plugin::wire::{Manifest, Operation, RequestKey, WebhookType};
 use crate::plugin::{
     AdmissionInput, CallEnv, CallError, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster,
     PluginEngine, ReconcileInput, Source,
@@ -230,9 +230,14 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
                 None => manifest.controllers.iter().find(|x| x.primary == gvk),
             }
             .ok_or_else(|| {
+                let wanted = match &args.controller {
+                    Some(c) => format!("no controller {c:?}"),
+                    None => format!("no controller for {gvk}"),
+                };
                 usage(anyhow::anyhow!(
-                    "plugin {} has no controller for {gvk}",
-                    plugin.name()
+                    "plugin {} has {wanted} ({})",
+                    plugin.name(),
+                    controllers_of(manifest)
                 ))
             })?;
             let name =
@@ -258,12 +263,22 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
             } else {
                 WebhookType::Validating
             };
+            // The apiserver calls a webhook only for what it registered: an export without such
+            // a webhook would answer a request the plugin never receives.
             let path = manifest
                 .webhooks
                 .iter()
                 .find(|w| w.type_ == wanted && w.gvk == gvk && w.operations.contains(&operation))
                 .map(|w| w.path.clone())
-                .unwrap_or_default();
+                .ok_or_else(|| {
+                    usage(anyhow::anyhow!(
+                        "plugin {} has no {} webhook for {} of {gvk} ({})",
+                        plugin.name(),
+                        kind_name(wanted),
+                        op_name(operation),
+                        webhooks_of(manifest, wanted)
+                    ))
+                })?;
             let input = AdmissionInput {
                 uid: "00000000-0000-0000-0000-000000000000".into(),
                 path,
@@ -296,6 +311,54 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
             };
             Ok(json!({"op": op, "plugin": plugin.name(), "decision": decision}))
         }
+    }
+}
+
+/// `its controllers: name (kind), ...` or `it has no controllers`.
+fn controllers_of(manifest: &Manifest) -> String {
+    if manifest.controllers.is_empty() {
+        return "it has no controllers".into();
+    }
+    let list: Vec<String> = manifest
+        .controllers
+        .iter()
+        .map(|c| format!("{} ({})", c.name, c.primary))
+        .collect();
+    format!("its controllers: {}", list.join(", "))
+}
+
+/// An operation as `--operation` takes it (`CREATE`).
+fn op_name(operation: Operation) -> &'static str {
+    match operation {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}
+
+fn kind_name(kind: WebhookType) -> &'static str {
+    match kind {
+        WebhookType::Mutating => "mutating",
+        WebhookType::Validating => "validating",
+    }
+}
+
+/// `its mutating webhooks: path (kind: operations), ...` or `it has no mutating webhooks`.
+fn webhooks_of(manifest: &Manifest, kind: WebhookType) -> String {
+    let list: Vec<String> = manifest
+        .webhooks
+        .iter()
+        .filter(|w| w.type_ == kind)
+        .map(|w| {
+            let ops: Vec<&str> = w.operations.iter().map(|o| op_name(*o)).collect();
+            format!("{} ({}: {})", w.path, w.gvk, ops.join(", "))
+        })
+        .collect();
+    if list.is_empty() {
+        format!("it has no {} webhooks", kind_name(kind))
+    } else {
+        format!("its {} webhooks: {}", kind_name(kind), list.join(", "))
     }
 }
 

@@ -322,3 +322,80 @@ fn bad_arguments_and_input_exit_2() {
         assert!(!err.trim().is_empty(), "{args:?} printed no message");
     }
 }
+
+#[test]
+fn an_unknown_controller_is_named_with_the_plugins_controllers() {
+    let d = tmpdir("controller");
+    let obj = write(&d, "cm.yaml", DEMO);
+    let (code, out, err) = run(&[
+        "plugin",
+        "eval",
+        "--plugin",
+        hello(),
+        "--op",
+        "reconcile",
+        "--object",
+        obj.to_str().unwrap(),
+        "--controller",
+        "nope",
+    ]);
+    assert_eq!((code, out), (2, Value::Null), "{err}");
+    assert!(
+        err.contains(
+            r#"plugin hello has no controller "nope" (its controllers: hello (ConfigMap/v1))"#
+        ),
+        "{err}"
+    );
+
+    let pod = write(
+        &d,
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ns1\n",
+    );
+    let (code, _, err) = eval(hello(), "reconcile", pod.to_str().unwrap());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "plugin hello has no controller for Pod/v1 (its controllers: hello (ConfigMap/v1))"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn admission_needs_a_declared_webhook_of_that_type() {
+    let d = tmpdir("webhooks");
+    let obj = write(&d, "cm.yaml", DEMO);
+    // `owner` declares no webhooks; calling its mutate export would only say "not implemented".
+    let owner = odh_test_support::plugin_wasm("owner").unwrap();
+    for (op, kind) in [("mutate", "mutating"), ("validate", "validating")] {
+        let (code, out, err) = eval(owner.to_str().unwrap(), op, obj.to_str().unwrap());
+        assert_eq!((code, out), (2, Value::Null), "{op}: {err}");
+        assert!(
+            err.contains(&format!(
+                "plugin owner has no {kind} webhook for CREATE of ConfigMap/v1 (it has no {kind} webhooks)"
+            )),
+            "{op}: {err}"
+        );
+    }
+    // hello's webhooks take CREATE and UPDATE, not DELETE.
+    let (code, _, err) = run(&[
+        "plugin",
+        "eval",
+        "--plugin",
+        hello(),
+        "--op",
+        "validate",
+        "--object",
+        obj.to_str().unwrap(),
+        "--operation",
+        "DELETE",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "plugin hello has no validating webhook for DELETE of ConfigMap/v1 (its validating webhooks: /validate-hello-configmap (ConfigMap/v1: CREATE, UPDATE))"
+        ),
+        "{err}"
+    );
+}

@@ -52,6 +52,17 @@ impl Applier {
         self.patch_finalizers(primary, obj, list).await.map(|_| ())
     }
 
+    /// Removes `finalizer` from the primary's object if it carries it, outside any outcome
+    /// (the controller lets go of an object that left its selector).
+    pub async fn release_finalizer(
+        &self,
+        primary: &Primary<'_>,
+        finalizer: &str,
+    ) -> Result<(), ApplyError> {
+        self.remove_finalizer(primary, primary.object, Some(finalizer))
+            .await
+    }
+
     async fn patch_finalizers(
         &self,
         primary: &Primary<'_>,

@@ -12,14 +12,15 @@ mod supervisor;
 
 pub use supervisor::supervise;
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::applier::{Applier, Primary};
+use crate::applier::{Applier, ApplyError, Primary};
 use crate::cache::{Caches, Change, KindCache};
 use crate::dispatch;
 use crate::gvk::Gvk;
@@ -93,6 +94,9 @@ struct ControllerLoop {
     spec: ControllerSpec,
     primary: Arc<KindCache>,
     selector: LabelSelector,
+    /// The primaries last seen inside `selector` (kept only when it selects less than
+    /// everything): an update or relist that finds one outside is how the loop knows it left.
+    selected: Mutex<HashSet<RequestKey>>,
     queue: Arc<WorkQueue<RequestKey>>,
 }
 
@@ -117,6 +121,7 @@ async fn run(
         spec,
         primary,
         selector,
+        selected: Mutex::default(),
         queue: WorkQueue::new(),
     });
     let mut tasks = JoinSet::new();
@@ -158,6 +163,15 @@ enum Source {
     Owned,
     /// A watched kind with its mapping and label filter.
     Watch(Mapping, Option<LabelSelector>),
+}
+
+/// Whether the key of a reconcile names an object that exists outside the selector (handed to
+/// the plugin as gone).
+enum Outside {
+    No,
+    Cached(Arc<DynamicObject>),
+    /// Not in the cache: gone, or outside a cache filtered by the selector.
+    Unknown,
 }
 
 fn key_of(obj: &DynamicObject) -> RequestKey {
@@ -247,16 +261,44 @@ impl ControllerLoop {
     fn watch(self: Arc<Self>, tasks: &mut JoinSet<()>, cache: Arc<KindCache>, source: Source) {
         let mut rx = cache.subscribe();
         let gvk = cache.gvk.clone();
+        // A relist reports no deletes and no objects that left: the primary's watch compares
+        // what it knows with the cache after each one (and once at start, to learn it).
+        let mut relists = (matches!(source, Source::Primary) && !self.selector.is_everything())
+            .then(|| cache.relists());
         tasks.spawn(async move {
             loop {
-                match rx.recv().await {
-                    Ok(change) => self.map_change(&gvk, &source, change).await,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                        // Missed changes: reconcile everything rather than miss one.
-                        tracing::warn!(controller = self.spec.name, kind = %gvk, missed = n, "watch fell behind; re-reconciling all");
-                        self.enqueue_all();
+                let relisted = async {
+                    match relists.as_mut() {
+                        Some(r) => r.changed().await.is_ok(),
+                        None => std::future::pending().await,
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                let relists_ended = tokio::select! {
+                    biased;
+                    change = rx.recv() => {
+                        match change {
+                            Ok(change) => self.map_change(&gvk, &source, change).await,
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                                // Missed changes: reconcile everything rather than miss one.
+                                tracing::warn!(controller = self.spec.name, kind = %gvk, missed = n, "watch fell behind; re-reconciling all");
+                                if matches!(source, Source::Primary) {
+                                    self.recheck_selection();
+                                }
+                                self.enqueue_all();
+                            }
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        }
+                        false
+                    }
+                    open = relisted => {
+                        if open {
+                            self.recheck_selection();
+                        }
+                        !open
+                    }
+                };
+                if relists_ended {
+                    relists = None;
                 }
             }
         });
@@ -271,6 +313,51 @@ impl ControllerLoop {
     fn enqueue_primary(&self, obj: &DynamicObject) {
         if self.selector.matches(obj.labels()) {
             self.queue.add(key_of(obj));
+        }
+    }
+
+    /// A change of the primary kind. An object inside the selector is reconciled; one that
+    /// leaves it is reconciled once more, as controller-runtime's label-filtered informer
+    /// reports it (deleted). From a cache filtered by the selector that is a delete already,
+    /// reconciled as any delete.
+    fn primary_changed(&self, change: &Change) {
+        let obj = &change.object;
+        if self.selector.is_everything() {
+            return self.enqueue_primary(obj);
+        }
+        let key = key_of(obj);
+        let inside = !change.deleted && self.selector.matches(obj.labels());
+        let was_inside = {
+            let mut selected = self.selected.lock().expect("selected lock");
+            if inside {
+                !selected.insert(key.clone())
+            } else {
+                selected.remove(&key)
+            }
+        };
+        if inside || was_inside || (change.deleted && self.selector.matches(obj.labels())) {
+            self.queue.add(key);
+        }
+    }
+
+    /// Relearns which primaries are inside the selector from the cache, and reconciles those
+    /// that were and no longer are (left it or went while their changes were not seen).
+    fn recheck_selection(&self) {
+        let inside: HashSet<RequestKey> = self
+            .primary
+            .list()
+            .iter()
+            .filter(|o| self.selector.matches(o.labels()))
+            .map(|o| key_of(o))
+            .collect();
+        let left: Vec<RequestKey> = {
+            let mut selected = self.selected.lock().expect("selected lock");
+            let left = selected.difference(&inside).cloned().collect();
+            *selected = inside;
+            left
+        };
+        for key in left {
+            self.queue.add(key);
         }
     }
 
@@ -290,7 +377,7 @@ impl ControllerLoop {
     async fn map_change(&self, gvk: &Gvk, source: &Source, change: Change) {
         let obj = &change.object;
         let keys = match source {
-            Source::Primary => return self.enqueue_primary(obj),
+            Source::Primary => return self.primary_changed(&change),
             Source::Owned => self.owners_of(obj, true),
             Source::Watch(mapping, filter) => {
                 // A shared cache may hold more than this watch declared: it sees only its own.
@@ -342,15 +429,17 @@ impl ControllerLoop {
 
     /// Reconciles one key; `None` when there was nothing to do (filtered out).
     async fn reconcile(&self, key: &RequestKey) -> Option<ReconcileResult> {
-        let object = self.primary.get(key.namespace.as_deref(), &key.name);
-        // A deleting object is handed to the plugin whatever finalizers it carries, as
-        // controller-runtime hands it to a reconciler: a plugin may hold it by another
-        // finalizer (the Model Registry's) that only it can let go of.
-        if let Some(obj) = &object
-            && !self.selector.matches(obj.labels())
-        {
-            return None;
-        }
+        let (object, outside) = match self.primary.get(key.namespace.as_deref(), &key.name) {
+            // Outside the selector an object is, to this controller, gone: what a cache
+            // filtered by the selector shows (and upstream's), whatever other plugins made the
+            // shared cache hold.
+            Some(obj) if !self.selector.matches(obj.labels()) => (None, Outside::Cached(obj)),
+            // A deleting object is handed to the plugin whatever finalizers it carries, as
+            // controller-runtime hands it to a reconciler: a plugin may hold it by another
+            // finalizer (the Model Registry's) that only it can let go of.
+            Some(obj) => (Some(obj), Outside::No),
+            None => (None, Outside::Unknown),
+        };
         let json = match object.as_deref().map(serde_json::to_string).transpose() {
             Ok(j) => j,
             Err(e) => {
@@ -402,6 +491,12 @@ impl ControllerLoop {
                 )
             }
             (Ok(()), None) => {
+                if let Err(e) = self.release_outside(key, outside).await {
+                    return Some(
+                        self.failed(key, &primary, "ApplyFailed", &e.to_string(), true)
+                            .await,
+                    );
+                }
                 self.queue.forget(key);
                 match outcome.requeue_after_ms {
                     Some(ms) => {
@@ -426,6 +521,46 @@ impl ControllerLoop {
                 )
             }
         }
+    }
+
+    /// Removes the manifest finalizer from an object outside the selector once the plugin has
+    /// had its reconcile of it as gone: the controller is not called for it again, so the
+    /// finalizer would hold its deletion for good.
+    async fn release_outside(&self, key: &RequestKey, outside: Outside) -> Result<(), ApplyError> {
+        let Some(finalizer) = self.spec.finalizer.as_deref() else {
+            return Ok(());
+        };
+        let object = match outside {
+            Outside::No => return Ok(()),
+            Outside::Cached(obj) => obj,
+            // A cache filtered by the selector holds no object outside it: ask.
+            Outside::Unknown if self.primary.filter.is_some() => {
+                let live = self
+                    .ctx
+                    .caches
+                    .read_live(&self.primary, key.namespace.as_deref(), &key.name)
+                    .await
+                    .map_err(|source| ApplyError::Kube {
+                        what: format!("reading {} {}", self.spec.primary, key.name),
+                        source,
+                    })?;
+                match live {
+                    Some(obj) if !self.selector.matches(obj.labels()) => Arc::new(obj),
+                    _ => return Ok(()),
+                }
+            }
+            Outside::Unknown => return Ok(()),
+        };
+        let primary = Primary {
+            kind: &self.primary.kind,
+            object: Some(&object),
+            namespace: key.namespace.as_deref(),
+            name: &key.name,
+        };
+        self.ctx
+            .applier
+            .release_finalizer(&primary, finalizer)
+            .await
     }
 
     /// A plugin call that returned no outcome: reported, counted, retried unless the plugin

@@ -114,7 +114,8 @@ impl RegistryConfig {
             let settings = e.settings.unwrap_or_else(|| serde_json::json!({}));
             if !settings.is_object() {
                 return Err(format!(
-                    "plugin {name}: settings must be a JSON/YAML object"
+                    "plugin {name}: settings must be a JSON/YAML object (a mapping), not {}",
+                    json_type(&settings)
                 ));
             }
             let limits = refine(crate::builtins::default_limits(&name), e.limits)
@@ -136,6 +137,17 @@ impl RegistryConfig {
             );
         }
         Ok(Self { plugins })
+    }
+}
+
+fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a mapping",
     }
 }
 
@@ -262,6 +274,17 @@ plugins:
     }
 
     #[test]
+    fn settings_left_empty_are_no_settings() {
+        for text in [
+            "plugins: {p: {source: builtin}}",
+            "plugins:\n  p:\n    source: builtin\n    settings:\n",
+        ] {
+            let c = RegistryConfig::parse(text).unwrap();
+            assert_eq!(c.plugins["p"].settings, serde_json::json!({}), "{text}");
+        }
+    }
+
+    #[test]
     fn bad_configurations_name_the_plugin_and_field() {
         let cases = [
             (
@@ -274,7 +297,11 @@ plugins:
             ),
             (
                 "plugins: {p: {source: builtin, settings: [1]}}",
-                "plugin p: settings must be",
+                "plugin p: settings must be a JSON/YAML object (a mapping), not a list",
+            ),
+            (
+                "plugins: {p: {source: builtin, settings: '{\"a\": 1}'}}",
+                "plugin p: settings must be a JSON/YAML object (a mapping), not a string",
             ),
             (
                 "plugins: {p: {source: builtin, mode: sideways}}",

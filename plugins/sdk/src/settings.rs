@@ -59,6 +59,23 @@ impl<'de> Deserialize<'de> for NoSettings {
 /// `invalid plugin settings: unknown field "x" at line 1 column 4`.
 pub fn parse_settings<S: DeserializeOwned>(json: &str) -> Result<S, Error> {
     let json = if json.trim().is_empty() { "{}" } else { json };
+    // serde reads a struct from an array of its fields in order too: `[]` would pass as the
+    // defaults and `["ns"]` as the first field, which is never what an admin meant.
+    let other = match json.trim_start().chars().next() {
+        Some('{') => None,
+        Some('[') => Some("an array"),
+        Some('"') => Some("a string"),
+        Some('t' | 'f') => Some("a boolean"),
+        Some('n') => Some("null"),
+        Some('-' | '0'..='9') => Some("a number"),
+        // Not JSON at all: serde's error says where.
+        _ => None,
+    };
+    if let Some(other) = other {
+        return Err(Error::Invalid(format!(
+            "invalid plugin settings: expected a JSON object, got {other}"
+        )));
+    }
     serde_json::from_str(json).map_err(|e| Error::Invalid(format!("invalid plugin settings: {e}")))
 }
 
@@ -104,6 +121,27 @@ mod tests {
             "{msg}"
         );
         assert!(msg.contains("line 1"), "{msg}");
+    }
+
+    #[test]
+    fn typed_settings_are_an_object_not_an_array_of_fields() {
+        for (bad, got) in [
+            ("[]", "an array"),
+            ("[3]", "an array"),
+            (" \"x\"", "a string"),
+            ("3", "a number"),
+            ("null", "null"),
+            ("true", "a boolean"),
+        ] {
+            assert_eq!(
+                parse_settings::<S>(bad),
+                Err(Error::Invalid(format!(
+                    "invalid plugin settings: expected a JSON object, got {got}"
+                ))),
+                "{bad}"
+            );
+        }
+        assert_eq!(parse_settings::<S>(" {} ").unwrap(), S { replicas: 0 });
     }
 
     #[test]

@@ -12,7 +12,7 @@ use kube::api::{Api, PostParams};
 use odh_model_controller::metrics::Metrics;
 use odh_model_controller::plugin::Grants;
 use odh_test_support::host::{load, load_with, start_controllers};
-use odh_test_support::{TestContext, Timing, consistently, eventually};
+use odh_test_support::{TestContext, Timing, consistently, eventually, exists};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -59,6 +59,64 @@ fn shadow_differences() -> f64 {
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0)
+}
+
+/// The sum of a metric's samples whose labels include every one of `labels`.
+fn total(metric: &str, labels: &[&str]) -> f64 {
+    let text = Metrics::global().render();
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{metric}{{")) && labels.iter().all(|x| l.contains(x)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shadow_calls_are_counted_apart_from_the_active_calls() -> anyhow::Result<()> {
+    let t = TestContext::new("shadow-metrics").await?;
+    let shutdown = CancellationToken::new();
+    let started =
+        start_controllers(t.client.clone(), vec![load("hello")], 1, shutdown.clone()).await?;
+    started.slots[0].set_shadow(Some(load("hello")));
+    let cms: Api<ConfigMap> = t.api();
+    let hello = [r#"plugin="hello""#, r#"op="reconcile""#];
+    let counts = || {
+        (
+            total(
+                "controller_runtime_reconcile_total",
+                &[r#"controller="hello""#],
+            ),
+            total("odh_plugin_calls_total", &hello),
+            total("odh_plugin_shadow_calls_total", &hello),
+        )
+    };
+    let (reconciles_before, active_before, shadow_before) = counts();
+
+    let greeted = json!({"metadata": {"name": "greeted", "labels": {"hello.opendatahub.io/enabled": "true"}}});
+    cms.create(&PostParams::default(), &serde_json::from_value(greeted)?)
+        .await?;
+    exists(&cms, "greeted-hello").await?;
+    // Each reconcile is one call of the active version and one of the shadow, each counted once
+    // in its own series.
+    eventually(
+        "every reconcile counted once as an active call and once as a shadow call",
+        Timing::default(),
+        || async {
+            let (reconciles, active, shadow) = counts();
+            let reconciles = reconciles - reconciles_before;
+            anyhow::ensure!(
+                reconciles >= 1.0
+                    && active - active_before == reconciles
+                    && shadow - shadow_before == reconciles,
+                "reconciles {reconciles}, active calls {}, shadow calls {}",
+                active - active_before,
+                shadow - shadow_before
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    shutdown.cancel();
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

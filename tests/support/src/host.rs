@@ -84,6 +84,18 @@ pub async fn start_controllers(
     shutdown: CancellationToken,
 ) -> anyhow::Result<StartedControllers> {
     let filters = CacheFilters::from_manifests(plugins.iter().map(LoadedPlugin::manifest));
+    start_controllers_with(client, plugins, filters, workers, shutdown).await
+}
+
+/// [`start_controllers`] with caches filtered by `filters` instead of the plugins' manifests
+/// (what other plugins' manifests would make of them).
+pub async fn start_controllers_with(
+    client: Client,
+    plugins: Vec<LoadedPlugin>,
+    filters: CacheFilters,
+    workers: usize,
+    shutdown: CancellationToken,
+) -> anyhow::Result<StartedControllers> {
     let slots: Vec<PluginSlot> = plugins.into_iter().map(PluginSlot::new).collect();
     let caches = Caches::new(client.clone(), filters);
     // As `run` starts it by default: the Go controller's `manager` is taken over.

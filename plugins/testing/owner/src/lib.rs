@@ -5,6 +5,8 @@
 //! reference, as objects shared by several primaries need). A primary with
 //! `data.tombstone: <name>` writes an unowned ConfigMap `<name>` recording its deletion during
 //! its cleanup (a cleanup write that can be made to fail with a name the apiserver refuses).
+//! A primary reconciled as gone (deleted, or no longer labelled) has its owned ConfigMap deleted
+//! by name: garbage collection takes it only from a primary that is really deleted.
 
 use odh_plugin_sdk::{
     Controller, Ctx, Error, Manifest, NoSettings, Object, Outcome, Plan, Plugin, ReconcileRequest,
@@ -34,7 +36,7 @@ impl Plugin for Owner {
     fn reconcile(request: &ReconcileRequest, _: &Ctx<NoSettings>) -> Result<Outcome, Error> {
         Ok(match request.object()? {
             Some(primary) => decide(&primary),
-            None => Outcome::default(),
+            None => gone(request.key.namespace.as_deref(), &request.key.name),
         })
     }
 }
@@ -43,6 +45,18 @@ odh_plugin_sdk::plugin!(Owner);
 
 fn owned_name(primary: &Object) -> String {
     format!("{}-owned", primary.name())
+}
+
+/// A primary this controller no longer sees: its owned ConfigMap goes (a no-op when the
+/// primary's cleanup deleted it already).
+pub fn gone(namespace: Option<&str>, name: &str) -> Outcome {
+    let mut plan = Plan::new();
+    plan.delete(object_key(
+        &core_gvk("ConfigMap"),
+        namespace,
+        &format!("{name}-owned"),
+    ));
+    plan.into_outcome()
 }
 
 /// What the world around one primary should look like.
@@ -135,6 +149,18 @@ mod tests {
         assert_eq!(out.applied_kinds(), ["ConfigMap/gone"]);
         assert_eq!(out.apply[0].ownership, Ownership::None);
         assert_eq!(out.finalizer, FinalizerAction::Remove);
+    }
+
+    #[test]
+    fn a_primary_seen_as_gone_loses_its_owned_config_map() {
+        let out = Owner::reconcile(
+            &ReconcileRequest::new("owner", Some("ns"), "p"),
+            &Ctx::new(&NoSettings, &odh_plugin_sdk::testing::FakeCluster::new()),
+        )
+        .unwrap();
+        assert!(out.apply.is_empty());
+        assert!(out.deleted("ConfigMap", "p-owned"));
+        assert_eq!(out.finalizer, FinalizerAction::Keep);
     }
 
     #[test]
