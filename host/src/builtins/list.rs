@@ -26,7 +26,7 @@ pub enum FromProcess {
 pub struct Builtin {
     /// The plugin's name (its manifest's) and the cargo package under `plugins/`.
     pub name: &'static str,
-    /// Served by `run` when no `--plugin` is given.
+    /// Served by `run` unless `--no-default-plugins` is given.
     pub default: bool,
     /// Starting settings as (JSON pointer, source), refined by the plugins ConfigMap.
     pub settings: &'static [(&'static str, FromProcess)],

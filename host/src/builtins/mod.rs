@@ -31,7 +31,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
     BUILTINS.iter().map(|b| b.name)
 }
 
-/// The built-ins `run` serves when no `--plugin` is given.
+/// The built-ins `run` serves unless `--no-default-plugins` is given.
 pub fn defaults() -> impl Iterator<Item = &'static Builtin> {
     BUILTINS.iter().filter(|b| b.default)
 }
