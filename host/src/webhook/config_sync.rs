@@ -161,9 +161,9 @@ impl WebhookConfigSync {
         Ok(Some(base64::engine::general_purpose::STANDARD.encode(pem)))
     }
 
-    /// Applies both configurations for `table`.
-    pub async fn sync(&self, table: &WebhookTable) -> anyhow::Result<()> {
-        for object in self.desired(table)? {
+    /// Applies both configurations made by [`Self::desired`].
+    async fn apply(&self, desired: &[Value; 2]) -> anyhow::Result<()> {
+        for object in desired {
             let kind = object["kind"].as_str().unwrap_or_default().to_string();
             let name = object["metadata"]["name"]
                 .as_str()
@@ -176,7 +176,7 @@ impl WebhookConfigSync {
                 .patch(
                     &name,
                     &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&object),
+                    &Patch::Apply(object),
                 )
                 .await;
             match applied {
@@ -206,12 +206,17 @@ impl WebhookConfigSync {
         tick.reset();
         loop {
             let current = table.current();
-            let digest = self
-                .desired(&current)
-                .map(|d| serde_json::to_string(&d).unwrap_or_default());
-            match self.sync(&current).await {
-                Ok(()) => {
-                    let digest = digest.ok();
+            // One read of the CA and one rendering per round, for the write and the log.
+            let synced = match self.desired(&current) {
+                Ok(desired) => self
+                    .apply(&desired)
+                    .await
+                    .map(|()| serde_json::to_string(&desired).unwrap_or_default()),
+                Err(e) => Err(e),
+            };
+            match synced {
+                Ok(digest) => {
+                    let digest = Some(digest);
                     if digest != last {
                         tracing::info!(webhooks = current.len(), "webhook configurations in sync");
                         last = digest;
