@@ -19,7 +19,7 @@ WASM_PLUGINS := $(notdir $(patsubst %/Cargo.toml,%,$(wildcard plugins/*/Cargo.to
 WASM_PLUGINS := $(filter-out sdk,$(WASM_PLUGINS))
 WASM_TARGET_DIR := target/wasm
 
-.PHONY: all build test test-deps toolchain lint-toolchain run cluster plugins bench bench-gate lint fmt crds apiserver stop-test-apiserver clean
+.PHONY: all build test test-deps toolchain lint-toolchain run cluster plugins bench bench-gate lint fmt crds apiserver stop-test-apiserver clean static-binary
 
 all: build
 
@@ -139,6 +139,18 @@ deploy:
 undeploy:
 	@command -v $(KUBECTL) >/dev/null || { echo "kubectl is needed for make undeploy"; exit 1; }
 	$(KUBECTL) kustomize deploy/overlays/$(DEPLOY_OVERLAY) | $(KUBECTL) delete --ignore-not-found -f -
+
+## static-binary: the statically linked release host the image ships (the Containerfile runs it)
+STATIC_TARGET := x86_64-unknown-linux-musl
+STATIC_BINARY := target/$(STATIC_TARGET)/release/odh-model-controller
+static-binary: toolchain
+	@rustup target list --installed | grep -qx $(STATIC_TARGET) || rustup target add $(STATIC_TARGET)
+	@command -v musl-gcc >/dev/null || { echo "installing musl-tools (Debian package)"; \
+		apt-get install -y -q musl-tools >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && apt-get install -y -q musl-tools >/dev/null; }; }
+	$(CARGO) build --release --locked -p odh-model-controller --bin odh-model-controller --target $(STATIC_TARGET)
+	@! readelf -l $(STATIC_BINARY) | grep -q 'program interpreter' || { echo "$(STATIC_BINARY) is not static"; exit 1; }
+	@$(STATIC_BINARY) --version
 
 ## image: the controller image (Containerfile) as $(IMG), with podman or docker
 image:

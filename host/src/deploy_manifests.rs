@@ -27,6 +27,7 @@ use kube::api::{ApiResource, GroupVersionKind};
 
 use crate::builtins::{self, Builtin};
 use crate::gvk::Gvk;
+use crate::label_selector::LabelSelector;
 use crate::plugin::wire::{Manifest, WebhookType};
 use crate::plugin::{EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, Source};
 use crate::registry::config::CONFIGMAP_NAME;
@@ -48,8 +49,6 @@ pub struct UpstreamWebhook {
     pub path: &'static str,
     pub name: &'static str,
     pub side_effects: &'static str,
-    /// `matchExpressions` as (key, operator).
-    pub object_selector: &'static [(&'static str, &'static str)],
 }
 
 pub const UPSTREAM_WEBHOOKS: &[UpstreamWebhook] = &[
@@ -57,52 +56,41 @@ pub const UPSTREAM_WEBHOOKS: &[UpstreamWebhook] = &[
         path: "/mutate--v1-pod",
         name: "mutating.pod.odh-model-controller.opendatahub.io",
         side_effects: "None",
-        object_selector: &[
-            ("serving.kserve.io/inferenceservice", "Exists"),
-            ("control-plane", "DoesNotExist"),
-        ],
     },
     UpstreamWebhook {
         path: "/mutate-serving-kserve-io-v1alpha1-inferencegraph",
         name: "minferencegraph-v1alpha1.odh-model-controller.opendatahub.io",
         side_effects: "None",
-        object_selector: &[],
     },
     UpstreamWebhook {
         path: "/mutate-serving-kserve-io-v1alpha1-llminferenceservice",
         name: "connection-llmisvc-v1alpha1.odh-model-controller.opendatahub.io",
         side_effects: "NoneOnDryRun",
-        object_selector: &[],
     },
     UpstreamWebhook {
         path: "/mutate-serving-kserve-io-v1alpha2-llminferenceservice",
         name: "connection-llmisvc-v1alpha2.odh-model-controller.opendatahub.io",
         side_effects: "NoneOnDryRun",
-        object_selector: &[],
     },
     UpstreamWebhook {
         path: "/mutate-serving-kserve-io-v1beta1-inferenceservice",
         name: "minferenceservice-v1beta1.odh-model-controller.opendatahub.io",
         side_effects: "NoneOnDryRun",
-        object_selector: &[],
     },
     UpstreamWebhook {
         path: "/validate-nim-opendatahub-io-v1-account",
         name: "validating.nim.account.odh-model-controller.opendatahub.io",
         side_effects: "None",
-        object_selector: &[],
     },
     UpstreamWebhook {
         path: "/validate-serving-kserve-io-v1alpha1-inferencegraph",
         name: "vinferencegraph-v1alpha1.odh-model-controller.opendatahub.io",
         side_effects: "None",
-        object_selector: &[],
     },
     UpstreamWebhook {
         path: "/validate-serving-kserve-io-v1beta1-inferenceservice",
         name: "validating.isvc.odh-model-controller.opendatahub.io",
         side_effects: "None",
-        object_selector: &[],
     },
 ];
 
@@ -508,6 +496,29 @@ subjects:\n  - kind: ServiceAccount\n    name: {SERVICE_ACCOUNT}\n    namespace:
     out
 }
 
+/// A webhook's `objectSelector`/`namespaceSelector` from the manifest's string form.
+fn selector_yaml(field: &str, selector: &str) -> anyhow::Result<String> {
+    let parsed = LabelSelector::parse(selector)?;
+    let mut out = format!("    {field}:\n      matchExpressions:\n");
+    for e in parsed.match_expressions() {
+        let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+        let _ = writeln!(
+            out,
+            "        - key: {}\n          operator: {}",
+            quote(&text("key")),
+            text("operator")
+        );
+        if let Some(values) = e["values"].as_array() {
+            let values: Vec<String> = values
+                .iter()
+                .map(|v| quote(v.as_str().unwrap_or_default()))
+                .collect();
+            let _ = writeln!(out, "          values: [{}]", values.join(", "));
+        }
+    }
+    Ok(out)
+}
+
 /// The webhook configurations of a profile; none when it serves no webhook.
 fn webhooks_yaml(plugins: &[PluginInfo], profile: DeployProfile) -> anyhow::Result<Option<String>> {
     let mut mutating = String::new();
@@ -556,15 +567,12 @@ fn webhooks_yaml(plugins: &[PluginInfo], profile: DeployProfile) -> anyhow::Resu
                 ops.join(", "),
                 plural(&w.gvk)
             );
-            if !upstream.object_selector.is_empty() {
-                let _ = writeln!(out, "    objectSelector:\n      matchExpressions:");
-                for (key, op) in upstream.object_selector {
-                    let _ = writeln!(
-                        out,
-                        "        - key: {}\n          operator: {op}",
-                        quote(key)
-                    );
-                }
+            for (field, selector) in [
+                ("objectSelector", &w.object_selector),
+                ("namespaceSelector", &w.namespace_selector),
+            ] {
+                let Some(selector) = selector else { continue };
+                let _ = write!(out, "{}", selector_yaml(field, selector)?);
             }
         }
     }

@@ -8,12 +8,14 @@ use serde_json::{Value, json};
 
 use crate::builtins;
 use crate::gvk::Gvk;
+use crate::label_selector::LabelSelector;
 use crate::plugin::bindings::WIT_PACKAGE;
 use crate::plugin::wire::{Manifest, Operation, RequestKey, WebhookType};
 use crate::plugin::{
     AdmissionInput, CallEnv, CallError, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster,
     PluginEngine, ReconcileInput, Source,
 };
+use crate::webhook::selector_admits;
 use crate::webhook::verdict::patch_for;
 
 /// Exit status 1: the plugin failed. Exit status 2: bad arguments or input.
@@ -265,11 +267,10 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
             };
             // The apiserver calls a webhook only for what it registered: an export without such
             // a webhook would answer a request the plugin never receives.
-            let path = manifest
+            let webhook = manifest
                 .webhooks
                 .iter()
                 .find(|w| w.type_ == wanted && w.gvk == gvk && w.operations.contains(&operation))
-                .map(|w| w.path.clone())
                 .ok_or_else(|| {
                     usage(anyhow::anyhow!(
                         "plugin {} has no {} webhook for {} of {gvk} ({})",
@@ -281,7 +282,7 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
                 })?;
             let input = AdmissionInput {
                 uid: "00000000-0000-0000-0000-000000000000".into(),
-                path,
+                path: webhook.path.clone(),
                 resource: plural(&gvk.kind),
                 gvk,
                 sub_resource: None,
@@ -294,6 +295,25 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
                 dry_run: false,
                 user_info: json!({"username": "plugin-eval"}),
             };
+            let op = if wanted == WebhookType::Mutating {
+                "mutate"
+            } else {
+                "validate"
+            };
+            // What the host answers without calling the plugin, so eval shows what a live
+            // request gets.
+            if let Some(selector) = &webhook.object_selector {
+                let parsed = LabelSelector::parse(selector).map_err(usage)?;
+                if !selector_admits(&parsed, input.object.as_ref(), input.old_object.as_ref()) {
+                    return Ok(json!({"op": op, "plugin": plugin.name(),
+                    "decision": {"allowed": true},
+                    "notReviewed": format!(
+                        "the object does not match the object selector {selector:?} of \
+                         webhook {}: the host admits it without calling the plugin",
+                        webhook.path
+                    )}));
+                }
+            }
             let mut decision = plugin
                 .admit_blocking(wanted, &input, &env)
                 .map_err(EvalError::Plugin)?;
@@ -304,11 +324,6 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
                     input.object.as_ref(),
                 );
             }
-            let op = if wanted == WebhookType::Mutating {
-                "mutate"
-            } else {
-                "validate"
-            };
             Ok(json!({"op": op, "plugin": plugin.name(), "decision": decision}))
         }
     }

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_odh-model-controller"))
@@ -84,7 +84,7 @@ fn inspect_prints_the_manifest_with_the_wit_version() {
     let (code, out, err) = run(&["plugin", "inspect", hello()]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out["name"], "hello");
-    assert_eq!(out["wit"], "odh:controller@0.1.1");
+    assert_eq!(out["wit"], "odh:controller@0.1.2");
     assert_eq!(out["source"], format!("file://{}", hello()));
     assert_eq!(out["sha256"].as_str().map(str::len), Some(64));
     assert_eq!(out["controllers"][0]["primary"]["kind"], "ConfigMap");
@@ -360,6 +360,41 @@ fn an_unknown_controller_is_named_with_the_plugins_controllers() {
         ),
         "{err}"
     );
+}
+
+#[test]
+fn eval_answers_as_the_host_for_an_object_outside_the_webhook_selector() {
+    let d = tmpdir("selector");
+    let misbehave = odh_test_support::plugin_wasm("misbehave").unwrap();
+    let outside = write(
+        &d,
+        "outside.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\n  namespace: ns\n  labels:\n    misbehave/unreviewed: \"yes\"\ndata:\n  behaviour: panic\n",
+    );
+    let (code, out, err) = eval(
+        misbehave.to_str().unwrap(),
+        "validate",
+        outside.to_str().unwrap(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out["decision"], json!({"allowed": true}));
+    assert_eq!(
+        out["notReviewed"],
+        r#"the object does not match the object selector "!misbehave/unreviewed" of webhook /validate-misbehave: the host admits it without calling the plugin"#
+    );
+    // Inside the selector the plugin is called (and panics, as asked).
+    let inside = write(
+        &d,
+        "inside.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r\n  namespace: ns\ndata:\n  behaviour: panic\n",
+    );
+    let (code, _, err) = eval(
+        misbehave.to_str().unwrap(),
+        "validate",
+        inside.to_str().unwrap(),
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("trapped"), "{err}");
 }
 
 #[test]

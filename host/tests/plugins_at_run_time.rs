@@ -205,6 +205,24 @@ async fn a_plugin_added_in_the_configmap_serves_without_a_restart_and_leaves_wit
     )
     .await
     .map_err(|e| host.with_log(e))?;
+    // Scoped by the plugin's object selectors, written as the API server's LabelSelector.
+    for (api, configuration, entry) in [
+        (&mutating, MUTATING_CONFIGURATION, VENDOR_MUTATING),
+        (&validating, VALIDATING_CONFIGURATION, VENDOR_VALIDATING),
+    ] {
+        let webhooks = api.get(configuration).await?.data["webhooks"].clone();
+        let vendor = webhooks
+            .as_array()
+            .and_then(|w| w.iter().find(|w| w["name"] == entry))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            vendor["objectSelector"],
+            json!({"matchExpressions": [{"key": "runtimes.example.com/vendor",
+                "operator": "In", "values": ["example"]}]}),
+            "{entry}: {vendor}"
+        );
+    }
 
     // The apiserver calls its mutating webhook (it may take a moment to see the new
     // configuration) and its controller reconciles the runtime.
@@ -243,6 +261,23 @@ async fn a_plugin_added_in_the_configmap_serves_without_a_restart_and_leaves_wit
             .to_string()
             .contains("container images must come from the vendor registry"),
         "{refused}"
+    );
+
+    // Another vendor's runtime is outside the selectors: the API server does not ask the
+    // plugin, so neither the image check nor the defaulting applies.
+    let mut other = runtime("other-vendor", "quay.io/someone/else:1")?;
+    other.metadata.labels = Some(
+        [(
+            "runtimes.example.com/vendor".to_string(),
+            "other".to_string(),
+        )]
+        .into(),
+    );
+    let other = runtimes.create(&PostParams::default(), &other).await?;
+    let annotations = other.metadata.annotations.unwrap_or_default();
+    assert!(
+        !annotations.contains_key("runtimes.example.com/min-replicas"),
+        "not defaulted: {annotations:?}"
     );
 
     // Without its entry the plugin goes: its webhook entries, then its controller.

@@ -967,6 +967,51 @@ async fn undeclared_operations_are_allowed_without_calling_the_plugin() -> anyho
 }
 
 #[tokio::test]
+async fn objects_outside_the_object_selector_are_allowed_without_calling_the_plugin()
+-> anyhow::Result<()> {
+    let server = Server::start(&[&plugins().misbehave], Options::default()).await;
+    // misbehave scopes /validate-misbehave with `!misbehave/unreviewed`; were the plugin
+    // called, it would panic.
+    let mut outside = config_map("p", json!({"behaviour": "panic"}));
+    outside["metadata"]["labels"] = json!({"misbehave/unreviewed": "yes"});
+    let inside = config_map("p", json!({"behaviour": "panic"}));
+    let trapped = |response: &Value| {
+        response["allowed"] == false
+            && response["status"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with(r#"plugin "misbehave" validate trapped"#))
+    };
+    for operation in ["CREATE", "UPDATE"] {
+        let response = server
+            .review(
+                "/validate-misbehave",
+                config_map_review("u-out", operation, outside.clone()),
+            )
+            .await?;
+        assert_eq!(
+            response,
+            json!({"uid": "u-out", "allowed": true}),
+            "{operation}"
+        );
+    }
+    // As the API server decides: the object or the old object matching is enough.
+    let mut leaving = config_map_review("u-leave", "UPDATE", outside.clone());
+    leaving["request"]["oldObject"] = inside.clone();
+    let mut entering = config_map_review("u-enter", "UPDATE", inside.clone());
+    entering["request"]["oldObject"] = outside;
+    for review in [
+        leaving,
+        entering,
+        config_map_review("u-in", "CREATE", inside),
+    ] {
+        let response = server.review("/validate-misbehave", review).await?;
+        assert!(trapped(&response), "{response}");
+    }
+    server.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
 async fn guest_invalid_error_is_a_400_denial_with_the_guest_message() -> anyhow::Result<()> {
     let server = Server::start(&[&plugins().misbehave], Options::default()).await;
     let bad = config_map("i", json!({"behaviour": "error-invalid"}));

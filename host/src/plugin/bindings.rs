@@ -1,10 +1,11 @@
-//! Host-side bindings generated from `wit/controller.wit`: the `api-policy` world, a superset
-//! of `policy`. A component of world `policy` (0.1.0) lacks the `http-api` export, which the
-//! host then treats as "no routes".
+//! Host-side bindings generated from `wit/controller.wit`: the `scoped-policy` world, a
+//! superset of `api-policy` and `policy`. A component of an older world lacks the exports added
+//! since: without `http-api` (0.1.0) it serves no routes, without `webhook-selectors` (0.1.0,
+//! 0.1.1) its webhooks review every object of their kinds.
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "api-policy",
+    world: "scoped-policy",
 });
 
 pub use odh::controller::{
@@ -12,4 +13,4 @@ pub use odh::controller::{
 };
 
 /// The WIT package (name and version) the host was built against.
-pub const WIT_PACKAGE: &str = "odh:controller@0.1.1";
+pub const WIT_PACKAGE: &str = "odh:controller@0.1.2";

@@ -13,6 +13,7 @@ pub enum Export {
     Validate,
     Routes,
     Handle,
+    Selectors,
 }
 
 impl Export {
@@ -27,6 +28,7 @@ impl Export {
             Self::Validate => "validate",
             Self::Routes => "routes",
             Self::Handle => "handle",
+            Self::Selectors => "selectors",
         }
     }
 

@@ -9,7 +9,9 @@ use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Instance, InstancePre};
 use wasmtime::{Store, StoreContextMut, Trap, UpdateDeadline};
 
-use super::bindings::exports::odh::controller::{http_api, plugin as plugin_api};
+use super::bindings::exports::odh::controller::{
+    http_api, plugin as plugin_api, webhook_selectors,
+};
 use super::bindings::{self, WIT_PACKAGE, types};
 use super::call_clock::CallClock;
 use super::call_env::CallEnv;
@@ -132,12 +134,13 @@ struct Inner {
     permits: Arc<Semaphore>,
 }
 
-/// The pre-instantiated component and where its exports are. `http-api` is optional: 0.1.0
-/// components do not export it.
+/// The pre-instantiated component and where its exports are. `http-api` (0.1.1) and
+/// `webhook-selectors` (0.1.2) are optional: components of older releases do not export them.
 struct Exports {
     pre: InstancePre<CallState>,
     plugin: plugin_api::GuestIndices,
     api: Option<http_api::GuestIndices>,
+    selectors: Option<webhook_selectors::GuestIndices>,
 }
 
 /// Why loading failed.
@@ -184,7 +187,13 @@ impl LoadedPlugin {
             ))
         })?;
         let api = http_api::GuestIndices::new(&pre).ok();
-        let exports = Exports { pre, plugin, api };
+        let selectors = webhook_selectors::GuestIndices::new(&pre).ok();
+        let exports = Exports {
+            pre,
+            plugin,
+            api,
+            selectors,
+        };
         let settings = serde_json::to_string(&req.settings).map_err(|e| invalid(e.to_string()))?;
 
         // Who the plugin is, asked before anything else is known of it: with no reads, no
@@ -194,7 +203,7 @@ impl LoadedPlugin {
             caps: Arc::new(Capabilities::default()),
             limits: &req.limits,
         };
-        let manifest: Manifest = bootstrap
+        let mut manifest: Manifest = bootstrap
             .call(engine, &exports, Export::Manifest, |p, s| {
                 p.call_manifest(s).map(Ok)
             })?
@@ -202,6 +211,12 @@ impl LoadedPlugin {
         manifest.validate().map_err(invalid)?;
         let name: Arc<str> = Arc::from(manifest.name.as_str());
         let bootstrap = Bootstrap { name, ..bootstrap };
+        if let Some(indices) = &exports.selectors {
+            let selectors = bootstrap.call_selectors(engine, &exports, indices)?;
+            manifest
+                .scope_webhooks(selectors.into_iter().map(Into::into))
+                .map_err(invalid)?;
+        }
         let routes = match &exports.api {
             Some(api) => bootstrap
                 .call_api(engine, &exports, api, Export::Routes, |a, s| {
@@ -529,6 +544,26 @@ impl Bootstrap<'_> {
         })
     }
 
+    /// The load-time call of the `webhook-selectors` interface.
+    fn call_selectors(
+        &self,
+        engine: &PluginEngine,
+        exports: &Exports,
+        indices: &webhook_selectors::GuestIndices,
+    ) -> Result<Vec<webhook_selectors::WebhookSelector>, CallError> {
+        let env = CallEnv::read_only(Arc::new(NoCluster));
+        self.call_with(
+            engine,
+            exports,
+            Export::Selectors,
+            &env,
+            |store, instance| {
+                let guest = indices.load(&mut *store, instance)?;
+                guest.call_selectors(store).map(Ok)
+            },
+        )
+    }
+
     /// Runs one export in a fresh store: the execution deadline counts only the guest's own
     /// time (the call hook moves time spent in host calls off it), the budget bounds every
     /// host call, the limiter caps memory and the output is size-checked.
@@ -651,6 +686,18 @@ fn panic_summary(stderr: &str) -> String {
         .filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE"))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+impl OutputSize for Vec<webhook_selectors::WebhookSelector> {
+    fn output_size(&self) -> usize {
+        self.iter()
+            .map(|w| {
+                w.path.len()
+                    + w.object_selector.as_ref().map_or(0, String::len)
+                    + w.namespace_selector.as_ref().map_or(0, String::len)
+            })
+            .sum()
+    }
 }
 
 impl OutputSize for bindings::manifest_types::Manifest {

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::bindings::exports::odh::controller::webhook_selectors as ws;
 use super::bindings::{
     admission_types as adm, api_types as api, caller, manifest_types as mt, reconcile_types as rt,
     types,
@@ -48,6 +49,18 @@ impl Manifest {
                 return Err(format!("webhook path {:?} is declared twice", w.path));
             }
         }
+        for w in &self.webhooks {
+            let selectors = [
+                ("object", &w.object_selector),
+                ("namespace", &w.namespace_selector),
+            ];
+            for (which, selector) in selectors {
+                let Some(selector) = selector else { continue };
+                odh_label_selector::LabelSelector::parse(selector)
+                    .and_then(|s| s.check_values())
+                    .map_err(|e| format!("webhook {:?}: {which} selector: {e}", w.path))?;
+            }
+        }
         let mut names = std::collections::BTreeSet::new();
         for c in &self.controllers {
             if !names.insert(&c.name) {
@@ -55,6 +68,34 @@ impl Manifest {
             }
         }
         Ok(())
+    }
+}
+
+impl Manifest {
+    /// Scopes the webhooks by the plugin's `webhook-selectors` (checked by
+    /// [`Manifest::validate`] afterwards): each entry must name a declared webhook, once.
+    pub fn scope_webhooks(
+        &mut self,
+        scopes: impl IntoIterator<Item = WebhookScope>,
+    ) -> Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for scope in scopes {
+            let Some(w) = self.webhooks.iter_mut().find(|w| w.path == scope.path) else {
+                return Err(format!(
+                    "webhook-selectors names path {:?}, which the manifest does not declare",
+                    scope.path
+                ));
+            };
+            if !seen.insert(scope.path.clone()) {
+                return Err(format!(
+                    "webhook-selectors names path {:?} twice",
+                    scope.path
+                ));
+            }
+            w.object_selector = scope.object_selector.filter(|s| !s.trim().is_empty());
+            w.namespace_selector = scope.namespace_selector.filter(|s| !s.trim().is_empty());
+        }
+        self.validate()
     }
 }
 
@@ -94,6 +135,39 @@ pub struct Webhook {
     pub type_: WebhookType,
     pub gvk: Gvk,
     pub operations: Vec<Operation>,
+    /// From the plugin's `webhook-selectors` export (0.1.2): only objects with matching labels
+    /// are reviewed.
+    #[serde(
+        rename = "objectSelector",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub object_selector: Option<String>,
+    /// Only objects in namespaces with matching labels (evaluated by the API server).
+    #[serde(
+        rename = "namespaceSelector",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub namespace_selector: Option<String>,
+}
+
+/// One entry of the `webhook-selectors` export.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookScope {
+    pub path: String,
+    pub object_selector: Option<String>,
+    pub namespace_selector: Option<String>,
+}
+
+impl From<ws::WebhookSelector> for WebhookScope {
+    fn from(w: ws::WebhookSelector) -> Self {
+        WebhookScope {
+            path: w.path,
+            object_selector: w.object_selector,
+            namespace_selector: w.namespace_selector,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -336,6 +410,8 @@ impl From<mt::Manifest> for Manifest {
                     },
                     gvk: w.gvk.into(),
                     operations: w.operations.into_iter().map(Into::into).collect(),
+                    object_selector: None,
+                    namespace_selector: None,
                 })
                 .collect(),
             reads: m.reads.into_iter().map(Into::into).collect(),
@@ -600,6 +676,50 @@ impl OutputSize for Vec<api::ApiRoute> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn webhook_selectors_must_name_declared_webhooks_once_and_parse() {
+        let manifest = || -> Manifest {
+            serde_json::from_value(json!({
+                "name": "p", "version": "1", "description": "", "controllers": [],
+                "webhooks": [{"path": "/v", "type": "validating",
+                    "gvk": {"group": "", "version": "v1", "kind": "ConfigMap"},
+                    "operations": ["CREATE"]}],
+                "reads": [], "writes": [], "httpHosts": [],
+            }))
+            .unwrap()
+        };
+        let scope = |path: &str, object: Option<&str>| WebhookScope {
+            path: path.into(),
+            object_selector: object.map(Into::into),
+            namespace_selector: Some(String::new()),
+        };
+        let mut m = manifest();
+        m.scope_webhooks([scope("/v", Some("a=b,!c"))]).unwrap();
+        assert_eq!(m.webhooks[0].object_selector.as_deref(), Some("a=b,!c"));
+        assert_eq!(m.webhooks[0].namespace_selector, None, "blank: none");
+        assert_eq!(
+            serde_json::to_value(&m.webhooks[0]).unwrap()["objectSelector"],
+            "a=b,!c"
+        );
+        let refusals = [
+            (
+                vec![scope("/other", Some("a"))],
+                r#"webhook-selectors names path "/other", which the manifest does not declare"#,
+            ),
+            (
+                vec![scope("/v", Some("a")), scope("/v", Some("b"))],
+                r#"webhook-selectors names path "/v" twice"#,
+            ),
+            (
+                vec![scope("/v", Some("a=(b"))],
+                r#"webhook "/v": object selector: invalid label selector "a=(b": "(b" is not a valid label value"#,
+            ),
+        ];
+        for (scopes, message) in refusals {
+            assert_eq!(manifest().scope_webhooks(scopes), Err(message.to_string()));
+        }
+    }
 
     #[test]
     fn outcome_with_bad_json_is_rejected_with_the_field_named() {

@@ -110,13 +110,13 @@ impl WebhookConfigSync {
                     "resources": [plural(&route.gvk)],
                 }],
             });
-            if !r.object_selector.is_empty() {
-                let expressions: Vec<Value> = r
-                    .object_selector
-                    .iter()
-                    .map(|(key, operator)| json!({"key": key, "operator": operator}))
-                    .collect();
-                entry["objectSelector"] = json!({"matchExpressions": expressions});
+            for (field, selector) in [
+                ("objectSelector", &route.object_selector),
+                ("namespaceSelector", &route.namespace_selector),
+            ] {
+                if let Some(selector) = selector {
+                    entry[field] = json!({"matchExpressions": selector.match_expressions()});
+                }
             }
             match route.kind {
                 WebhookType::Mutating => lists.0.push(entry),

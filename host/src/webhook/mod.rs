@@ -26,5 +26,7 @@ pub use server::{
 };
 pub use serving_cert::{CERT_FILE, DEBOUNCE_INTERVAL, KEY_FILE, ReloadingCert};
 pub use side_effects::{NoSideEffects, SideEffectError, SideEffectFuture, SideEffectSink};
-pub use table::{LiveWebhookTable, WebhookRoute, WebhookTable, WebhookTableError, routable};
+pub use table::{
+    LiveWebhookTable, WebhookRoute, WebhookTable, WebhookTableError, routable, selector_admits,
+};
 pub use verdict::Verdict;

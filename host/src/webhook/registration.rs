@@ -1,4 +1,4 @@
-//! The name, side effects and object selector a plugin webhook is registered with: upstream's
+//! The name and side effects a plugin webhook is registered with: upstream's
 //! for the paths upstream serves (the deploy manifests and the live sync must agree with the
 //! Go controller's kustomize output, so an upgrade in place finds the same entries), and for a
 //! plugin's own path a name derived from the path and the plugin.
@@ -9,8 +9,6 @@ use crate::deploy_manifests::UPSTREAM_WEBHOOKS;
 pub struct Registration {
     pub name: String,
     pub side_effects: &'static str,
-    /// `matchExpressions` as (key, operator).
-    pub object_selector: Vec<(&'static str, &'static str)>,
 }
 
 /// Suffix of the names given to webhooks upstream does not name.
@@ -21,7 +19,6 @@ pub fn registration(plugin: &str, path: &str) -> Registration {
         return Registration {
             name: u.name.to_string(),
             side_effects: u.side_effects,
-            object_selector: u.object_selector.to_vec(),
         };
     }
     Registration {
@@ -29,7 +26,6 @@ pub fn registration(plugin: &str, path: &str) -> Registration {
         // The host applies a plugin's admission side effects only when the request is not a
         // dry run.
         side_effects: "NoneOnDryRun",
-        object_selector: Vec::new(),
     }
 }
 
@@ -77,7 +73,7 @@ mod tests {
     fn upstream_paths_keep_upstream_names_and_plugin_paths_get_unique_dns_labels() {
         let pod = registration("pod-mutator", "/mutate--v1-pod");
         assert_eq!(pod.name, "mutating.pod.odh-model-controller.opendatahub.io");
-        assert_eq!(pod.object_selector.len(), 2);
+        assert_eq!(pod.side_effects, "None");
         let hello = registration("hello", "/mutate-hello-configmap");
         assert_eq!(
             hello.name,

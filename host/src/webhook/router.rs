@@ -145,7 +145,7 @@ async fn handle(
 }
 
 async fn decide(state: &RouterState, route: &WebhookRoute, input: AdmissionInput) -> Verdict {
-    if !route.handles(input.operation) {
+    if !route.reviews(&input) {
         return Verdict::allow();
     }
     let (uid, dry_run) = (input.uid.clone(), input.dry_run);

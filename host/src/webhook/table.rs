@@ -3,9 +3,12 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
+use odh_label_selector::LabelSelector;
+use serde_json::Value;
+
 use crate::gvk::Gvk;
 use crate::plugin::wire::{Operation, WebhookType};
-use crate::plugin::{LoadedPlugin, PluginSlot};
+use crate::plugin::{AdmissionInput, LoadedPlugin, PluginSlot};
 
 /// One webhook endpoint: the path, the plugin behind it and what the manifest declares.
 #[derive(Clone)]
@@ -18,12 +21,41 @@ pub struct WebhookRoute {
     pub gvk: Gvk,
     /// Requests with another operation are allowed without calling the plugin.
     pub operations: Vec<Operation>,
+    /// The manifest's object selector: requests whose objects do not match are allowed
+    /// without calling the plugin.
+    pub object_selector: Option<LabelSelector>,
+    /// The manifest's namespace selector, for the webhook configuration (the API server
+    /// evaluates it; the host does not read namespaces).
+    pub namespace_selector: Option<LabelSelector>,
 }
 
 impl WebhookRoute {
     pub fn handles(&self, operation: Operation) -> bool {
         self.operations.contains(&operation)
     }
+
+    /// Whether the plugin reviews this request: its operation is declared and, with an object
+    /// selector, its object or old object matches.
+    pub fn reviews(&self, input: &AdmissionInput) -> bool {
+        self.handles(input.operation)
+            && self.object_selector.as_ref().is_none_or(|s| {
+                selector_admits(s, input.object.as_ref(), input.old_object.as_ref())
+            })
+    }
+}
+
+/// An object selector's verdict on a request, as the API server decides whether to call a
+/// webhook: the object or the old object matches; an absent one (the old object of a create,
+/// the object of a delete) does not.
+pub fn selector_admits(
+    selector: &LabelSelector,
+    object: Option<&Value>,
+    old_object: Option<&Value>,
+) -> bool {
+    [object, old_object]
+        .into_iter()
+        .flatten()
+        .any(|o| selector.matches_json(o.pointer("/metadata/labels")))
 }
 
 impl std::fmt::Debug for WebhookRoute {
@@ -34,6 +66,10 @@ impl std::fmt::Debug for WebhookRoute {
             .field("kind", &self.kind)
             .field("gvk", &self.gvk)
             .field("operations", &self.operations)
+            .field(
+                "object_selector",
+                &self.object_selector.as_ref().map(ToString::to_string),
+            )
             .finish()
     }
 }
@@ -52,6 +88,12 @@ pub enum WebhookTableError {
          characters of [A-Za-z0-9._~/-]"
     )]
     UnroutablePath { path: String, plugin: String },
+    #[error("plugin {plugin:?}: webhook {path:?}: {message}")]
+    BadSelector {
+        path: String,
+        plugin: String,
+        message: String,
+    },
 }
 
 /// Every webhook path of a set of plugins. Cheap to clone.
@@ -89,6 +131,17 @@ impl WebhookTable {
                         second: plugin.name().to_string(),
                     });
                 }
+                let selector = |s: &Option<String>| match s.as_deref().map(LabelSelector::parse) {
+                    None => Ok(None),
+                    Some(Ok(s)) => Ok(Some(s)),
+                    Some(Err(e)) => Err(WebhookTableError::BadSelector {
+                        path: w.path.clone(),
+                        plugin: plugin.name().to_string(),
+                        message: e.to_string(),
+                    }),
+                };
+                let object_selector = selector(&w.object_selector)?;
+                let namespace_selector = selector(&w.namespace_selector)?;
                 routes.insert(
                     w.path.clone(),
                     Arc::new(WebhookRoute {
@@ -97,6 +150,8 @@ impl WebhookTable {
                         kind: w.type_,
                         gvk: w.gvk.clone(),
                         operations: w.operations.clone(),
+                        object_selector,
+                        namespace_selector,
                     }),
                 );
             }

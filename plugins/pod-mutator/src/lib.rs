@@ -14,6 +14,7 @@ use odh_kinds::gvk;
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{
     AdmissionDecision, AdmissionRequest, Ctx, Error, Manifest, Operation, Plugin, Webhook,
+    WebhookSelector,
 };
 
 use settings::Settings;
@@ -33,6 +34,11 @@ impl Plugin for PodMutator {
             ))
             // The parameters ConfigMap in the controller's namespace.
             .reads([gvk::config_map()])
+    }
+
+    /// Upstream's object selector (its kustomize patch of the webhook configuration).
+    fn webhook_selectors() -> Vec<WebhookSelector> {
+        vec![WebhookSelector::new(names::PATH).object_selector(&mutation::OBJECT_SELECTOR)]
     }
 
     fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {

@@ -9,12 +9,15 @@ use crate::names::{
 };
 use crate::script::RAY_TLS_GENERATOR_SCRIPT;
 
-/// Whether the webhook's object selector admits the Pod: the label
-/// `serving.kserve.io/inferenceservice` exists (any value) and `control-plane` does not.
-///
-/// Upstream puts this in the webhook configuration only; the plugin manifest cannot carry an
-/// object selector, so the plugin applies it too and a configuration without it (such as the
-/// dev registration) still leaves other Pods alone.
+/// The webhook's object selector: the label `serving.kserve.io/inferenceservice` exists (any
+/// value) and `control-plane` does not.
+pub static OBJECT_SELECTOR: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("{},!{CONTROL_PLANE_LABEL}", label::INFERENCE_SERVICE_NAME)
+});
+
+/// Whether [`OBJECT_SELECTOR`] admits the Pod. The host already admits unselected Pods without
+/// calling the plugin; `mutate` checks again so that a direct call (a native test, an embedder)
+/// decides as the served webhook does.
 pub fn selected(pod: &Object) -> bool {
     let labels = pod.at(&["metadata", "labels"]);
     let has = |key: &str| labels.and_then(|l| l.get(key)).is_some();

@@ -1,11 +1,14 @@
-//! Builders for the manifest records: [`Manifest`], [`Controller`], [`Watch`], [`Webhook`].
+//! Builders for the manifest records: [`Manifest`], [`Controller`], [`Watch`], [`Webhook`],
+//! and [`WebhookSelector`] for [`Plugin::webhook_selectors`](crate::Plugin::webhook_selectors).
 //!
 //! The manifest the host receives lists every kind explicitly (the WIT's `reads` and `writes`
 //! imply nothing). The builder derives what follows from the controllers so a plugin lists
 //! only the extra kinds: [`Manifest::controller`] adds the primary, owned and watched kinds to
 //! `reads` and the owned kinds to `writes`.
 
-use crate::{Controller, Gvk, Manifest, Mapping, Operation, Watch, Webhook, WebhookType};
+use crate::{
+    Controller, Gvk, Manifest, Mapping, Operation, Watch, Webhook, WebhookSelector, WebhookType,
+};
 
 fn push_unique(kinds: &mut Vec<Gvk>, kind: Gvk) {
     if !kinds.contains(&kind) {
@@ -173,6 +176,29 @@ impl Webhook {
             gvk,
             operations: operations.into_iter().collect(),
         }
+    }
+}
+
+impl WebhookSelector {
+    /// The selectors of the webhook at `path` (as the manifest declares it); add at least one.
+    pub fn new(path: &str) -> WebhookSelector {
+        WebhookSelector {
+            path: path.into(),
+            object_selector: None,
+            namespace_selector: None,
+        }
+    }
+
+    /// Only objects whose labels match are reviewed (`key=value,key2!=value2,key3,!key4`).
+    pub fn object_selector(mut self, selector: &str) -> Self {
+        self.object_selector = Some(selector.into());
+        self
+    }
+
+    /// Only objects in namespaces whose labels match are reviewed (the API server decides).
+    pub fn namespace_selector(mut self, selector: &str) -> Self {
+        self.namespace_selector = Some(selector.into());
+        self
     }
 }
 

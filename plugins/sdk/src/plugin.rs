@@ -4,7 +4,7 @@ use serde::de::DeserializeOwned;
 
 use crate::{
     AdmissionDecision, AdmissionRequest, ApiRequest, ApiResponse, ApiRoute, Ctx, Error, Manifest,
-    Outcome, ReconcileRequest, RequestKey, Validatable, WatchEvent,
+    Outcome, ReconcileRequest, RequestKey, Validatable, WatchEvent, WebhookSelector,
 };
 
 /// A policy plugin: one associated function per WIT export. [`Plugin::Settings`] and
@@ -55,6 +55,15 @@ pub trait Plugin {
     ) -> Result<AdmissionDecision, Error> {
         let _ = (request, cx);
         Err(not_implemented::<Self>("validate"))
+    }
+
+    /// Label selectors scoping the manifest's webhooks (none by default: a webhook reviews
+    /// every object of its kind). Objects outside a webhook's object selector never reach
+    /// [`Plugin::mutate`] or [`Plugin::validate`]: the host writes the selectors into the
+    /// webhook configuration and admits a request whose object and old object both miss it
+    /// without calling the plugin. Like the manifest, called once at load.
+    fn webhook_selectors() -> Vec<WebhookSelector> {
+        Vec::new()
     }
 
     /// The HTTP routes the plugin serves (none by default). Like the manifest, called once
@@ -145,6 +154,11 @@ pub mod glue {
         with_settings::<P, _>(&request.settings, |cx| P::validate(&request, cx))
     }
 
+    pub fn webhook_selectors<P: Plugin>() -> Vec<WebhookSelector> {
+        install_panic_hook();
+        P::webhook_selectors()
+    }
+
     pub fn routes<P: Plugin>() -> Vec<ApiRoute> {
         install_panic_hook();
         P::routes()
@@ -155,8 +169,9 @@ pub mod glue {
     }
 }
 
-/// Exports a [`Plugin`] implementation as the component's `odh:controller/plugin` and
-/// `odh:controller/http-api` interfaces (world `api-policy`).
+/// Exports a [`Plugin`] implementation as the component's `odh:controller/plugin`,
+/// `odh:controller/http-api` and `odh:controller/webhook-selectors` interfaces (world
+/// `scoped-policy`).
 ///
 /// Use it once, at the root of the plugin crate: `odh_plugin_sdk::plugin!(MyPlugin);`. Off
 /// `wasm32` only the glue is type-checked; nothing is exported.
@@ -207,6 +222,14 @@ macro_rules! plugin {
                     request: $crate::ApiRequest,
                 ) -> ::core::result::Result<$crate::ApiResponse, $crate::Error> {
                     $crate::__private::glue::handle::<$plugin>(request)
+                }
+            }
+
+            impl $crate::bindings::exports::odh::controller::webhook_selectors::Guest
+                for __OdhPluginExport
+            {
+                fn selectors() -> ::std::vec::Vec<$crate::WebhookSelector> {
+                    $crate::__private::glue::webhook_selectors::<$plugin>()
                 }
             }
 

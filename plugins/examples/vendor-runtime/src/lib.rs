@@ -9,8 +9,12 @@
 //! * validate (CREATE, UPDATE): refuses container images outside `settings.imageRegistry` and a
 //!   min-replicas annotation that is not a number, where an UPDATE introduces them.
 //!
-//! Runtimes without the label are left alone by all three. It reads and writes only its
-//! primary and owned kinds, so a plugins ConfigMap entry needs no `grants` for it.
+//! Runtimes without the label are left alone by all three: the controller's primary selector
+//! and the webhooks' object selectors keep them away (the API server does not call the
+//! webhooks for them, so a failing vendor plugin cannot block anyone else's runtimes), and the
+//! webhooks check the label again for an UPDATE that removes it, which still reaches them (its
+//! old object matches). It reads and writes only its primary and owned kinds, so a plugins
+//! ConfigMap entry needs no `grants` for it.
 //!
 //! Size: built with the workspace's `wasm` profile (`make plugins`) the component is about
 //! 220 KiB, 80 KiB gzipped (`release`: about 310 KiB), well under the 1 MiB a ConfigMap holds.
@@ -22,7 +26,7 @@ use odh_kinds::gvk;
 use odh_plugin_sdk::Operation::{Create, Update};
 use odh_plugin_sdk::{
     AdmissionDecision, AdmissionRequest, Controller, Ctx, Error, Manifest, Object, Outcome, Plan,
-    Plugin, ReconcileRequest, Validatable, Value, Webhook, json, object_key,
+    Plugin, ReconcileRequest, Validatable, Value, Webhook, WebhookSelector, json, object_key,
 };
 use serde::Deserialize;
 
@@ -113,6 +117,12 @@ impl Plugin for VendorRuntime {
                 runtime,
                 [Create, Update],
             ))
+    }
+
+    fn webhook_selectors() -> Vec<WebhookSelector> {
+        [MUTATE_PATH, VALIDATE_PATH]
+            .map(|path| WebhookSelector::new(path).object_selector(SELECTOR))
+            .into()
     }
 
     fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {

@@ -122,6 +122,54 @@ impl LabelSelector {
         self.matches_with(|k| labels.and_then(|l| l.get(k)).and_then(|v| v.as_str()))
     }
 
+    /// The selector as a Kubernetes `LabelSelector`'s `matchExpressions` (what a webhook
+    /// configuration's `objectSelector` holds), in the order written: `a=b` is `In [b]`, `a!=b`
+    /// `NotIn [b]`, `a` `Exists`, `!a` `DoesNotExist`. Every value must be a valid label value
+    /// (the API server refuses the object otherwise), which [`LabelSelector::check_values`]
+    /// tells beforehand.
+    pub fn match_expressions(&self) -> Vec<serde_json::Value> {
+        use serde_json::json;
+        self.requirements
+            .iter()
+            .map(|r| match r {
+                Requirement::Equals(k, v) => json!({"key": k, "operator": "In", "values": [v]}),
+                Requirement::NotEquals(k, v) => {
+                    json!({"key": k, "operator": "NotIn", "values": [v]})
+                }
+                Requirement::In(k, vs) => json!({"key": k, "operator": "In", "values": vs}),
+                Requirement::NotIn(k, vs) => json!({"key": k, "operator": "NotIn", "values": vs}),
+                Requirement::Exists(k) => json!({"key": k, "operator": "Exists"}),
+                Requirement::NotExists(k) => json!({"key": k, "operator": "DoesNotExist"}),
+            })
+            .collect()
+    }
+
+    /// Whether every value is a valid label value (at most 63 characters of `[A-Za-z0-9._-]`,
+    /// starting and ending with a letter or digit, or empty) and every set has a value, as a
+    /// `LabelSelector` object needs; matching does not care.
+    pub fn check_values(&self) -> Result<(), SelectorError> {
+        let err = |reason: String| SelectorError {
+            selector: self.source.clone(),
+            reason,
+        };
+        for r in &self.requirements {
+            let values: &[String] = match r {
+                Requirement::Equals(_, v) | Requirement::NotEquals(_, v) => std::slice::from_ref(v),
+                Requirement::In(k, vs) | Requirement::NotIn(k, vs) => {
+                    if vs.is_empty() {
+                        return Err(err(format!("the value set of {k:?} is empty")));
+                    }
+                    vs
+                }
+                Requirement::Exists(_) | Requirement::NotExists(_) => &[],
+            };
+            if let Some(bad) = values.iter().find(|v| !valid_value(v)) {
+                return Err(err(format!("{bad:?} is not a valid label value")));
+            }
+        }
+        Ok(())
+    }
+
     fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.requirements.iter().all(|r| match r {
             Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
@@ -175,6 +223,16 @@ fn parse_set(values: &str) -> Option<Vec<String>> {
     )
 }
 
+/// A label value as the API server accepts it in a `LabelSelector`.
+fn valid_value(v: &str) -> bool {
+    let edge = |c: Option<char>| c.is_none_or(|c| c.is_ascii_alphanumeric());
+    v.len() <= 63
+        && edge(v.chars().next())
+        && edge(v.chars().last())
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 /// A label key: a DNS-ish prefix and name (`[A-Za-z0-9._/-]`, at most 317 characters).
 fn valid_key(key: &str) -> Option<String> {
     let ok = !key.is_empty()
@@ -187,6 +245,28 @@ fn valid_key(key: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn selectors_become_match_expressions_in_the_order_written() {
+        let s = LabelSelector::parse("a=1, b!=2, c, !d, e in (x,y), f notin (z)").unwrap();
+        assert_eq!(
+            serde_json::Value::Array(s.match_expressions()),
+            serde_json::json!([
+                {"key": "a", "operator": "In", "values": ["1"]},
+                {"key": "b", "operator": "NotIn", "values": ["2"]},
+                {"key": "c", "operator": "Exists"},
+                {"key": "d", "operator": "DoesNotExist"},
+                {"key": "e", "operator": "In", "values": ["x", "y"]},
+                {"key": "f", "operator": "NotIn", "values": ["z"]},
+            ])
+        );
+        assert!(s.check_values().is_ok());
+        assert!(LabelSelector::parse("a=").unwrap().check_values().is_ok());
+        for bad in ["a=-x", "a=x y", "a in ()", &format!("a={}", "v".repeat(64))] {
+            let e = LabelSelector::parse(bad).unwrap().check_values();
+            assert!(e.is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn narrower_selectors_are_within_wider_ones() {
         let p = |s: &str| LabelSelector::parse(s).unwrap();

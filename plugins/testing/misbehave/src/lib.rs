@@ -23,7 +23,9 @@
 //! POST fails there, the ConfigMap is still applied.
 //! Pods (webhook `/mutate-misbehave-pod`) always behave `ok`: they get the `misbehave/ok` label.
 //!
-//! The controller reconciles only ConfigMaps labelled `odh-test/misbehave=true`.
+//! The controller reconciles only ConfigMaps labelled `odh-test/misbehave=true`. The
+//! validating webhook does not review ConfigMaps labelled `misbehave/unreviewed` (its object
+//! selector), so a test can see the host keep such requests from the plugin.
 //!
 //! Settings: `{"okLabel": "<value>"}` sets the value of that label (default `"true"`), so two
 //! configurations of the same component decide differently; unknown settings are invalid.
@@ -33,7 +35,7 @@ use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::http::{Client, Request};
 use odh_plugin_sdk::{AdmissionDecision, AdmissionRequest, Controller, Ctx, Error, Manifest};
 use odh_plugin_sdk::{Object, Outcome, Plan, Plugin, ReconcileRequest, Validatable, Value};
-use odh_plugin_sdk::{Webhook, core_gvk, json};
+use odh_plugin_sdk::{Webhook, WebhookSelector, core_gvk, json};
 
 pub struct Misbehave;
 
@@ -104,6 +106,10 @@ impl Plugin for Misbehave {
             Some(result) => plan.status(result),
         }
         Ok(plan.into_outcome())
+    }
+
+    fn webhook_selectors() -> Vec<WebhookSelector> {
+        vec![WebhookSelector::new("/validate-misbehave").object_selector("!misbehave/unreviewed")]
     }
 
     fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {
