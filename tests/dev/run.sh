@@ -8,7 +8,8 @@
 # Settings (environment): POD_NAMESPACE (default opendatahub: the plugins ConfigMap and the
 # protected application namespace), ODH_RUN_DEMO_NAMESPACE (odh-demo), ODH_RUN_HEALTH
 # (127.0.0.1:8081), ODH_RUN_METRICS (127.0.0.1:8080), ODH_RUN_WEBHOOK (127.0.0.1:9443),
-# ODH_RUN_CLUSTER_DIR (target/dev-cluster, for the local apiserver).
+# ODH_RUN_CLUSTER_DIR (target/dev-cluster, for the local apiserver), ODH_RUN_HOST_BIN (the
+# controller binary, target/debug/odh-model-controller; e.g. `make static-binary`'s).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -19,6 +20,7 @@ metrics=${ODH_RUN_METRICS:-127.0.0.1:8080}
 webhook=${ODH_RUN_WEBHOOK:-127.0.0.1:9443}
 dir=${ODH_RUN_CLUSTER_DIR:-target/dev-cluster}
 bin=target/debug
+host_bin=${ODH_RUN_HOST_BIN:-$bin/odh-model-controller}
 
 pids=()
 cleanup() {
@@ -53,7 +55,7 @@ cert_dir=$dir/webhook-certs
 # On the local apiserver the controller registers its own webhooks, pointed at this process.
 sync=()
 [ -n "$local_cluster" ] && sync=(--sync-webhook-configurations --webhook-url="https://$webhook")
-"$bin/odh-model-controller" run --health-probe-bind-address="$health" --metrics-bind-address="$metrics" \
+"$host_bin" run --health-probe-bind-address="$health" --metrics-bind-address="$metrics" \
 	--plugin-cache-dir=target/plugin-cache "${sync[@]}" \
 	--webhook-bind-address="$webhook" --webhook-cert-dir="$cert_dir" &
 pids+=($!)
