@@ -44,8 +44,12 @@ $(APISERVER): $(wildcard tests/apiserver/*.go) tests/apiserver/go.mod tests/apis
 plugins: toolchain
 	@mkdir -p target/plugins
 	$(CARGO) build --profile wasm --target wasm32-wasip2 --target-dir $(WASM_TARGET_DIR) $(addprefix -p ,$(WASM_PLUGINS))
+	@# Tests run this while other tests (and their child processes) read target/plugins: a file
+	@# is replaced by a rename, never rewritten in place, and left alone when unchanged.
 	@for p in $(WASM_PLUGINS); do \
-		cp $(WASM_TARGET_DIR)/wasm32-wasip2/wasm/$$(echo $$p | tr - _).wasm target/plugins/$$p.wasm || exit 1; \
+		src=$(WASM_TARGET_DIR)/wasm32-wasip2/wasm/$$(echo $$p | tr - _).wasm; dst=target/plugins/$$p.wasm; \
+		cmp -s $$src $$dst && continue; \
+		cp $$src $$dst.tmp.$$$$ && mv -f $$dst.tmp.$$$$ $$dst || exit 1; \
 	done
 
 ## test-deps: Debian's OCI distribution registry, for the oci:// plugin-source tests
