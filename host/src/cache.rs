@@ -116,10 +116,19 @@ pub struct KindCache {
 /// delivers the versions of an object in order, so once it delivers the written version,
 /// everything before it has been seen; a relist may skip it, so a relist forgets every
 /// awaited version, and so does [`AWAIT_LIMIT`] (a write the cache can never see).
+///
+/// A write's answer can come after the watch delivered it and a later change of the object
+/// (another writer's update, a deletion): the store then holds neither that version nor
+/// anything equal to it, and awaiting it would take the cache for "behind" until the limit and
+/// skip a needed apply. One watch stream delivers its events in resourceVersion order, so a
+/// version at or below the highest one delivered (when both are numbers, as etcd's are) has
+/// been delivered already and is not awaited.
 #[derive(Default)]
 struct AwaitedVersions {
     /// (namespace, name) → (written resourceVersion, when).
     by_object: Mutex<HashMap<ObjectName, (String, Instant)>>,
+    /// The highest numeric resourceVersion the watch delivered.
+    delivered: std::sync::atomic::AtomicU64,
 }
 
 type ObjectName = (Option<String>, String);
@@ -129,6 +138,10 @@ const AWAIT_LIMIT: Duration = Duration::from_secs(10);
 
 impl AwaitedVersions {
     fn seen(&self, obj: &DynamicObject) {
+        if let Some(rv) = numeric_version(obj.metadata.resource_version.as_deref()) {
+            self.delivered
+                .fetch_max(rv, std::sync::atomic::Ordering::SeqCst);
+        }
         let mut map = self.by_object.lock().expect("awaited lock");
         if map.is_empty() {
             return;
@@ -142,6 +155,16 @@ impl AwaitedVersions {
     fn forget_all(&self) {
         self.by_object.lock().expect("awaited lock").clear();
     }
+
+    /// Whether the watch delivered `resource_version` already (judged by number).
+    fn delivered(&self, resource_version: &str) -> bool {
+        numeric_version(Some(resource_version))
+            .is_some_and(|rv| rv <= self.delivered.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
+fn numeric_version(resource_version: Option<&str>) -> Option<u64> {
+    resource_version?.parse().ok()
 }
 
 impl KindCache {
@@ -168,6 +191,7 @@ impl KindCache {
             .and_then(|o| o.metadata.resource_version.clone())
             .as_deref()
             == Some(resource_version)
+            || self.awaited.delivered(resource_version)
         {
             return;
         }
@@ -647,6 +671,20 @@ mod tests {
         // A relist may skip the written version: nothing is awaited any more.
         awaited.forget_all();
         assert!(awaited.by_object.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_version_at_or_below_the_highest_delivered_one_was_delivered() {
+        let awaited = AwaitedVersions::default();
+        assert!(!awaited.delivered("5"));
+        awaited.seen(&versioned("a", "7"));
+        // Another object's later change (or this one's deletion) came after our write of 5.
+        assert!(awaited.delivered("5") && awaited.delivered("7"));
+        assert!(!awaited.delivered("8"));
+        assert!(
+            !awaited.delivered("opaque"),
+            "not a number: awaited as before"
+        );
     }
 
     fn gvk(kind: &str) -> Gvk {
