@@ -68,13 +68,17 @@ pub struct ModelServingApiArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
-    /// Print a plugin's manifest as JSON (with its WIT package version and sha256).
-    Inspect {
-        /// A component file (`.wasm`) or the name of a built-in plugin.
-        plugin: String,
-    },
+    /// Print a plugin's manifest as JSON (with its WIT package version and sha256; for
+    /// `oci://…` also its manifest digest and signature status).
+    Inspect(crate::plugin_publish::InspectArgs),
     /// Run one reconcile, mutate or validate call and print the result as JSON.
     Eval(crate::plugin_cli::EvalArgs),
+    /// Publish a component to an OCI registry (one `application/wasm` layer).
+    Push(crate::plugin_publish::PushArgs),
+    /// Sign a published component as cosign does (the signature is stored beside it).
+    Sign(crate::plugin_publish::SignArgs),
+    /// Make an ECDSA P-256 key pair for `plugin sign`.
+    Keygen(crate::plugin_publish::KeygenArgs),
 }
 
 /// Upstream's flags and defaults (its `cmd/main.go`).

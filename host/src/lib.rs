@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod model_serving_api;
 pub mod plugin;
 pub mod plugin_cli;
+pub mod plugin_publish;
 pub mod profile;
 pub mod registry;
 pub mod run;

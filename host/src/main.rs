@@ -1,6 +1,6 @@
 use clap::Parser;
 use odh_model_controller::cli::{Cli, Command, PluginCommand};
-use odh_model_controller::{cli, crd, logging, plugin_cli, run};
+use odh_model_controller::{cli, crd, logging, plugin_cli, plugin_publish, run};
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse_from(cli::normalize_go_flags(std::env::args()));
@@ -81,12 +81,21 @@ fn print_crds(write: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn publish(
+    result: anyhow::Result<serde_json::Value>,
+) -> Result<serde_json::Value, plugin_cli::EvalError> {
+    result.map_err(plugin_cli::EvalError::Usage)
+}
+
 /// Prints the result as JSON on stdout; exit 0 on success, 1 when the plugin failed, 2 on bad
 /// arguments or input (the message goes to stderr).
 fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
     logging::init(logging::Encoder::Console, "warn");
     let (op, result) = match cmd {
-        PluginCommand::Inspect { plugin } => ("inspect", plugin_cli::inspect(plugin)),
+        PluginCommand::Inspect(args) => ("inspect", plugin_cli::inspect(args)),
+        PluginCommand::Push(args) => ("push", publish(plugin_publish::push(args))),
+        PluginCommand::Sign(args) => ("sign", publish(plugin_publish::sign(args))),
+        PluginCommand::Keygen(args) => ("keygen", publish(plugin_publish::keygen(args))),
         PluginCommand::Eval(args) => (
             match args.op {
                 plugin_cli::Op::Reconcile => "reconcile",

@@ -108,11 +108,19 @@ fn resolve(spec: &str) -> anyhow::Result<(Source, Vec<u8>)> {
 /// Loads the component of `spec`; without `settings` its `validate-settings` is not called
 /// (the settings of a plugin described are the admin's, not known here).
 fn load(spec: &str, settings: Option<Value>) -> Result<LoadedPlugin, EvalError> {
-    let engine = engine().map_err(usage)?;
     let (source, bytes) = resolve(spec).map_err(usage)?;
+    load_bytes(source, &bytes, settings)
+}
+
+fn load_bytes(
+    source: Source,
+    bytes: &[u8],
+    settings: Option<Value>,
+) -> Result<LoadedPlugin, EvalError> {
+    let engine = engine().map_err(usage)?;
     let request = match settings {
-        Some(settings) => LoadRequest::new(source, &bytes).settings(settings),
-        None => LoadRequest::new(source, &bytes).without_settings_check(),
+        Some(settings) => LoadRequest::new(source, bytes).settings(settings),
+        None => LoadRequest::new(source, bytes).without_settings_check(),
     };
     LoadedPlugin::load(&engine, request).map_err(|e| match e {
         crate::plugin::LoadError::Call(c) => EvalError::Plugin(c),
@@ -120,10 +128,21 @@ fn load(spec: &str, settings: Option<Value>) -> Result<LoadedPlugin, EvalError> 
     })
 }
 
-/// `plugin inspect`: the manifest, where it came from and the WIT package it was built for.
-pub fn inspect(spec: &str) -> Result<Value, EvalError> {
-    let plugin = load(spec, None)?;
+/// `plugin inspect`: the manifest, where it came from and the WIT package it was built for;
+/// for `oci://…` also what the registry says of it.
+pub fn inspect(args: &crate::plugin_publish::InspectArgs) -> Result<Value, EvalError> {
+    let spec = args.plugin.as_str();
+    let (plugin, oci) = if spec.starts_with("oci://") {
+        let (bytes, info) = crate::plugin_publish::pull(args).map_err(usage)?;
+        let source = Source::Oci(spec.trim_start_matches("oci://").to_string());
+        (load_bytes(source, &bytes, None)?, Some(info))
+    } else {
+        (load(spec, None)?, None)
+    };
     let mut out = serde_json::to_value(plugin.manifest()).map_err(usage)?;
+    if let Some(info) = oci {
+        out["oci"] = info;
+    }
     out["wit"] = json!(WIT_PACKAGE);
     out["routes"] = json!(plugin.routes());
     out["source"] = json!(plugin.source().to_string());

@@ -48,6 +48,40 @@ struct RawEntry {
     mode: Rollout,
     #[serde(default)]
     failure_policy: Option<FailurePolicy>,
+    /// A `kubernetes.io/dockerconfigjson` Secret with credentials for an `oci://` source.
+    #[serde(default)]
+    pull_secret: Option<String>,
+    #[serde(default)]
+    signature: Option<RawSignature>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawSignature {
+    public_keys: RawKeySource,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawKeySource {
+    #[serde(default)]
+    config_map: Option<String>,
+    #[serde(default)]
+    secret: Option<String>,
+}
+
+/// Where the public keys a signature must be made with are (in the controller's namespace):
+/// every data key holds one or more PEM public keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    ConfigMap(String),
+    Secret(String),
+}
+
+/// An `oci://` candidate must carry a cosign signature by one of these keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignaturePolicy {
+    pub public_keys: KeySource,
 }
 
 #[derive(Debug, Deserialize)]
@@ -69,6 +103,10 @@ pub struct PluginEntry {
     pub grants: Grants,
     pub rollout: Rollout,
     pub failure_policy: Option<FailurePolicy>,
+    /// Secret (dockerconfigjson) with the registry credentials of an `oci://` source.
+    pub pull_secret: Option<String>,
+    /// The signature an `oci://` candidate must carry.
+    pub signature: Option<SignaturePolicy>,
 }
 
 /// The whole configuration: plugins by name.
@@ -96,6 +134,36 @@ impl RegistryConfig {
             }
             let source =
                 Source::parse(&name, &e.source).map_err(|m| format!("plugin {name}: {m}"))?;
+            let is_oci = matches!(source, Source::Oci(_));
+            if e.pull_secret.is_some() && !is_oci {
+                return Err(format!(
+                    "plugin {name}: pullSecret applies to oci:// sources only"
+                ));
+            }
+            let signature = match e.signature {
+                None => None,
+                Some(_) if !is_oci => {
+                    return Err(format!(
+                        "plugin {name}: signature applies to oci:// sources only (signatures are stored beside the artifact in its registry)"
+                    ));
+                }
+                Some(RawSignature {
+                    public_keys: RawKeySource { config_map, secret },
+                }) => Some(SignaturePolicy {
+                    public_keys: match (config_map, secret) {
+                        (Some(cm), None) if !cm.is_empty() => KeySource::ConfigMap(cm),
+                        (None, Some(s)) if !s.is_empty() => KeySource::Secret(s),
+                        _ => {
+                            return Err(format!(
+                                "plugin {name}: signature.publicKeys names exactly one of configMap or secret"
+                            ));
+                        }
+                    },
+                }),
+            };
+            if e.pull_secret.as_deref() == Some("") {
+                return Err(format!("plugin {name}: pullSecret must name a Secret"));
+            }
             let sha256 = match e.sha256 {
                 Some(s) => {
                     let s = s.to_ascii_lowercase();
@@ -104,10 +172,10 @@ impl RegistryConfig {
                     }
                     Some(s)
                 }
-                None if source.is_builtin() => None,
+                None if source.is_builtin() || signature.is_some() => None,
                 None => {
                     return Err(format!(
-                        "plugin {name}: sha256 is required for source {source}"
+                        "plugin {name}: sha256 is required for source {source} (or, for an oci:// source, a signature)"
                     ));
                 }
             };
@@ -133,6 +201,8 @@ impl RegistryConfig {
                     grants,
                     rollout: e.mode,
                     failure_policy: e.failure_policy,
+                    pull_secret: e.pull_secret,
+                    signature,
                 },
             );
         }
@@ -274,6 +344,29 @@ plugins:
     }
 
     #[test]
+    fn a_signed_oci_entry_needs_no_pinned_digest() {
+        let c = RegistryConfig::parse(
+            "plugins:\n  v:\n    source: oci://quay.io/vendor/v:1\n    pullSecret: vendor-pull\n    signature:\n      publicKeys:\n        secret: vendor-keys\n",
+        )
+        .unwrap();
+        let v = &c.plugins["v"];
+        assert_eq!(v.sha256, None);
+        assert_eq!(v.pull_secret.as_deref(), Some("vendor-pull"));
+        assert_eq!(
+            v.signature,
+            Some(SignaturePolicy {
+                public_keys: KeySource::Secret("vendor-keys".into())
+            })
+        );
+        let unsigned = RegistryConfig::parse("plugins: {v: {source: 'oci://quay.io/vendor/v:1'}}");
+        assert!(
+            unsigned
+                .unwrap_err()
+                .contains("or, for an oci:// source, a signature")
+        );
+    }
+
+    #[test]
     fn settings_left_empty_are_no_settings() {
         for text in [
             "plugins: {p: {source: builtin}}",
@@ -315,6 +408,30 @@ plugins:
             (
                 "plugins: {p: {source: 'nope'}}",
                 "plugin p: source \"nope\"",
+            ),
+            (
+                "plugins: {p: {source: builtin, pullSecret: s}}",
+                "plugin p: pullSecret applies to oci:// sources only",
+            ),
+            (
+                "plugins: {p: {source: 'https://x/p.wasm', signature: {publicKeys: {configMap: k}}}}",
+                "plugin p: signature applies to oci:// sources only",
+            ),
+            (
+                "plugins: {p: {source: 'oci://r.example/p:1', signature: {publicKeys: {configMap: k, secret: s}}}}",
+                "exactly one of configMap or secret",
+            ),
+            (
+                "plugins: {p: {source: 'oci://r.example/p:1', signature: {publicKeys: {}}}}",
+                "exactly one of configMap or secret",
+            ),
+            (
+                "plugins: {p: {source: 'oci://r.example/p:1', signature: {keys: k}}}",
+                "unknown field `keys`",
+            ),
+            (
+                "plugins: {p: {source: 'oci://r.example/p:1', pullSecret: ''}}",
+                "pullSecret must name a Secret",
             ),
         ];
         for (text, want) in cases {

@@ -2,11 +2,12 @@
 
 use std::io::Read;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use sha2::{Digest, Sha256};
 
-use super::config::{PluginEntry, Source};
+use super::config::{KeySource, PluginEntry, SignaturePolicy, Source};
+use super::{http, oci};
 use crate::builtins;
 
 /// The largest component accepted (after decompression): a guard against gzip bombs.
@@ -65,180 +66,148 @@ pub async fn fetch_unverified(
             decompress(data)?
         }
         Source::Https(url) => decompress(https_get(url, extra_roots).await?)?,
-        Source::Oci(reference) => decompress(oci_pull(reference, extra_roots).await?)?,
+        Source::Oci(reference) => {
+            decompress(oci_pull(entry, reference, client, namespace, extra_roots).await?)?
+        }
     };
     Ok(bytes)
 }
-
-/// How long one download may take.
-const HTTPS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 type Roots<'a> = &'a [rustls::pki_types::CertificateDer<'static>];
 
 /// Downloads `url` over HTTPS (public web PKI plus `extra_roots`), at most
 /// [`MAX_COMPONENT_BYTES`].
 pub async fn https_get(url: &str, extra_roots: Roots<'_>) -> Result<Vec<u8>, String> {
-    get(url, None, extra_roots).await
-}
-
-/// GET `url` with an optional `Accept` header. `http://` is allowed for loopback hosts only
-/// (a registry on the same machine, as container tools allow); anything else must be HTTPS.
-async fn get(url: &str, accept: Option<&str>, extra_roots: Roots<'_>) -> Result<Vec<u8>, String> {
-    tokio::time::timeout(HTTPS_TIMEOUT, get_inner(url, accept, extra_roots))
-        .await
-        .map_err(|_| format!("GET {url}: no answer within {HTTPS_TIMEOUT:?}"))?
-}
-
-fn is_loopback(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-async fn get_inner(
-    url: &str,
-    accept: Option<&str>,
-    extra_roots: Roots<'_>,
-) -> Result<Vec<u8>, String> {
-    use http_body_util::{BodyExt, Empty, Limited};
-    let fail = |e: &dyn std::fmt::Display| format!("GET {url}: {e}");
-    let uri: http::Uri = url.parse().map_err(|e| fail(&e))?;
-    let host = uri.host().ok_or_else(|| fail(&"no host"))?.to_string();
-    let plain = uri.scheme_str() == Some("http");
-    if plain && !is_loopback(&host) {
-        return Err(fail(&"plain http is only allowed to loopback hosts"));
-    }
-    let port = uri.port_u16().unwrap_or(if plain { 80 } else { 443 });
-    let bare_host = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let tcp = tokio::net::TcpStream::connect((bare_host.as_str(), port))
-        .await
-        .map_err(|e| fail(&e))?;
-    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-    let mut request = http::Request::get(path).header(
-        http::header::HOST,
-        uri.authority().map(|a| a.as_str()).unwrap_or(&host),
-    );
-    if let Some(accept) = accept {
-        request = request.header(http::header::ACCEPT, accept);
-    }
-    let request = request
-        .body(Empty::<hyper::body::Bytes>::new())
-        .map_err(|e| fail(&e))?;
-    let response = if plain {
-        let io = hyper_util::rt::TokioIo::new(tcp);
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
-            .await
-            .map_err(|e| fail(&e))?;
-        tokio::spawn(conn);
-        sender.send_request(request).await.map_err(|e| fail(&e))?
-    } else {
-        let tls = tls_connect(&bare_host, tcp, extra_roots)
-            .await
-            .map_err(|e| fail(&e))?;
-        let io = hyper_util::rt::TokioIo::new(tls);
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
-            .await
-            .map_err(|e| fail(&e))?;
-        tokio::spawn(conn);
-        sender.send_request(request).await.map_err(|e| fail(&e))?
-    };
-    if !response.status().is_success() {
-        return Err(fail(&response.status()));
-    }
-    let body = Limited::new(response.into_body(), MAX_COMPONENT_BYTES + 1)
-        .collect()
-        .await
-        .map_err(|e| fail(&e))?
-        .to_bytes();
-    Ok(body.to_vec())
-}
-
-async fn tls_connect(
-    host: &str,
-    tcp: tokio::net::TcpStream,
-    extra_roots: Roots<'_>,
-) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
-    let mut roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    for cert in extra_roots {
-        roots.add(cert.clone()).map_err(|e| e.to_string())?;
-    }
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let server_name =
-        rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
-    tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
-        .connect(server_name, tcp)
-        .await
-        .map_err(|e| e.to_string())
-}
-
-/// Pulls a WebAssembly component published as an OCI artifact: `<registry>/<repository>:<tag>`
-/// or `…@sha256:<digest>`. The manifest's layer of media type `application/wasm` (or its only
-/// layer) is the component; its digest is checked. Anonymous pulls only.
-pub async fn oci_pull(reference: &str, extra_roots: Roots<'_>) -> Result<Vec<u8>, String> {
-    let fail = |m: String| format!("oci://{reference}: {m}");
-    let (registry, rest) = reference
-        .split_once('/')
-        .ok_or_else(|| fail("expected <registry>/<repository>:<tag>".into()))?;
-    let (repository, tag_or_digest) = match rest.split_once('@') {
-        Some((repo, digest)) => (repo, digest),
-        None => rest.rsplit_once(':').unwrap_or((rest, "latest")),
-    };
-    let registry_host = registry.rsplit_once(':').map_or(registry, |(h, _)| h);
-    let scheme = if is_loopback(registry_host) {
-        "http"
-    } else {
-        "https"
-    };
-    let base = format!("{scheme}://{registry}/v2/{repository}");
-    let accept = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
-    let manifest = get(
-        &format!("{base}/manifests/{tag_or_digest}"),
-        Some(accept),
+    let response = http::send(
+        ::http::Method::GET,
+        url,
+        ::http::HeaderMap::new(),
+        Default::default(),
         extra_roots,
+        MAX_COMPONENT_BYTES + 1,
     )
     .await?;
-    let manifest: serde_json::Value = serde_json::from_slice(&manifest)
-        .map_err(|e| fail(format!("the manifest is not JSON: {e}")))?;
-    let layers = manifest["layers"].as_array().cloned().unwrap_or_default();
-    let wasm_layer = |l: &&serde_json::Value| {
-        matches!(
-            l["mediaType"].as_str(),
-            Some("application/wasm" | "application/vnd.wasm.content.layer.v1+wasm")
-        )
-    };
-    let layer = layers
-        .iter()
-        .find(wasm_layer)
-        .or_else(|| (layers.len() == 1).then(|| &layers[0]))
-        .ok_or_else(|| {
-            fail(format!(
-                "no WebAssembly layer among {} layers",
-                layers.len()
-            ))
-        })?;
-    let digest = layer["digest"]
-        .as_str()
-        .ok_or_else(|| fail("a layer without a digest".into()))?;
-    let expected = digest
-        .strip_prefix("sha256:")
-        .ok_or_else(|| fail(format!("unsupported digest {digest}")))?;
-    let blob = get(&format!("{base}/blobs/{digest}"), None, extra_roots).await?;
-    if hex::encode(Sha256::digest(&blob)) != expected {
-        return Err(fail(format!("blob {digest} does not match its digest")));
+    if !response.status.is_success() {
+        return Err(format!("GET {}: {}", response.url, response.describe()));
     }
-    Ok(blob)
+    Ok(response.body.to_vec())
+}
+
+/// Pulls the entry's `oci://` component: with the credentials of its `pullSecret` and, when it
+/// requires a signature, only a manifest signed by one of its trusted keys.
+async fn oci_pull(
+    entry: &PluginEntry,
+    text: &str,
+    client: &kube::Client,
+    namespace: &str,
+    extra_roots: Roots<'_>,
+) -> Result<Vec<u8>, String> {
+    let reference = oci::Reference::parse(text)?;
+    let credentials = match &entry.pull_secret {
+        Some(secret) => Some(pull_secret(client, namespace, secret, &reference.registry).await?),
+        None => None,
+    };
+    let keys = match &entry.signature {
+        Some(policy) => Some(trusted_keys(client, namespace, policy).await?),
+        None => None,
+    };
+    let mut session = oci::Session::new(&reference, oci::Access::Pull, credentials, extra_roots);
+    let pulled = oci::pull(
+        &mut session,
+        &reference,
+        keys.as_deref(),
+        MAX_COMPONENT_BYTES,
+    )
+    .await
+    .map_err(|m| format!("{reference}: {m}"))?;
+    if let Some(signer) = &pulled.signed_by {
+        tracing::info!(
+            plugin = entry.name,
+            digest = pulled.digest,
+            "{reference}: signature verified, signed by {signer}"
+        );
+    }
+    Ok(pulled.component)
+}
+
+/// The credentials for `registry` in the `kubernetes.io/dockerconfigjson` Secret `name`.
+async fn pull_secret(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    registry: &str,
+) -> Result<(oci::Credentials, String), String> {
+    let what = format!("Secret {namespace}/{name}");
+    let secret = Api::<Secret>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(|e| format!("reading the pullSecret {what}: {e}"))?
+        .ok_or_else(|| format!("the pullSecret {what} does not exist"))?;
+    let config = secret
+        .data
+        .and_then(|mut d| d.remove(".dockerconfigjson"))
+        .ok_or_else(|| {
+            format!("the pullSecret {what} is not of type kubernetes.io/dockerconfigjson (no .dockerconfigjson key)")
+        })?;
+    let credentials = oci::auth::from_docker_config(&config.0, registry)
+        .map_err(|m| format!("the pullSecret {what}: {m}"))?
+        .ok_or_else(|| {
+            format!(
+                "the pullSecret {what} has no credentials for registry {registry} (it has: {})",
+                oci::auth::registries_in(&config.0).join(", ")
+            )
+        })?;
+    Ok((credentials, what))
+}
+
+/// Every public key in the ConfigMap or Secret the entry's signature policy names (each data
+/// key holds one or more PEM public keys, named after the key).
+async fn trusted_keys(
+    client: &kube::Client,
+    namespace: &str,
+    policy: &SignaturePolicy,
+) -> Result<Vec<oci::PublicKey>, String> {
+    let (what, data): (String, Vec<(String, Vec<u8>)>) = match &policy.public_keys {
+        KeySource::ConfigMap(name) => {
+            let what = format!("ConfigMap {namespace}/{name}");
+            let cm = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+                .get_opt(name)
+                .await
+                .map_err(|e| format!("reading the signature keys {what}: {e}"))?
+                .ok_or_else(|| format!("the signature keys {what} do not exist"))?;
+            let data = cm
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.into_bytes()));
+            (what, data.collect())
+        }
+        KeySource::Secret(name) => {
+            let what = format!("Secret {namespace}/{name}");
+            let secret = Api::<Secret>::namespaced(client.clone(), namespace)
+                .get_opt(name)
+                .await
+                .map_err(|e| format!("reading the signature keys {what}: {e}"))?
+                .ok_or_else(|| format!("the signature keys {what} do not exist"))?;
+            let data = secret
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.0));
+            (what, data.collect())
+        }
+    };
+    let mut keys = Vec::new();
+    for (name, pem) in data {
+        keys.extend(
+            oci::PublicKey::parse_all(&name, &pem)
+                .map_err(|m| format!("the signature keys {what}: {m}"))?,
+        );
+    }
+    if keys.is_empty() {
+        return Err(format!("the signature keys {what} hold no public key"));
+    }
+    Ok(keys)
 }
 
 /// Gunzips `data` when it is gzip, within [`MAX_COMPONENT_BYTES`].

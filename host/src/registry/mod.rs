@@ -4,8 +4,13 @@
 
 pub mod config;
 pub mod fetch;
+pub mod http;
+pub mod oci;
 pub mod swap;
 pub mod trust;
 
-pub use config::{CONFIGMAP_NAME, FailurePolicy, PluginEntry, RegistryConfig, Rollout, Source};
+pub use config::{
+    CONFIGMAP_NAME, FailurePolicy, KeySource, PluginEntry, RegistryConfig, Rollout,
+    SignaturePolicy, Source,
+};
 pub use swap::{Registry, STATUS_CONFIGMAP_NAME, SwapResult};
