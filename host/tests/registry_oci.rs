@@ -690,5 +690,83 @@ async fn a_signed_plugin_goes_live_and_one_signed_by_another_key_or_unsigned_is_
             .is_some_and(|e| e.contains("is not signed")),
         "{status}"
     );
+    assert_eq!(status["activeOciDigest"], pushed["digest"], "{status}");
+    assert!(
+        status["activeSignedBy"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("vendor.pub (")),
+        "the serving version's signer stays on record: {status}"
+    );
+    Ok(())
+}
+
+/// Registries answer blob downloads with a redirect to storage elsewhere: it is followed, and
+/// the registry's credentials go along only to the same origin.
+#[tokio::test]
+async fn redirects_are_followed_and_credentials_stay_with_their_origin() -> anyhow::Result<()> {
+    use axum::http::HeaderMap;
+    use axum::response::Redirect;
+    let echo = |headers: HeaderMap| async move {
+        if headers.contains_key("authorization") {
+            "with credentials"
+        } else {
+            "without credentials"
+        }
+    };
+    let serve = |app: axum::Router| async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        anyhow::Ok((addr, task))
+    };
+    let (storage, storage_task) =
+        serve(axum::Router::new().route("/blob", axum::routing::get(echo))).await?;
+    let to_storage = format!("http://{storage}/blob");
+    let (origin, origin_task) = serve(
+        axum::Router::new()
+            .route(
+                "/v2/p/blobs/elsewhere",
+                axum::routing::get(move || async move { Redirect::temporary(&to_storage) }),
+            )
+            .route(
+                "/v2/p/blobs/here",
+                axum::routing::get(|| async { Redirect::to("/echo") }),
+            )
+            .route("/echo", axum::routing::get(echo)),
+    )
+    .await?;
+    let get = |path: String| async move {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::AUTHORIZATION, "Bearer t".parse()?);
+        let response = odh_model_controller::registry::http::send(
+            http::Method::GET,
+            &format!("http://{origin}{path}"),
+            headers,
+            Bytes::new(),
+            &[],
+            1024,
+        )
+        .await
+        .map_err(anyhow::Error::msg)?;
+        anyhow::ensure!(response.status == 200, "{}", response.describe());
+        anyhow::Ok((response.url, String::from_utf8(response.body.to_vec())?))
+    };
+    let (url, body) = get("/v2/p/blobs/elsewhere".into()).await?;
+    assert_eq!(
+        (url.as_str(), body.as_str()),
+        (
+            format!("http://{storage}/blob").as_str(),
+            "without credentials"
+        )
+    );
+    let (url, body) = get("/v2/p/blobs/here".into()).await?;
+    assert_eq!(
+        (url.as_str(), body.as_str()),
+        (format!("http://{origin}/echo").as_str(), "with credentials")
+    );
+    storage_task.abort();
+    origin_task.abort();
     Ok(())
 }

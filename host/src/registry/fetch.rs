@@ -41,6 +41,35 @@ pub async fn fetch_unverified(
     namespace: &str,
     extra_roots: &[rustls::pki_types::CertificateDer<'static>],
 ) -> Result<Vec<u8>, String> {
+    Ok(fetch_with_origin(entry, client, namespace, extra_roots)
+        .await?
+        .bytes)
+}
+
+/// Where a registry artifact came from: what the plugin's status shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The digest of the manifest the component was taken from.
+    pub digest: String,
+    /// The trusted key whose signature was verified, when the entry requires one.
+    pub signed_by: Option<String>,
+}
+
+/// A fetched component (decompressed, its digest not checked yet) and, for `oci://`, its
+/// origin.
+pub struct Fetched {
+    pub bytes: Vec<u8>,
+    pub origin: Option<Origin>,
+}
+
+/// [`fetch_unverified`], with the origin of a registry artifact.
+pub async fn fetch_with_origin(
+    entry: &PluginEntry,
+    client: &kube::Client,
+    namespace: &str,
+    extra_roots: &[rustls::pki_types::CertificateDer<'static>],
+) -> Result<Fetched, String> {
+    let mut origin = None;
     let bytes = match &entry.source {
         Source::Builtin(name) => builtins::component(name)
             .map(<[u8]>::to_vec)
@@ -67,10 +96,15 @@ pub async fn fetch_unverified(
         }
         Source::Https(url) => decompress(https_get(url, extra_roots).await?)?,
         Source::Oci(reference) => {
-            decompress(oci_pull(entry, reference, client, namespace, extra_roots).await?)?
+            let pulled = oci_pull(entry, reference, client, namespace, extra_roots).await?;
+            origin = Some(Origin {
+                digest: pulled.digest,
+                signed_by: pulled.signed_by,
+            });
+            decompress(pulled.component)?
         }
     };
-    Ok(bytes)
+    Ok(Fetched { bytes, origin })
 }
 
 type Roots<'a> = &'a [rustls::pki_types::CertificateDer<'static>];
@@ -101,7 +135,7 @@ async fn oci_pull(
     client: &kube::Client,
     namespace: &str,
     extra_roots: Roots<'_>,
-) -> Result<Vec<u8>, String> {
+) -> Result<oci::Pulled, String> {
     let reference = oci::Reference::parse(text)?;
     let credentials = match &entry.pull_secret {
         Some(secret) => Some(pull_secret(client, namespace, secret, &reference.registry).await?),
@@ -127,7 +161,7 @@ async fn oci_pull(
             "{reference}: signature verified, signed by {signer}"
         );
     }
-    Ok(pulled.component)
+    Ok(pulled)
 }
 
 /// The credentials for `registry` in the `kubernetes.io/dockerconfigjson` Secret `name`.

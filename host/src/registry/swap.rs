@@ -63,10 +63,18 @@ impl Rejection {
     }
 }
 
-/// A candidate ready to serve, and what an explicit grant gave it beyond its baseline.
+/// A candidate ready to serve, and what its status records besides its digest.
 struct Accepted {
     plugin: LoadedPlugin,
+    admission: Admission,
+}
+
+/// How a candidate was admitted: what an explicit grant gave it beyond its baseline, and
+/// where a registry artifact came from (manifest digest, the key that signed it).
+#[derive(Debug, Default, Clone)]
+struct Admission {
     widened: Vec<String>,
+    origin: Option<fetch::Origin>,
 }
 
 /// When a rejected plugin is tried again, in retry ticks.
@@ -98,6 +106,8 @@ pub struct Registry {
     rejected: Mutex<BTreeMap<String, Backoff>>,
     reported: Mutex<BTreeMap<String, Reported>>,
     last_config: Mutex<Option<RegistryConfig>>,
+    /// Where each serving registry artifact came from (the status shows it on every write).
+    active_origins: Mutex<BTreeMap<String, fetch::Origin>>,
     /// Trusted for `https://` sources besides the public web PKI.
     extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
     serve_check: Option<ServeCheck>,
@@ -128,6 +138,7 @@ impl Registry {
             rejected: Mutex::new(Default::default()),
             reported: Mutex::new(Default::default()),
             last_config: Mutex::new(None),
+            active_origins: Mutex::new(BTreeMap::new()),
             extra_roots: Vec::new(),
             serve_check: None,
         }
@@ -198,7 +209,10 @@ impl Registry {
                     slot.set_fail_open(false);
                 }
                 if serving.is_none_or(|s| !s.current().same_as(default)) {
-                    match self.install(default.clone(), false, &[]).await {
+                    match self
+                        .install(default.clone(), false, &Admission::default())
+                        .await
+                    {
                         Ok(()) => {
                             results.insert(name, SwapResult::Swapped(default.sha256().to_string()));
                         }
@@ -236,7 +250,7 @@ impl Registry {
             .insert(entry.name.clone(), entry.clone());
         let serving = self.set.get(&entry.name);
         let predecessor = serving.as_ref().map(PluginSlot::current);
-        let Accepted { plugin, widened } = self.candidate(predecessor.as_ref(), entry).await?;
+        let Accepted { plugin, admission } = self.candidate(predecessor.as_ref(), entry).await?;
         let sha = plugin.sha256().to_string();
         if entry.rollout == Rollout::Shadow {
             let Some(slot) = serving else {
@@ -258,12 +272,12 @@ impl Registry {
             );
             slot.set_shadow(Some(plugin));
             let active = slot.current().sha256().to_string();
-            self.write_status(slot.name(), &active, &sha, None, &widened)
+            self.write_status(slot.name(), &active, &sha, None, &admission)
                 .await;
             return Ok(SwapResult::Shadowed(sha));
         }
         let fail_open = entry.failure_policy == Some(FailurePolicy::Ignore);
-        self.install(plugin, fail_open, &widened)
+        self.install(plugin, fail_open, &admission)
             .await
             .map_err(|m| Rejection::new(m, Some(&sha)))?;
         Ok(SwapResult::Swapped(sha))
@@ -275,7 +289,7 @@ impl Registry {
         &self,
         plugin: LoadedPlugin,
         fail_open: bool,
-        widened: &[String],
+        admission: &Admission,
     ) -> Result<(), String> {
         let name = plugin.name().to_string();
         if let Some(slot) = self.set.get(&name)
@@ -283,7 +297,7 @@ impl Registry {
         {
             slot.set_shadow(None);
             slot.set_fail_open(fail_open);
-            self.swap_in(&slot, plugin, widened).await;
+            self.swap_in(&slot, plugin, admission).await;
             return Ok(());
         }
         if let Some(check) = &self.serve_check {
@@ -296,6 +310,7 @@ impl Registry {
             check(&plugin, &others)?;
         }
         let sha = plugin.sha256().to_string();
+        self.set_active_origin(&name, admission.origin.clone());
         let slot = PluginSlot::new(plugin);
         slot.set_fail_open(fail_open);
         let previous = self.set.insert(slot);
@@ -309,7 +324,7 @@ impl Registry {
             None => tracing::info!(plugin = name, sha256 = sha, "plugin added"),
         }
         Metrics::global().plugin_swap(&name, true);
-        self.write_status(&name, &sha, &sha, None, widened).await;
+        self.write_status(&name, &sha, &sha, None, admission).await;
         Ok(())
     }
 
@@ -320,8 +335,8 @@ impl Registry {
         predecessor: Option<&LoadedPlugin>,
         entry: &PluginEntry,
     ) -> Result<Accepted, Rejection> {
-        let bytes =
-            fetch::fetch_unverified(entry, &self.client, &self.namespace, &self.extra_roots)
+        let fetch::Fetched { bytes, origin } =
+            fetch::fetch_with_origin(entry, &self.client, &self.namespace, &self.extra_roots)
                 .await
                 .map_err(|m| Rejection::new(m, None))?;
         let digest = hex::encode(Sha256::digest(&bytes));
@@ -392,7 +407,10 @@ impl Registry {
                 withheld.join(", ")
             );
         }
-        Ok(Accepted { plugin, widened })
+        Ok(Accepted {
+            plugin,
+            admission: Admission { widened, origin },
+        })
     }
 
     /// One retry tick: each rejected plugin whose back-off has run out is forgotten and the
@@ -429,8 +447,9 @@ impl Registry {
         }
     }
 
-    async fn swap_in(&self, slot: &PluginSlot, plugin: LoadedPlugin, widened: &[String]) {
+    async fn swap_in(&self, slot: &PluginSlot, plugin: LoadedPlugin, admission: &Admission) {
         let sha = plugin.sha256().to_string();
+        self.set_active_origin(slot.name(), admission.origin.clone());
         let previous = slot.replace(plugin);
         tracing::info!(
             plugin = slot.name(),
@@ -439,7 +458,7 @@ impl Registry {
             "plugin swapped"
         );
         Metrics::global().plugin_swap(slot.name(), true);
-        self.write_status(slot.name(), &sha, &sha, None, widened)
+        self.write_status(slot.name(), &sha, &sha, None, admission)
             .await;
     }
 
@@ -490,7 +509,13 @@ impl Registry {
             .clone()
             .or_else(|| entry.sha256.clone())
             .unwrap_or_default();
-        let mut status = status_entry(&active, &candidate, Some(message), &[]);
+        let origin = self
+            .active_origins
+            .lock()
+            .expect("origins lock")
+            .get(name)
+            .cloned();
+        let mut status = status_entry(&active, &candidate, Some(message), &[], origin.as_ref());
         status["failures"] = json!(reported.count);
         self.reported
             .lock()
@@ -569,15 +594,36 @@ impl Registry {
         active: &str,
         candidate: &str,
         error: Option<&str>,
-        widened: &[String],
+        admission: &Admission,
     ) {
-        let entry = status_entry(active, candidate, error, widened);
+        let origin = self
+            .active_origins
+            .lock()
+            .expect("origins lock")
+            .get(name)
+            .cloned();
+        let entry = status_entry(
+            active,
+            candidate,
+            error,
+            &admission.widened,
+            origin.as_ref(),
+        );
         self.apply_status(name, json!({name: entry.to_string()}))
             .await;
     }
 
+    fn set_active_origin(&self, name: &str, origin: Option<fetch::Origin>) {
+        let mut origins = self.active_origins.lock().expect("origins lock");
+        match origin {
+            Some(o) => origins.insert(name.to_string(), o),
+            None => origins.remove(name),
+        };
+    }
+
     /// Drops a removed plugin's key from the status ConfigMap.
     async fn clear_status(&self, name: &str) {
+        self.set_active_origin(name, None);
         self.apply_status(name, json!({})).await;
     }
 
@@ -668,13 +714,15 @@ fn same_shape(a: &LoadedPlugin, b: &LoadedPlugin) -> bool {
     a.controllers == b.controllers && a.webhooks == b.webhooks
 }
 
-/// One plugin's status value; `widened` lists what an explicit grant gave it beyond what it
-/// would hold without one.
+/// One plugin's status value; `grantsWidened` lists what an explicit grant gave the candidate
+/// beyond what it would hold without one; `activeOciDigest` and `activeSignedBy` say where the
+/// serving version came from when a registry served it.
 fn status_entry(
     active: &str,
     candidate: &str,
     error: Option<&str>,
     widened: &[String],
+    origin: Option<&fetch::Origin>,
 ) -> serde_json::Value {
     let mut entry = json!({
         "activeDigest": active,
@@ -684,6 +732,12 @@ fn status_entry(
     });
     if !widened.is_empty() {
         entry["grantsWidened"] = json!(widened);
+    }
+    if let Some(origin) = origin {
+        entry["activeOciDigest"] = json!(origin.digest);
+        if let Some(signer) = &origin.signed_by {
+            entry["activeSignedBy"] = json!(signer);
+        }
     }
     entry
 }
