@@ -509,12 +509,7 @@ impl Registry {
             .clone()
             .or_else(|| entry.sha256.clone())
             .unwrap_or_default();
-        let origin = self
-            .active_origins
-            .lock()
-            .expect("origins lock")
-            .get(name)
-            .cloned();
+        let origin = self.active_origin(name);
         let mut status = status_entry(&active, &candidate, Some(message), &[], origin.as_ref());
         status["failures"] = json!(reported.count);
         self.reported
@@ -596,12 +591,7 @@ impl Registry {
         error: Option<&str>,
         admission: &Admission,
     ) {
-        let origin = self
-            .active_origins
-            .lock()
-            .expect("origins lock")
-            .get(name)
-            .cloned();
+        let origin = self.active_origin(name);
         let entry = status_entry(
             active,
             candidate,
@@ -611,6 +601,14 @@ impl Registry {
         );
         self.apply_status(name, json!({name: entry.to_string()}))
             .await;
+    }
+
+    fn active_origin(&self, name: &str) -> Option<fetch::Origin> {
+        self.active_origins
+            .lock()
+            .expect("origins lock")
+            .get(name)
+            .cloned()
     }
 
     fn set_active_origin(&self, name: &str, origin: Option<fetch::Origin>) {
