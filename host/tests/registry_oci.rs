@@ -217,15 +217,32 @@ fn docker_config(registry: &str, user: &str, password: &str) -> String {
 }
 
 async fn put_pull_secret(t: &TestContext, name: &str, config: &str) -> anyhow::Result<()> {
+    put_secret(
+        t,
+        name,
+        "kubernetes.io/dockerconfigjson",
+        ".dockerconfigjson",
+        config,
+    )
+    .await
+}
+
+async fn put_secret(
+    t: &TestContext,
+    name: &str,
+    type_: &str,
+    key: &str,
+    value: &str,
+) -> anyhow::Result<()> {
     let secret = Secret {
         metadata: ObjectMeta {
             name: Some(name.into()),
             ..Default::default()
         },
-        type_: Some("kubernetes.io/dockerconfigjson".into()),
+        type_: Some(type_.into()),
         data: Some(BTreeMap::from([(
-            ".dockerconfigjson".to_string(),
-            ByteString(config.as_bytes().to_vec()),
+            key.to_string(),
+            ByteString(value.as_bytes().to_vec()),
         )])),
         ..Default::default()
     };
@@ -513,6 +530,27 @@ async fn basic_auth_pulls_with_a_pull_secret_and_a_wrong_password_is_named() -> 
     put_pull_secret(&t, "good", &docker_config(&registry.addr, USER, PASSWORD)).await?;
     let entry = oci_entry(&reference, &format!("{pinned}    pullSecret: good\n"))?;
     assert_eq!(pull(&t, &entry).await.map_err(anyhow::Error::msg)?, wasm);
+
+    // The legacy kubernetes.io/dockercfg Secret: the "auths" mapping alone.
+    let legacy: serde_json::Value =
+        serde_json::from_str(&docker_config(&registry.addr, USER, PASSWORD))?;
+    put_secret(
+        &t,
+        "legacy",
+        "kubernetes.io/dockercfg",
+        ".dockercfg",
+        &legacy["auths"].to_string(),
+    )
+    .await?;
+    let entry = oci_entry(&reference, &format!("{pinned}    pullSecret: legacy\n"))?;
+    assert_eq!(pull(&t, &entry).await.map_err(anyhow::Error::msg)?, wasm);
+    put_secret(&t, "opaque", "Opaque", "password", PASSWORD).await?;
+    let entry = oci_entry(&reference, &format!("{pinned}    pullSecret: opaque\n"))?;
+    let err = pull(&t, &entry).await.unwrap_err();
+    assert!(
+        err.contains("is not of type kubernetes.io/dockerconfigjson"),
+        "{err}"
+    );
 
     put_pull_secret(&t, "bad", &docker_config(&registry.addr, USER, "guess")).await?;
     let entry = oci_entry(&reference, &format!("{pinned}    pullSecret: bad\n"))?;

@@ -177,18 +177,29 @@ async fn pull_secret(
         .await
         .map_err(|e| format!("reading the pullSecret {what}: {e}"))?
         .ok_or_else(|| format!("the pullSecret {what} does not exist"))?;
-    let config = secret
-        .data
-        .and_then(|mut d| d.remove(".dockerconfigjson"))
-        .ok_or_else(|| {
-            format!("the pullSecret {what} is not of type kubernetes.io/dockerconfigjson (no .dockerconfigjson key)")
-        })?;
-    let credentials = oci::auth::from_docker_config(&config.0, registry)
+    let mut data = secret.data.unwrap_or_default();
+    // The legacy kubernetes.io/dockercfg format is the "auths" mapping alone.
+    let config = match (data.remove(".dockerconfigjson"), data.remove(".dockercfg")) {
+        (Some(config), _) => config.0,
+        (None, Some(legacy)) => {
+            let auths: serde_json::Value = serde_json::from_slice(&legacy.0)
+                .map_err(|e| format!("the pullSecret {what}: .dockercfg is not JSON: {e}"))?;
+            serde_json::json!({ "auths": auths })
+                .to_string()
+                .into_bytes()
+        }
+        (None, None) => {
+            return Err(format!(
+                "the pullSecret {what} is not of type kubernetes.io/dockerconfigjson (no .dockerconfigjson key)"
+            ));
+        }
+    };
+    let credentials = oci::auth::from_docker_config(&config, registry)
         .map_err(|m| format!("the pullSecret {what}: {m}"))?
         .ok_or_else(|| {
             format!(
                 "the pullSecret {what} has no credentials for registry {registry} (it has: {})",
-                oci::auth::registries_in(&config.0).join(", ")
+                oci::auth::registries_in(&config).join(", ")
             )
         })?;
     Ok((credentials, what))
