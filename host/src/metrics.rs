@@ -138,6 +138,11 @@ struct RestClientLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabels {
+    plugin: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PluginKindLabels {
     plugin: String,
     kind: String,
@@ -241,6 +246,7 @@ pub struct Metrics {
     /// they would double a plugin's call rate and mix a candidate's failures into its alerts.
     shadow_calls: CallMetrics,
     refused_writes: Family<PluginKindLabels, Counter>,
+    log_lines_dropped: Family<PluginLabels, Counter>,
     swaps: Family<PluginSwapLabels, Counter>,
     shadow_differences: Family<PluginOpLabels, Counter>,
     leader: Gauge,
@@ -338,6 +344,12 @@ impl Metrics {
             "Total number of writes proposed by a plugin and refused by the host",
             refused_writes.clone(),
         );
+        let log_lines_dropped = Family::default();
+        registry.register(
+            "odh_plugin_log_lines_dropped",
+            "Total number of log lines a plugin wrote past its per-call log budget, dropped",
+            log_lines_dropped.clone(),
+        );
         let swaps = Family::default();
         registry.register(
             "odh_plugin_swaps",
@@ -382,6 +394,7 @@ impl Metrics {
             plugin_calls,
             shadow_calls,
             refused_writes,
+            log_lines_dropped,
             swaps,
             shadow_differences,
             leader,
@@ -530,6 +543,15 @@ impl Metrics {
             .get_or_create(&PluginKindLabels {
                 plugin: plugin.to_string(),
                 kind: kind.to_string(),
+            })
+            .inc();
+    }
+
+    /// A plugin's log line was dropped: its call had logged its budget already.
+    pub fn plugin_log_dropped(&self, plugin: &str) {
+        self.log_lines_dropped
+            .get_or_create(&PluginLabels {
+                plugin: plugin.to_string(),
             })
             .inc();
     }

@@ -78,6 +78,8 @@ pub struct InspectArgs {
     pub registry: RegistryArgs,
 }
 
+const CLI_CREDENTIALS: &str = "pass --docker-config with a Docker config holding credentials for the registry (or set REGISTRY_AUTH_FILE)";
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -103,7 +105,8 @@ pub fn pull(args: &InspectArgs) -> anyhow::Result<(Vec<u8>, Value)> {
     let credentials = args.registry.credentials(&reference)?;
     let keys = read_keys(&args.public_keys)?;
     runtime()?.block_on(async {
-        let mut session = Session::new(&reference, Access::Pull, credentials, &[]);
+        let mut session =
+            Session::new(&reference, Access::Pull, credentials, &[]).advising(CLI_CREDENTIALS);
         let pulled = oci::pull(&mut session, &reference, None, MAX_COMPONENT_BYTES)
             .await
             .map_err(|m| anyhow::anyhow!("{reference}: {m}"))?;
@@ -138,7 +141,8 @@ pub fn push(args: &PushArgs) -> anyhow::Result<Value> {
     );
     let credentials = args.registry.credentials(&reference)?;
     let digest = runtime()?.block_on(async {
-        let mut session = Session::new(&reference, Access::Push, credentials, &[]);
+        let mut session =
+            Session::new(&reference, Access::Push, credentials, &[]).advising(CLI_CREDENTIALS);
         oci::push(&mut session, &reference, &component).await
     });
     let digest = digest.map_err(|m| anyhow::anyhow!("{reference}: {m}"))?;
@@ -158,7 +162,8 @@ pub fn sign(args: &SignArgs) -> anyhow::Result<Value> {
         SigningKey::from_pem(&pem).map_err(|m| anyhow::anyhow!("{}: {m}", args.key.display()))?;
     let credentials = args.registry.credentials(&reference)?;
     let signed = runtime()?.block_on(async {
-        let mut session = Session::new(&reference, Access::Push, credentials, &[]);
+        let mut session =
+            Session::new(&reference, Access::Push, credentials, &[]).advising(CLI_CREDENTIALS);
         oci::sign(&mut session, &reference, &key).await
     });
     let (digest, tag) = signed.map_err(|m| anyhow::anyhow!("{reference}: {m}"))?;

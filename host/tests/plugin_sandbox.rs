@@ -163,6 +163,32 @@ fn an_oversized_output_is_refused() {
     assert_still_healthy(&f);
 }
 
+/// A plugin that logs in a loop (here 10,000 lines of 64 KiB: 640 MiB) costs the node's log
+/// its per-call budget, not what it wrote; the rest is counted as dropped.
+#[test]
+fn a_log_flood_is_bounded_per_call_and_counted() {
+    let f = fixture();
+    let dropped = || {
+        let metrics = odh_model_controller::metrics::Metrics::global().render();
+        metrics
+            .lines()
+            .find(|l| l.starts_with("odh_plugin_log_lines_dropped_total{plugin=\"misbehave\"}"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let before = dropped();
+    let out = misbehave(&f, "log-flood", json!({})).expect("a log flood still completes");
+    assert_eq!(out["status"]["logged"], 10_000, "{out}");
+    let admitted = odh_model_controller::plugin::log_budget::MAX_BYTES_PER_CALL
+        .div_ceil(odh_model_controller::plugin::log_budget::MAX_LINE_BYTES);
+    let dropped = dropped() - before;
+    assert!(
+        dropped >= 10_000 - admitted as u64 && dropped < 10_000,
+        "dropped {dropped} of 10,000 lines"
+    );
+    assert_still_healthy(&f);
+}
+
 #[test]
 fn a_read_of_an_ungranted_kind_is_denied() {
     let f = fixture();

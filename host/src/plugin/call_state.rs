@@ -21,6 +21,8 @@ use crate::label_selector::LabelSelector;
 /// How much of a plugin's stderr (panic messages) is kept for error reports.
 const STDERR_CAPTURE_BYTES: usize = 16 * 1024;
 
+use super::log_budget::LogBudget;
+
 pub struct CallState {
     pub(super) plugin: Arc<str>,
     pub(super) caps: Arc<Capabilities>,
@@ -33,6 +35,7 @@ pub struct CallState {
     table: ResourceTable,
     http: WasiHttpCtx,
     http_gate: HttpGate,
+    log_budget: LogBudget,
 }
 
 impl CallState {
@@ -79,6 +82,7 @@ impl CallState {
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
             http_gate,
+            log_budget: LogBudget::default(),
         }
     }
 
@@ -236,6 +240,17 @@ impl bindings::odh::controller::log::Host for CallState {
     fn log(&mut self, level: bindings::odh::controller::log::Level, message: String) {
         use bindings::odh::controller::log::Level;
         let plugin = &*self.plugin;
+        let Some(message) = self.log_budget.admit(message) else {
+            crate::metrics::Metrics::global().plugin_log_dropped(plugin);
+            if self.log_budget.dropped() == 1 {
+                tracing::warn!(
+                    plugin,
+                    "the plugin logged more than {} KiB in one call: its further log lines in this call are dropped (odh_plugin_log_lines_dropped_total)",
+                    super::log_budget::MAX_BYTES_PER_CALL / 1024
+                );
+            }
+            return;
+        };
         match level {
             Level::Trace => tracing::trace!(plugin, "{message}"),
             Level::Debug => tracing::debug!(plugin, "{message}"),

@@ -17,6 +17,7 @@ pub mod export;
 mod http_gate;
 pub mod limits;
 mod loaded;
+pub mod log_budget;
 pub mod set;
 pub mod slot;
 pub mod source;

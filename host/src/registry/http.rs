@@ -109,6 +109,11 @@ async fn follow(
             .header(header::LOCATION)
             .ok_or_else(|| format!("{method} {url}: {} without a Location", response.status))?;
         let next = resolve(&url, location)?;
+        if url.starts_with("https://") && next.starts_with("http://") {
+            return Err(format!(
+                "{method} {url}: refusing a redirect from HTTPS to plain HTTP ({next})"
+            ));
+        }
         if authority(&next) != authority(&url) {
             // Credentials are for the registry, never for the host it redirects to.
             headers.remove(header::AUTHORIZATION);

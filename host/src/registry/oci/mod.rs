@@ -120,6 +120,8 @@ pub struct Session<'a> {
     credentials: Option<(Credentials, String)>,
     roots: Roots<'a>,
     authorization: Option<HeaderValue>,
+    /// What to do when the registry asks for credentials and there are none.
+    without_credentials: &'static str,
 }
 
 impl<'a> Session<'a> {
@@ -151,7 +153,15 @@ impl<'a> Session<'a> {
             credentials,
             roots,
             authorization: None,
+            without_credentials: "name a pullSecret in the plugin's entry",
         }
+    }
+
+    /// Replaces the advice given when the registry asks for credentials and there are none
+    /// (the CLI's is an option, not a pullSecret).
+    pub fn advising(mut self, without_credentials: &'static str) -> Self {
+        self.without_credentials = without_credentials;
+        self
     }
 
     fn url(&self, path: &str) -> String {
@@ -238,7 +248,7 @@ impl<'a> Session<'a> {
                 if !answer.status.is_success() {
                     let who = match &self.credentials {
                         Some((_, from)) => format!("the credentials from {from}"),
-                        None => "an anonymous request; name a pullSecret".into(),
+                        None => format!("an anonymous request ({})", self.without_credentials),
                     };
                     return Err(format!(
                         "the token server {realm} refused {who}: {}",
@@ -260,8 +270,9 @@ impl<'a> Session<'a> {
                 response.describe()
             ),
             None => format!(
-                "{}: the registry asks for credentials: name a pullSecret in the plugin's entry ({})",
+                "{}: the registry asks for credentials: {} ({})",
                 response.url,
+                self.without_credentials,
                 response.describe()
             ),
         }

@@ -10,6 +10,7 @@
 //! | `panic` | `panic!("misbehave: deliberate panic")` |
 //! | `trap` | `unreachable` instruction |
 //! | `oversize` | a result of about 8 MiB |
+//! | `log-flood` | logs `data.lines` lines (default 10,000) of `data.bytes` bytes (default 64 KiB): `{"logged": <lines>}` |
 //! | `read-ungranted` | reads a `Secret` (not in `reads`); the error comes back as `Error::Internal` |
 //! | `read-granted` | reads ConfigMap `data.target` in the same namespace: `{"found": <bool>}` |
 //! | `http` | GETs `data.url`: `{"httpStatus": <code>, "body": <text>}`, or the SDK's error |
@@ -194,6 +195,19 @@ pub fn misbehave(
         "panic" => panic!("misbehave: deliberate panic"),
         "trap" => trap(),
         "oversize" => Ok(Some(Value::String("x".repeat(8 << 20)))),
+        "log-flood" => {
+            let number = |name: &str, default: usize| {
+                cm.str_at(&["data", name])
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(default)
+            };
+            let (lines, bytes) = (number("lines", 10_000), number("bytes", 64 << 10));
+            let line = "x".repeat(bytes);
+            for _ in 0..lines {
+                odh_plugin_sdk::log::log(odh_plugin_sdk::log::Level::Info, &line);
+            }
+            Ok(Some(json!({ "logged": lines })))
+        }
         "read-ungranted" => match cluster.get(&core_gvk("Secret"), cm.namespace(), cm.name()) {
             Ok(found) => Ok(Some(json!({ "found": found.is_some() }))),
             Err(e) => Err(Error::Internal(format!("misbehave: reading a Secret: {e}"))),
