@@ -247,6 +247,7 @@ pub struct Metrics {
     shadow_calls: CallMetrics,
     refused_writes: Family<PluginKindLabels, Counter>,
     log_lines_dropped: Family<PluginLabels, Counter>,
+    host_calls_refused: Family<PluginLabels, Counter>,
     swaps: Family<PluginSwapLabels, Counter>,
     shadow_differences: Family<PluginOpLabels, Counter>,
     leader: Gauge,
@@ -350,6 +351,12 @@ impl Metrics {
             "Total number of log lines a plugin wrote past its per-call log budget, dropped",
             log_lines_dropped.clone(),
         );
+        let host_calls_refused = Family::default();
+        registry.register(
+            "odh_plugin_host_call_limit_hits",
+            "Total number of plugin calls refused further host calls past the per-call limit",
+            host_calls_refused.clone(),
+        );
         let swaps = Family::default();
         registry.register(
             "odh_plugin_swaps",
@@ -395,6 +402,7 @@ impl Metrics {
             shadow_calls,
             refused_writes,
             log_lines_dropped,
+            host_calls_refused,
             swaps,
             shadow_differences,
             leader,
@@ -550,6 +558,15 @@ impl Metrics {
     /// A plugin's log line was dropped: its call had logged its budget already.
     pub fn plugin_log_dropped(&self, plugin: &str) {
         self.log_lines_dropped
+            .get_or_create(&PluginLabels {
+                plugin: plugin.to_string(),
+            })
+            .inc();
+    }
+
+    /// A plugin call went past the per-call host-call limit.
+    pub fn host_calls_refused(&self, plugin: &str) {
+        self.host_calls_refused
             .get_or_create(&PluginLabels {
                 plugin: plugin.to_string(),
             })

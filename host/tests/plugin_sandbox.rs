@@ -189,6 +189,36 @@ fn a_log_flood_is_bounded_per_call_and_counted() {
     assert_still_healthy(&f);
 }
 
+/// A plugin reading in a loop (a million reads asked) gets its first 10,000 and then a refusal
+/// it sees; the call still returns, the engine still serves.
+#[test]
+fn a_flood_of_host_calls_is_cut_off_per_call() {
+    let f = fixture();
+    let mut cluster = MemoryCluster::default();
+    cluster
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target", "namespace": "ns"}}))
+        .unwrap();
+    let out = reconcile(
+        &f.misbehave,
+        "misbehave",
+        config_map(
+            "flood",
+            json!({"behaviour": "read-flood", "target": "target"}),
+        ),
+        Arc::new(cluster),
+    )
+    .expect("the call itself completes");
+    let limit = odh_model_controller::plugin::MAX_HOST_CALLS_PER_CALL;
+    assert_eq!(out["status"]["reads"], limit, "{out}");
+    assert!(
+        out["status"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(&format!("more than {limit} host calls in one call"))),
+        "{out}"
+    );
+    assert_still_healthy(&f);
+}
+
 #[test]
 fn a_read_of_an_ungranted_kind_is_denied() {
     let f = fixture();

@@ -20,6 +20,10 @@ use crate::label_selector::LabelSelector;
 
 /// How much of a plugin's stderr (panic messages) is kept for error reports.
 const STDERR_CAPTURE_BYTES: usize = 16 * 1024;
+/// Host calls one plugin call may make: generous for any real reconcile (the isvc plugin makes
+/// tens), a bound on a plugin that reads in a loop, which would otherwise spin on the host's
+/// caches for its whole wall-clock budget.
+pub const MAX_HOST_CALLS_PER_CALL: u32 = 10_000;
 
 use super::log_budget::LogBudget;
 
@@ -36,6 +40,8 @@ pub struct CallState {
     http: WasiHttpCtx,
     http_gate: HttpGate,
     log_budget: LogBudget,
+    /// Host calls (cluster reads, access reviews) made so far in this call.
+    host_calls: u32,
 }
 
 impl CallState {
@@ -83,6 +89,7 @@ impl CallState {
             http: WasiHttpCtx::new(),
             http_gate,
             log_budget: LogBudget::default(),
+            host_calls: 0,
         }
     }
 
@@ -108,7 +115,20 @@ impl CallState {
 
     /// What is left of the call's wall-clock budget for a host call, or the error to give the
     /// plugin when nothing is.
-    fn host_call_window(&self, what: &str) -> Result<Duration, types::Error> {
+    fn host_call_window(&mut self, what: &str) -> Result<Duration, types::Error> {
+        self.host_calls += 1;
+        if self.host_calls > MAX_HOST_CALLS_PER_CALL {
+            if self.host_calls == MAX_HOST_CALLS_PER_CALL + 1 {
+                crate::metrics::Metrics::global().host_calls_refused(&self.plugin);
+                tracing::warn!(
+                    plugin = %self.plugin,
+                    "the plugin made more than {MAX_HOST_CALLS_PER_CALL} host calls in one call: its further host calls in this call are refused"
+                );
+            }
+            return Err(types::Error::Denied(format!(
+                "{what}: more than {MAX_HOST_CALLS_PER_CALL} host calls in one call"
+            )));
+        }
         let left = self.clock.budget_left();
         if left.is_zero() {
             return Err(types::Error::Transient(format!(

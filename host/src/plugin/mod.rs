@@ -24,6 +24,7 @@ pub mod source;
 pub mod wire;
 
 pub use call_env::{CallEnv, CallerView, Effects};
+pub use call_state::MAX_HOST_CALLS_PER_CALL;
 pub use capabilities::{Capabilities, Grants};
 pub use cluster_view::{ClusterView, MemoryCluster, NoCluster};
 pub use engine::{EngineOptions, PluginEngine};

@@ -13,6 +13,7 @@
 //! | `log-flood` | logs `data.lines` lines (default 10,000) of `data.bytes` bytes (default 64 KiB): `{"logged": <lines>}` |
 //! | `read-ungranted` | reads a `Secret` (not in `reads`); the error comes back as `Error::Internal` |
 //! | `read-granted` | reads ConfigMap `data.target` in the same namespace: `{"found": <bool>}` |
+//! | `read-flood` | reads ConfigMap `data.target` up to `data.count` times (default 1,000,000), stopping at the first error: `{"reads": <done>, "error": <message or null>}` |
 //! | `http` | GETs `data.url`: `{"httpStatus": <code>, "body": <text>}`, or the SDK's error |
 //! | `http-get` / `http-post` | GETs / POSTs (`{"misbehave": "<name>"}`) `data.url`: the result of `http`; reconcile also applies ConfigMap `<name>-ok` and reports a failed request as the outcome's `error` (`Transient`) |
 //! | `error-invalid` / `error-transient` | `Error::Invalid` / `Error::Transient` |
@@ -212,6 +213,25 @@ pub fn misbehave(
             Ok(found) => Ok(Some(json!({ "found": found.is_some() }))),
             Err(e) => Err(Error::Internal(format!("misbehave: reading a Secret: {e}"))),
         },
+        "read-flood" => {
+            let count: u64 = cm
+                .str_at(&["data", "count"])
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1_000_000);
+            let target = field("target")?;
+            let mut reads = 0u64;
+            let mut error = None;
+            while reads < count {
+                match cluster.get(&core_gvk("ConfigMap"), cm.namespace(), target) {
+                    Ok(_) => reads += 1,
+                    Err(e) => {
+                        error = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+            Ok(Some(json!({ "reads": reads, "error": error })))
+        }
         "read-granted" => {
             let found = cluster.get(&core_gvk("ConfigMap"), cm.namespace(), field("target")?)?;
             Ok(Some(json!({ "found": found.is_some() })))
