@@ -29,21 +29,11 @@ pub async fn fetch_with_roots(
     namespace: &str,
     extra_roots: &[rustls::pki_types::CertificateDer<'static>],
 ) -> Result<Vec<u8>, String> {
-    let bytes = fetch_unverified(entry, client, namespace, extra_roots).await?;
+    let bytes = fetch_with_origin(entry, client, namespace, extra_roots)
+        .await?
+        .bytes;
     verify(entry, &bytes)?;
     Ok(bytes)
-}
-
-/// The entry's component, decompressed, its digest not checked yet (see [`verify`]).
-pub async fn fetch_unverified(
-    entry: &PluginEntry,
-    client: &kube::Client,
-    namespace: &str,
-    extra_roots: &[rustls::pki_types::CertificateDer<'static>],
-) -> Result<Vec<u8>, String> {
-    Ok(fetch_with_origin(entry, client, namespace, extra_roots)
-        .await?
-        .bytes)
 }
 
 /// Where a registry artifact came from: what the plugin's status shows.
@@ -62,7 +52,8 @@ pub struct Fetched {
     pub origin: Option<Origin>,
 }
 
-/// [`fetch_unverified`], with the origin of a registry artifact.
+/// The entry's component, decompressed, its digest not checked yet (see [`verify`]), with the
+/// origin of a registry artifact.
 pub async fn fetch_with_origin(
     entry: &PluginEntry,
     client: &kube::Client,
@@ -75,18 +66,11 @@ pub async fn fetch_with_origin(
             .map(<[u8]>::to_vec)
             .ok_or_else(|| format!("there is no built-in plugin {name:?}"))?,
         Source::ConfigMap { name, key } => {
-            let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-            let cm = api
-                .get_opt(name)
-                .await
-                .map_err(|e| format!("reading ConfigMap {namespace}/{name}: {e}"))?
-                .ok_or_else(|| format!("ConfigMap {namespace}/{name} does not exist"))?;
+            let (cm, what) = read_required::<ConfigMap>(client, namespace, name, "").await?;
             let data = cm
                 .binary_data
                 .and_then(|mut d| d.remove(key))
-                .ok_or_else(|| {
-                    format!("ConfigMap {namespace}/{name} has no binaryData key {key:?}")
-                })?;
+                .ok_or_else(|| format!("{what} has no binaryData key {key:?}"))?;
             decompress(data.0)?
         }
         Source::File(path) => {
@@ -107,7 +91,7 @@ pub async fn fetch_with_origin(
     Ok(Fetched { bytes, origin })
 }
 
-type Roots<'a> = &'a [rustls::pki_types::CertificateDer<'static>];
+use http::Roots;
 
 /// Downloads `url` over HTTPS (public web PKI plus `extra_roots`), at most
 /// [`MAX_COMPONENT_BYTES`].
@@ -171,12 +155,8 @@ async fn pull_secret(
     name: &str,
     registry: &str,
 ) -> Result<(oci::Credentials, String), String> {
-    let what = format!("Secret {namespace}/{name}");
-    let secret = Api::<Secret>::namespaced(client.clone(), namespace)
-        .get_opt(name)
-        .await
-        .map_err(|e| format!("reading the pullSecret {what}: {e}"))?
-        .ok_or_else(|| format!("the pullSecret {what} does not exist"))?;
+    let (secret, what) =
+        read_required::<Secret>(client, namespace, name, "the pullSecret ").await?;
     let mut data = secret.data.unwrap_or_default();
     // The legacy kubernetes.io/dockercfg format is the "auths" mapping alone.
     let config = match (data.remove(".dockerconfigjson"), data.remove(".dockercfg")) {
@@ -205,6 +185,29 @@ async fn pull_secret(
     Ok((credentials, what))
 }
 
+/// Object `name` of kind `K` in `namespace`, read through the API, and `"<Kind> <ns>/<name>"`
+/// for messages; `role` (with a trailing space, or empty) says what the entry uses it for.
+async fn read_required<K>(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    role: &str,
+) -> Result<(K, String), String>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let what = format!("{} {namespace}/{name}", K::kind(&()));
+    let object = Api::<K>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(|e| format!("reading {role}{what}: {e}"))?
+        .ok_or_else(|| format!("{role}{what} does not exist"))?;
+    Ok((object, what))
+}
+
 /// Every public key in the ConfigMap or Secret the entry's signature policy names (each data
 /// key holds one or more PEM public keys, named after the key).
 async fn trusted_keys(
@@ -212,34 +215,17 @@ async fn trusted_keys(
     namespace: &str,
     policy: &SignaturePolicy,
 ) -> Result<Vec<oci::PublicKey>, String> {
+    const ROLE: &str = "the signature keys ";
     let (what, data): (String, Vec<(String, Vec<u8>)>) = match &policy.public_keys {
         KeySource::ConfigMap(name) => {
-            let what = format!("ConfigMap {namespace}/{name}");
-            let cm = Api::<ConfigMap>::namespaced(client.clone(), namespace)
-                .get_opt(name)
-                .await
-                .map_err(|e| format!("reading the signature keys {what}: {e}"))?
-                .ok_or_else(|| format!("the signature keys {what} do not exist"))?;
-            let data = cm
-                .data
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.into_bytes()));
-            (what, data.collect())
+            let (cm, what) = read_required::<ConfigMap>(client, namespace, name, ROLE).await?;
+            let data = cm.data.unwrap_or_default().into_iter();
+            (what, data.map(|(k, v)| (k, v.into_bytes())).collect())
         }
         KeySource::Secret(name) => {
-            let what = format!("Secret {namespace}/{name}");
-            let secret = Api::<Secret>::namespaced(client.clone(), namespace)
-                .get_opt(name)
-                .await
-                .map_err(|e| format!("reading the signature keys {what}: {e}"))?
-                .ok_or_else(|| format!("the signature keys {what} do not exist"))?;
-            let data = secret
-                .data
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.0));
-            (what, data.collect())
+            let (secret, what) = read_required::<Secret>(client, namespace, name, ROLE).await?;
+            let data = secret.data.unwrap_or_default().into_iter();
+            (what, data.map(|(k, v)| (k, v.0)).collect())
         }
     };
     let mut keys = Vec::new();

@@ -182,23 +182,14 @@ async fn once(
     );
     let request = request.body(Full::new(body)).map_err(|e| fail(&e))?;
     let response = if plain {
-        let io = hyper_util::rt::TokioIo::new(tcp);
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
-            .await
-            .map_err(|e| fail(&e))?;
-        tokio::spawn(conn);
-        sender.send_request(request).await.map_err(|e| fail(&e))?
+        exchange(tcp, request).await
     } else {
         let tls = tls_connect(&bare_host, tcp, roots)
             .await
             .map_err(|e| fail(&e))?;
-        let io = hyper_util::rt::TokioIo::new(tls);
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
-            .await
-            .map_err(|e| fail(&e))?;
-        tokio::spawn(conn);
-        sender.send_request(request).await.map_err(|e| fail(&e))?
-    };
+        exchange(tls, request).await
+    }
+    .map_err(|e| fail(&e))?;
     let (parts, body) = response.into_parts();
     let body = if *method == Method::HEAD {
         Bytes::new()
@@ -215,6 +206,20 @@ async fn once(
         body,
         url: url.to_string(),
     })
+}
+
+/// One request on a fresh HTTP/1.1 connection over `io` (plain TCP or TLS).
+async fn exchange<I>(
+    io: I,
+    request: http::Request<http_body_util::Full<Bytes>>,
+) -> Result<http::Response<hyper::body::Incoming>, hyper::Error>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io)).await?;
+    tokio::spawn(conn);
+    sender.send_request(request).await
 }
 
 async fn tls_connect(
