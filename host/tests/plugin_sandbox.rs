@@ -81,6 +81,15 @@ fn misbehave(f: &Fixture, behaviour: &str, extra: Value) -> Result<Value, CallEr
     )
 }
 
+/// A cluster holding ConfigMap `ns/target`, what the reading behaviours read.
+fn with_target_config_map() -> Arc<dyn ClusterView> {
+    let mut cluster = MemoryCluster::default();
+    cluster
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target", "namespace": "ns"}}))
+        .unwrap();
+    Arc::new(cluster)
+}
+
 /// After every failure the same engine still serves both plugins correctly.
 fn assert_still_healthy(f: &Fixture) {
     let out = reconcile(
@@ -194,10 +203,6 @@ fn a_log_flood_is_bounded_per_call_and_counted() {
 #[test]
 fn a_flood_of_host_calls_is_cut_off_per_call() {
     let f = fixture();
-    let mut cluster = MemoryCluster::default();
-    cluster
-        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target", "namespace": "ns"}}))
-        .unwrap();
     let out = reconcile(
         &f.misbehave,
         "misbehave",
@@ -205,7 +210,7 @@ fn a_flood_of_host_calls_is_cut_off_per_call() {
             "flood",
             json!({"behaviour": "read-flood", "target": "target"}),
         ),
-        Arc::new(cluster),
+        with_target_config_map(),
     )
     .expect("the call itself completes");
     let limit = odh_model_controller::plugin::MAX_HOST_CALLS_PER_CALL;
@@ -231,11 +236,7 @@ fn a_read_of_an_ungranted_kind_is_denied() {
 #[test]
 fn a_read_of_a_granted_kind_sees_the_cluster_and_a_narrowed_grant_denies_it() {
     let f = fixture();
-    let mut cluster = MemoryCluster::default();
-    cluster
-        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target", "namespace": "ns"}}))
-        .unwrap();
-    let cluster: Arc<dyn ClusterView> = Arc::new(cluster);
+    let cluster = with_target_config_map();
     let obj = config_map(
         "reader",
         json!({"behaviour": "read-granted", "target": "target"}),

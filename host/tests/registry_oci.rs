@@ -14,9 +14,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::events::v1::Event;
 use kube::Api;
-use kube::api::{ListParams, ObjectMeta, PostParams};
+use kube::api::{ObjectMeta, PostParams};
 use odh_model_controller::registry::oci::{self, Access, Credentials, Reference, Session};
 use odh_model_controller::registry::{
     PluginEntry, RegistryConfig, STATUS_CONFIGMAP_NAME, SwapResult, fetch,
@@ -698,19 +697,11 @@ async fn a_signed_plugin_goes_live_and_one_signed_by_another_key_or_unsigned_is_
         Some("signed"),
         "the last good version keeps serving"
     );
-    let events: Api<Event> = Api::namespaced(t.client.clone(), &t.namespace);
     eventually(
         "a PluginRejected Event names the missing signature",
         Timing::default(),
         || async {
-            let notes: Vec<String> = events
-                .list(&ListParams::default())
-                .await?
-                .items
-                .into_iter()
-                .filter(|e| e.reason.as_deref() == Some("PluginRejected"))
-                .filter_map(|e| e.note)
-                .collect();
+            let notes = common::rejection_notes(&t).await?;
             anyhow::ensure!(
                 notes.iter().any(|n| n.contains("is not signed")),
                 "{notes:?}"

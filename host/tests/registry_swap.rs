@@ -115,18 +115,6 @@ impl Fixture {
         Ok(serde_json::from_str(&cm.data.unwrap()["misbehave"])?)
     }
 
-    async fn rejection_events(&self) -> anyhow::Result<Vec<String>> {
-        let events: Api<Event> = Api::namespaced(self.t.client.clone(), &self.t.namespace);
-        Ok(events
-            .list(&ListParams::default())
-            .await?
-            .items
-            .into_iter()
-            .filter(|e| e.reason.as_deref() == Some("PluginRejected"))
-            .filter_map(|e| e.note)
-            .collect())
-    }
-
     fn entry(&self, source: &str, digest: &str, extra: &str) -> String {
         format!("    source: {source}\n    sha256: {digest}\n{extra}")
     }
@@ -307,7 +295,7 @@ async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported
             "{case}: status {status}"
         );
         assert_eq!(status["activeDigest"], digest, "{case}");
-        let events = f.rejection_events().await?;
+        let events = common::rejection_notes(&f.t).await?;
         assert!(
             events.iter().any(|n| n.contains(want)),
             "{case}: events {events:?}"

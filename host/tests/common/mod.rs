@@ -394,3 +394,18 @@ pub fn config_map_review(uid: &str, name: &str, data: serde_json::Value) -> serd
         },
     })
 }
+
+/// The notes of the `PluginRejected` Events in the test's namespace.
+pub async fn rejection_notes(t: &odh_test_support::TestContext) -> anyhow::Result<Vec<String>> {
+    use k8s_openapi::api::events::v1::Event;
+    use kube::api::{Api, ListParams};
+    let events: Api<Event> = Api::namespaced(t.client.clone(), &t.namespace);
+    Ok(events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("PluginRejected"))
+        .filter_map(|e| e.note)
+        .collect())
+}
