@@ -58,12 +58,18 @@ test-deps:
 		apt-get install -y -q docker-registry >/dev/null 2>&1 || \
 		{ apt-get update -q >/dev/null && apt-get install -y -q docker-registry >/dev/null; }; }
 
+# Every cargo command of `make test` selects the whole workspace with its tests, so all resolve
+# the same features and share one build of each crate: a `-p` subset or a build without
+# dev-dependencies resolves some dependencies' features differently (indexmap, typenum, ...),
+# which rebuilds wasmtime, kube and the host once more each (minutes, and gigabytes of target/).
+WORKSPACE_BINS := $(CARGO) build -q --workspace --bins --tests
+
 ## test: every test, unit and integration, against a real kube-apiserver
 test: toolchain test-deps $(APISERVER) plugins
 	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
 		$(MAKE) --no-print-directory bench-gate || status=$$?; \
 		$(MAKE) --no-print-directory stop-test-apiserver; \
-		{ $(CARGO) build -q -p odh-model-controller -p odh-test-support --bins && tests/dev/run-check.sh; } || status=$$?; \
+		{ $(WORKSPACE_BINS) && tests/dev/run-check.sh; } || status=$$?; \
 		exit $$status
 
 ## stop-test-apiserver: stop the apiserver shared by a test run (it also stops itself when idle)
@@ -114,8 +120,9 @@ bench-gate: plugins $(APISERVER)
 	@rm -rf $(BENCH_GATE_DIR)
 	ODH_BENCH_OUT_DIR=$(CURDIR)/$(BENCH_GATE_DIR) BENCH_ITERATIONS=2000 BENCH_COMPILES=2 \
 		ADMISSION_BENCH_REQUESTS=2000 ODH_BENCH_WARM_STARTS=3 \
-		$(CARGO) bench --profile dev -p odh-model-controller --bench plugin_runtime --bench admission --bench startup
-	$(CARGO) run -q -p odh-test-support --bin odh-dev -- bench-gate host/benches/gate.json $(BENCH_GATE_DIR)
+		$(CARGO) bench --profile dev --workspace --bench plugin_runtime --bench admission --bench startup
+	$(WORKSPACE_BINS)
+	target/debug/odh-dev bench-gate host/benches/gate.json $(BENCH_GATE_DIR)
 
 clean:
 	$(CARGO) clean

@@ -95,6 +95,10 @@ fn id(r: &mut Registry) -> String {
     r.next_id.to_string()
 }
 
+/// The Model Registry's name in the InferenceServices' annotation.
+const MR_HOST: &str = "model-registry.isvc-e2e.test";
+const MR_URL: &str = "http://model-registry.isvc-e2e.test";
+
 async fn model_registry() -> (u16, Shared) {
     let state = Shared::default();
     let base = "/api/model_registry/v1alpha3";
@@ -252,11 +256,15 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     )
     .await?;
 
+    // The registry is reached by a name, as in a cluster: a granted name that resolves to
+    // loopback is refused, so the name goes to the local registry through the test override.
+    let resolve = format!("{MR_HOST}:80=127.0.0.1:{mr_port}");
     let host = common::ServingHost::start(
         "isvc-e2e",
         &[
             ("POD_NAMESPACE", protected.as_str()),
             ("MODELREGISTRY_STATE", "managed"),
+            ("ODH_TEST_HTTP_RESOLVE", resolve.as_str()),
         ],
     )
     .await?;
@@ -469,8 +477,7 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         "modelregistry.opendatahub.io/registered-model-id": "1",
         "modelregistry.opendatahub.io/model-version-id": "2",
     });
-    v["metadata"]["annotations"] =
-        json!({"modelregistry.opendatahub.io/url": format!("http://127.0.0.1:{mr_port}")});
+    v["metadata"]["annotations"] = json!({"modelregistry.opendatahub.io/url": MR_URL});
     create(&isvcs, v).await?;
     let registered = eventually(
         "E-02: the ISVC carries the MR id",
@@ -544,8 +551,7 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         "modelregistry.opendatahub.io/registered-model-id": "1",
         "modelregistry.opendatahub.io/model-version-id": "2",
     });
-    v["metadata"]["annotations"] =
-        json!({"modelregistry.opendatahub.io/url": format!("http://127.0.0.1:{mr_port}")});
+    v["metadata"]["annotations"] = json!({"modelregistry.opendatahub.io/url": MR_URL});
     create(&isvcs, v).await?;
     let stuck_id = eventually(
         "the second MR-linked ISVC carries both finalizers",

@@ -172,6 +172,134 @@ fn an_oversized_output_is_refused() {
     assert_still_healthy(&f);
 }
 
+/// Misbehave's reconcile writing as `data.write` says (`write` behaviour).
+fn misbehave_writes(f: &Fixture, write: &str, extra: Value) -> Result<Value, CallError> {
+    let mut data = json!({"write": write});
+    data.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().cloned().unwrap_or_default());
+    misbehave(f, "write", data)
+}
+
+/// Every way an outcome can write outside the plugin's grants refuses the whole outcome, so
+/// nothing of it is applied: a kind not granted (applied or deleted), an owner reference to an
+/// object other than its primary, primary metadata beyond labels, annotations and finalizers.
+#[test]
+fn writes_outside_the_grants_refuse_the_whole_outcome() {
+    let f = fixture();
+    for write in ["apply-secret", "delete-secret"] {
+        let err = misbehave_writes(&f, write, json!({})).unwrap_err();
+        assert!(
+            matches!(err, CallError::WriteRefused { .. }),
+            "{write}: {err}"
+        );
+        let refused = err
+            .refused_write()
+            .map(|(p, k)| (p.to_string(), k.kind.clone()));
+        assert_eq!(
+            refused,
+            Some(("misbehave".into(), "Secret".into())),
+            "{write}"
+        );
+        assert!(err.to_string().contains("may not write"), "{err}");
+    }
+
+    let err = misbehave_writes(
+        &f,
+        "foreign-owner",
+        json!({"owner": "bystander", "ownerUid": "u-2"}),
+    )
+    .unwrap_err();
+    assert!(matches!(err, CallError::ForeignOwner { .. }), "{err}");
+    assert_eq!(err.metric_label(), "write_refused");
+    let message = err.to_string();
+    assert!(
+        message.contains("ConfigMap ns/victim-adopted")
+            && message.contains("ConfigMap bystander (uid \"u-2\")"),
+        "{message}"
+    );
+    // Even one that names the primary's name but not its uid.
+    let err = misbehave_writes(
+        &f,
+        "foreign-owner",
+        json!({"owner": "victim", "ownerUid": "u-forged"}),
+    )
+    .unwrap_err();
+    assert!(matches!(err, CallError::ForeignOwner { .. }), "{err}");
+    // Its own primary as the owner is what ownership does anyway: allowed.
+    let out = misbehave_writes(&f, "primary-owner", json!({})).expect("owned by its primary");
+    assert_eq!(
+        out["apply"][0]["object"]["metadata"]["ownerReferences"][0]["uid"],
+        "u-1"
+    );
+
+    let err = misbehave_writes(&f, "primary-spec", json!({})).unwrap_err();
+    assert!(matches!(err, CallError::MalformedOutput { .. }), "{err}");
+    assert!(
+        err.to_string().contains(
+            "may only change labels, annotations and finalizers, not \"ownerReferences\""
+        ),
+        "{err}"
+    );
+    assert_still_healthy(&f);
+}
+
+/// An admission decision's side effects are held to the same grants as an outcome's writes.
+#[test]
+fn an_admission_side_effect_outside_the_grants_is_refused() {
+    let f = fixture();
+    let input = odh_test_support::host::admission(
+        "/mutate-misbehave",
+        Operation::Create,
+        serde_json::from_str(&config_map("admitted", json!({"behaviour": "write"}))).unwrap(),
+    );
+    let err = f
+        .misbehave
+        .admit_blocking(
+            WebhookType::Mutating,
+            &input,
+            &CallEnv::live(Arc::new(MemoryCluster::default())),
+        )
+        .unwrap_err();
+    assert!(matches!(err, CallError::WriteRefused { .. }), "{err}");
+    assert_eq!(
+        err.refused_write().map(|(_, k)| k.kind.as_str()),
+        Some("Secret")
+    );
+    assert_still_healthy(&f);
+}
+
+/// An outcome of 100,000 objects (or deletions) is refused by count before the host writes
+/// any (the deletions alone are small enough to pass the byte limit).
+#[test]
+fn an_outcome_of_a_hundred_thousand_entries_is_refused() {
+    let f = fixture();
+    let err = misbehave_writes(&f, "delete-flood", json!({})).unwrap_err();
+    match &err {
+        CallError::TooManyEntries { count, limit, .. } => {
+            assert_eq!(
+                (*count, *limit),
+                (
+                    100_000,
+                    odh_model_controller::plugin::wire::MAX_OUTCOME_ENTRIES
+                )
+            );
+        }
+        other => panic!("expected TooManyEntries, got {other}"),
+    }
+    let err = misbehave_writes(&f, "apply-flood", json!({})).unwrap_err();
+    assert!(
+        matches!(err, CallError::TooManyEntries { count: 100_000, .. }),
+        "{err}"
+    );
+    // At the limit, an outcome is still taken.
+    let limit = odh_model_controller::plugin::wire::MAX_OUTCOME_ENTRIES;
+    let out = misbehave_writes(&f, "delete-flood", json!({"count": limit.to_string()}))
+        .expect("an outcome at the limit");
+    assert_eq!(out["delete"].as_array().map(Vec::len), Some(limit));
+    assert_still_healthy(&f);
+}
+
 /// A plugin that logs in a loop (here 10,000 lines of 64 KiB: 640 MiB) costs the node's log
 /// its per-call budget, not what it wrote; the rest is counted as dropped.
 #[test]
@@ -300,6 +428,71 @@ fn http_reaches_granted_hosts_only() {
         matches!(err.guest_error(), Some(GuestError::Denied(_))),
         "{err}"
     );
+}
+
+/// A grant reaches what it names, no further: a granted name that resolves to loopback is not
+/// connected (a wildcard grant could otherwise reach the host's own ports or the cloud metadata
+/// service), the address of a granted name is not granted with it, and a redirect is the
+/// plugin's to follow, through the same gate.
+#[test]
+fn http_reaches_no_further_than_its_grant_by_name_address_or_redirect() {
+    let f = fixture();
+    let (url, connections) = slow_server(Some(Duration::ZERO));
+    let port = url
+        .rsplit_once(':')
+        .unwrap()
+        .1
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let err = misbehave(
+        &f,
+        "http",
+        json!({"url": format!("http://localhost:{port}/x")}),
+    )
+    .unwrap_err();
+    let denied = err
+        .guest_error()
+        .map(GuestError::message)
+        .unwrap_or_default();
+    assert!(
+        matches!(err.guest_error(), Some(GuestError::Denied(_)))
+            && denied.contains("\"localhost\" resolves to a loopback"),
+        "{err}"
+    );
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    // The admin grants the name only: its address is not granted with it.
+    let by_name = fixture_with(Grants {
+        http_hosts: Some(["localhost".to_string()].into_iter().collect()),
+        ..Default::default()
+    });
+    let err = misbehave(&by_name, "http", json!({"url": url})).unwrap_err();
+    assert!(
+        matches!(err.guest_error(), Some(GuestError::Denied(m)) if m.contains("not among this plugin's granted http hosts")),
+        "{err}"
+    );
+
+    // A redirect to an ungranted host comes back to the plugin as it is, not followed.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let redirector = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = conn.read(&mut buf);
+        let answer = "HTTP/1.1 302 Found\r\nLocation: http://denied.invalid/secret\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        conn.write_all(answer.as_bytes()).unwrap();
+    });
+    let out = misbehave(
+        &f,
+        "http",
+        json!({"url": format!("http://{address}/moved")}),
+    )
+    .expect("a redirect is an answer");
+    redirector.join().unwrap();
+    assert_eq!(out["status"]["httpStatus"], 302, "{out}");
+    assert_still_healthy(&f);
 }
 
 /// A loopback HTTP server that accepts connections and answers each request after `delay`, or

@@ -50,6 +50,7 @@ func run() error {
 	idleTimeout := flag.Duration("idle-timeout", 15*time.Second, "with --lease-dir: how long to wait without leases before stopping")
 	lockFile := flag.String("lock-file", "", "with --lease-dir: the file clients flock while joining; held while deciding to stop, so no client joins a stopping server")
 	port := flag.Int("port", 0, "apiserver secure port (0 = a free port)")
+	keepData := flag.Bool("keep-data", false, "keep the etcd data and certificates of an earlier start in --dir (a restart, with --port the same): clients keep their kubeconfig and see the objects they wrote")
 	flag.Parse()
 	if *dir == "" {
 		return errors.New("--dir is required")
@@ -76,15 +77,25 @@ func run() error {
 		go reapWhenIdle(ctx, cancel, reaper{dir: *leaseDir, idle: *idleTimeout, lockFile: *lockFile, readyFile: *readyFile})
 	}
 
-	pki, err := generatePKI(filepath.Join(*dir, "pki"))
+	pkiDir := filepath.Join(*dir, "pki")
+	var pki *pki
+	var err error
+	if *keepData && hasPKI(pkiDir) {
+		pki, err = loadPKI(pkiDir)
+	} else {
+		pki, err = generatePKI(pkiDir)
+	}
 	if err != nil {
-		return fmt.Errorf("generating certificates: %w", err)
+		return fmt.Errorf("preparing certificates: %w", err)
 	}
 
 	etcdDir := filepath.Join(*dir, "etcd")
-	// Each start gets a fresh store: tests must never see a previous run's objects.
-	if err := os.RemoveAll(etcdDir); err != nil {
-		return err
+	// Each start gets a fresh store unless it is a restart: tests must never see a previous
+	// run's objects.
+	if !*keepData {
+		if err := os.RemoveAll(etcdDir); err != nil {
+			return err
+		}
 	}
 	etcd, etcdURL, err := startEtcd(etcdDir)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // pki holds the paths of everything the apiserver and its clients need.
 type pki struct {
 	CACert, ServingCert, ServingKey, AdminCert, AdminKey, SAPublic, SAPrivate string
-	caPEM, adminCertPEM, adminKeyPEM                                        []byte
+	caPEM, adminCertPEM, adminKeyPEM                                          []byte
 }
 
 type keyPair struct {
@@ -71,18 +71,8 @@ func generatePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
-	p := &pki{
-		CACert:       filepath.Join(dir, "ca.crt"),
-		ServingCert:  filepath.Join(dir, "apiserver.crt"),
-		ServingKey:   filepath.Join(dir, "apiserver.key"),
-		AdminCert:    filepath.Join(dir, "admin.crt"),
-		AdminKey:     filepath.Join(dir, "admin.key"),
-		SAPublic:     filepath.Join(dir, "sa.pub"),
-		SAPrivate:    filepath.Join(dir, "sa.key"),
-		caPEM:        ca.certPEM,
-		adminCertPEM: admin.certPEM,
-		adminKeyPEM:  admin.keyPEM,
-	}
+	p := pkiPaths(dir)
+	p.caPEM, p.adminCertPEM, p.adminKeyPEM = ca.certPEM, admin.certPEM, admin.keyPEM
 	files := map[string][]byte{
 		p.CACert:      ca.certPEM,
 		p.ServingCert: serving.certPEM,
@@ -96,6 +86,45 @@ func generatePKI(dir string) (*pki, error) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, err
 		}
+	}
+	return p, nil
+}
+
+func pkiPaths(dir string) *pki {
+	return &pki{
+		CACert:      filepath.Join(dir, "ca.crt"),
+		ServingCert: filepath.Join(dir, "apiserver.crt"),
+		ServingKey:  filepath.Join(dir, "apiserver.key"),
+		AdminCert:   filepath.Join(dir, "admin.crt"),
+		AdminKey:    filepath.Join(dir, "admin.key"),
+		SAPublic:    filepath.Join(dir, "sa.pub"),
+		SAPrivate:   filepath.Join(dir, "sa.key"),
+	}
+}
+
+// hasPKI says whether an earlier start left every file of its PKI in dir.
+func hasPKI(dir string) bool {
+	p := pkiPaths(dir)
+	for _, path := range []string{p.CACert, p.ServingCert, p.ServingKey, p.AdminCert, p.AdminKey, p.SAPublic, p.SAPrivate} {
+		if _, err := os.Stat(path); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// loadPKI takes the PKI an earlier start wrote to dir (a restart keeps its clients' trust).
+func loadPKI(dir string) (*pki, error) {
+	p := pkiPaths(dir)
+	var err error
+	if p.caPEM, err = os.ReadFile(p.CACert); err != nil {
+		return nil, err
+	}
+	if p.adminCertPEM, err = os.ReadFile(p.AdminCert); err != nil {
+		return nil, err
+	}
+	if p.adminKeyPEM, err = os.ReadFile(p.AdminKey); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -107,19 +107,10 @@ impl Applier {
         obj: &DynamicObject,
         patch: &Value,
     ) -> Result<Option<DynamicObject>, ApplyError> {
+        crate::plugin::check_primary_metadata(patch).map_err(ApplyError::Invalid)?;
         let Some(fields) = patch.as_object() else {
-            return Err(ApplyError::Invalid(
-                "primaryMetadata must be a JSON object".into(),
-            ));
+            return Ok(None);
         };
-        if let Some(other) = fields
-            .keys()
-            .find(|k| !matches!(k.as_str(), "labels" | "annotations" | "finalizers"))
-        {
-            return Err(ApplyError::Invalid(format!(
-                "primaryMetadata may only change labels, annotations and finalizers, not {other:?}"
-            )));
-        }
         if metadata_holds(obj, fields) {
             return Ok(None);
         }

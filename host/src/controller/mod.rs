@@ -571,18 +571,16 @@ impl ControllerLoop {
         primary: &Primary<'_>,
         e: &CallError,
     ) -> ReconcileResult {
-        let reason = match e {
-            CallError::WriteRefused { plugin, kind, .. } => {
-                Metrics::global().refused_write(plugin, &kind.to_string());
-                "WriteRefused"
-            }
-            CallError::Trap { .. } => {
+        let reason = if let Some((plugin, kind)) = e.refused_write() {
+            Metrics::global().refused_write(plugin, &kind.to_string());
+            "WriteRefused"
+        } else {
+            if let CallError::Trap { .. } = e {
                 // A guest trap is the plugin's panic: counted as controller-runtime counts a
                 // reconciler's.
                 Metrics::global().reconcile_panicked(&self.spec.name);
-                "ReconcileFailed"
             }
-            _ => "ReconcileFailed",
+            "ReconcileFailed"
         };
         let retry = !matches!(e.guest_error(), Some(GuestError::Invalid(_)));
         self.failed(key, primary, reason, &e.to_string(), retry)

@@ -131,6 +131,18 @@ impl Capabilities {
         self.writes.contains(gvk)
     }
 
+    /// Whether a grant names `host` itself (with or without a port), not through a wildcard:
+    /// what a request needs to reach a reserved address such as loopback.
+    pub fn grants_exactly(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        self.http_hosts.iter().any(|granted| {
+            host_of(&granted.to_ascii_lowercase())
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                == host
+        })
+    }
+
     /// Whether an outgoing request to `authority` (`host` or `host:port`) is allowed. A granted
     /// `host` allows any port on it; a granted `host:port` allows that port only; `*.suffix`
     /// allows every host under `suffix` and `*` any host (for services whose address is only

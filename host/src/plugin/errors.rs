@@ -93,6 +93,26 @@ pub enum CallError {
         op: &'static str,
         kind: crate::gvk::Gvk,
     },
+    /// The plugin set an owner reference to an object other than its primary: an owner's
+    /// deletion would take the object with it (or block on it), so only the host sets owners,
+    /// from the ownership the plugin asks for. Nothing of the call's result is used.
+    #[error(
+        "plugin {plugin:?} may not make {object} owned by {owner}: only its primary owns what it applies (ask for controller or owner ownership)"
+    )]
+    ForeignOwner {
+        plugin: String,
+        op: &'static str,
+        kind: crate::gvk::Gvk,
+        object: String,
+        owner: String,
+    },
+    #[error("plugin {plugin:?} {op} returned {count} entries, over the limit of {limit}")]
+    TooManyEntries {
+        plugin: String,
+        op: &'static str,
+        count: usize,
+        limit: usize,
+    },
     /// Every concurrency slot of the plugin stayed busy for the call's whole budget.
     #[error("plugin {plugin:?} {op} found no free call slot within {waited:?}")]
     Busy {
@@ -115,6 +135,16 @@ impl CallError {
         }
     }
 
+    /// The plugin and the kind of a write the host refused, for `odh_refused_writes_total`.
+    pub fn refused_write(&self) -> Option<(&str, &crate::gvk::Gvk)> {
+        match self {
+            Self::WriteRefused { plugin, kind, .. } | Self::ForeignOwner { plugin, kind, .. } => {
+                Some((plugin, kind))
+            }
+            _ => None,
+        }
+    }
+
     /// A short label for metrics (`guest`, `timeout`, `memory`, `trap`, ...).
     pub fn metric_label(&self) -> &'static str {
         match self {
@@ -122,9 +152,9 @@ impl CallError {
             Self::Timeout { .. } => "timeout",
             Self::MemoryLimit { .. } => "memory",
             Self::Trap { .. } => "trap",
-            Self::OutputTooLarge { .. } => "output_too_large",
+            Self::OutputTooLarge { .. } | Self::TooManyEntries { .. } => "output_too_large",
             Self::MalformedOutput { .. } => "malformed_output",
-            Self::WriteRefused { .. } => "write_refused",
+            Self::WriteRefused { .. } | Self::ForeignOwner { .. } => "write_refused",
             Self::Busy { .. } => "busy",
             Self::Instantiate { .. } => "instantiate",
             Self::Closed { .. } => "closed",

@@ -12,6 +12,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::call_env::Effects;
 use super::capabilities::Capabilities;
+use super::http_connect::{self, Refusal};
 use super::limits::Limits;
 
 pub(super) struct HttpGate {
@@ -24,7 +25,7 @@ pub(super) struct HttpGate {
     budget_end: Instant,
 }
 
-type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
+pub(super) type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
 type SendFuture =
     Box<dyn Future<Output = Result<(http::Response<WasiBody>, IoFuture), Error>> + Send>;
 
@@ -106,23 +107,32 @@ impl WasiHttpHooks for HttpGate {
                 return Self::refuse(Error::InternalError(Some(e)));
             }
         };
+        let caps = self.caps.clone();
+        let plugin = self.plugin.clone();
+        let lookup_timeout = self.connect_timeout.min(total);
         Box::new(async move {
             use http_body_util::BodyExt;
-            let (response, io) = match test_route {
-                None => {
-                    let send = wasmtime_wasi_http::default_send_request(request, Some(options));
-                    let (response, io) = tokio::time::timeout_at(until.into(), send)
-                        .await
-                        .map_err(|_| Error::HttpResponseTimeout)??;
-                    (response.map(|b| b.boxed_unsync()), Box::new(io) as IoFuture)
-                }
-                Some(route) => {
-                    let send = test_only::send(request, route, options);
-                    tokio::time::timeout_at(until.into(), send)
-                        .await
-                        .map_err(|_| Error::HttpResponseTimeout)??
+            let sent = async {
+                match test_route {
+                    Some(route) => http_connect::send(request, route, options, true).await,
+                    None => {
+                        let route = match http_connect::route(request.uri(), &caps, lookup_timeout)
+                            .await
+                        {
+                            Ok(route) => route,
+                            Err(Refusal::Reserved { host, address }) => {
+                                tracing::warn!(plugin = %plugin, host, %address, "denied outgoing HTTP to a granted name that resolves to a loopback, link-local or other reserved address; grant the address itself to allow it");
+                                return Err(Error::DestinationIpProhibited);
+                            }
+                            Err(Refusal::Failed(e)) => return Err(e),
+                        };
+                        http_connect::send(request, route, options, false).await
+                    }
                 }
             };
+            let (response, io) = tokio::time::timeout_at(until.into(), sent)
+                .await
+                .map_err(|_| Error::HttpResponseTimeout)??;
             let response = response.map(|body| DeadlineBody::new(body, until).boxed_unsync());
             Ok((response, io))
         })
@@ -177,16 +187,10 @@ impl Body for DeadlineBody {
 /// `ODH_TEST_HTTP_CA_FILE`. Unset (production), nothing changes. The grant check runs first.
 mod test_only {
     use std::net::SocketAddr;
-    use std::sync::Arc;
 
-    use http_body_util::BodyExt;
-    use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
+    use wasmtime_wasi_http::WasiBody;
 
-    pub(super) struct Route {
-        address: SocketAddr,
-        host: String,
-        tls: bool,
-    }
+    use super::http_connect::Route;
 
     /// Where the request goes instead, when the test override names its authority.
     pub(super) fn route(request: &http::Request<WasiBody>) -> Result<Option<Route>, String> {
@@ -226,86 +230,6 @@ mod test_only {
             }));
         }
         Ok(None)
-    }
-
-    fn client_config() -> Result<rustls::ClientConfig, Error> {
-        use rustls::pki_types::{CertificateDer, pem::PemObject};
-        let mut roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.into(),
-        };
-        if let Some(path) = std::env::var_os("ODH_TEST_HTTP_CA_FILE") {
-            for cert in
-                CertificateDer::pem_file_iter(&path).map_err(|_| Error::TlsCertificateError)?
-            {
-                roots
-                    .add(cert.map_err(|_| Error::TlsCertificateError)?)
-                    .map_err(|_| Error::TlsCertificateError)?;
-            }
-        }
-        Ok(rustls::ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth())
-    }
-
-    type Sent = (http::Response<super::WasiBody>, super::IoFuture);
-
-    pub(super) async fn send(
-        mut request: http::Request<WasiBody>,
-        route: Route,
-        options: RequestOptions,
-    ) -> Result<Sent, Error> {
-        let connect_timeout = options
-            .connect_timeout
-            .unwrap_or(std::time::Duration::from_secs(5));
-        let tcp = tokio::time::timeout(
-            connect_timeout,
-            tokio::net::TcpStream::connect(route.address),
-        )
-        .await
-        .map_err(|_| Error::ConnectionTimeout)?
-        .map_err(Error::Connect)?;
-        let path = request
-            .uri()
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_string();
-        *request.uri_mut() = http::Uri::builder()
-            .path_and_query(path)
-            .build()
-            .map_err(|_| Error::HttpRequestUriInvalid)?;
-        let (mut sender, connection) = if route.tls {
-            let name = rustls::pki_types::ServerName::try_from(route.host)
-                .map_err(|_| Error::TlsCertificateError)?;
-            let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config()?));
-            let stream = tokio::time::timeout(connect_timeout, connector.connect(name, tcp))
-                .await
-                .map_err(|_| Error::ConnectionTimeout)?
-                .map_err(Error::Tls)?;
-            let (sender, connection) =
-                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                    .await
-                    .map_err(Error::from)?;
-            (
-                sender,
-                tokio::spawn(async move { connection.await.map_err(Error::from) }),
-            )
-        } else {
-            let (sender, connection) =
-                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-                    .await
-                    .map_err(Error::from)?;
-            (
-                sender,
-                tokio::spawn(async move { connection.await.map_err(Error::from) }),
-            )
-        };
-        let response = sender.send_request(request).await.map_err(Error::from)?;
-        let io: super::IoFuture =
-            Box::new(async move { connection.await.unwrap_or(Err(Error::ConnectionTerminated)) });
-        Ok((
-            response.map(|body| body.map_err(Error::from).boxed_unsync()),
-            io,
-        ))
     }
 
     #[cfg(test)]

@@ -305,6 +305,10 @@ impl LoadedPlugin {
         let raw = self.call(op, env, |p, s| p.call_reconcile(s, &req))?;
         let outcome = Outcome::try_from(raw).map_err(|message| self.malformed(op, message))?;
         self.check_writes(op, outcome.apply.iter().map(|d| &d.object), &outcome.delete)?;
+        self.check_owners(op, &outcome, input.object.as_deref())?;
+        if let Some(metadata) = &outcome.primary_metadata {
+            check_primary_metadata(metadata).map_err(|message| self.malformed(op, message))?;
+        }
         Ok(outcome)
     }
 
@@ -464,6 +468,49 @@ impl LoadedPlugin {
         }
     }
 
+    /// Refuses an outcome that sets an owner reference to anything but its primary (the
+    /// owner references of an owned object are the host's to set, and replace the plugin's).
+    fn check_owners(
+        &self,
+        op: Export,
+        outcome: &Outcome,
+        primary: Option<&str>,
+    ) -> Result<(), CallError> {
+        let mut foreign = outcome.apply.iter().filter_map(|d| {
+            let refs = d.object.pointer("/metadata/ownerReferences")?.as_array()?;
+            Some((d, refs)).filter(|_| !refs.is_empty())
+        });
+        let Some(first) = foreign.next() else {
+            return Ok(());
+        };
+        // Rare: only now is the primary parsed for its uid.
+        let primary_uid = primary
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
+            .and_then(|p| p.pointer("/metadata/uid")?.as_str().map(str::to_string));
+        for (d, refs) in std::iter::once(first).chain(foreign) {
+            let stranger = refs.iter().find(|r| {
+                primary_uid.is_none()
+                    || r.get("uid").and_then(Value::as_str) != primary_uid.as_deref()
+            });
+            if let Some(owner) = stranger {
+                let field = |name: &str| owner.get(name).and_then(Value::as_str).unwrap_or("");
+                return Err(CallError::ForeignOwner {
+                    plugin: self.name().to_string(),
+                    op: op.as_str(),
+                    kind: Gvk::of_object(&d.object).unwrap_or_else(|| Gvk::new("", "", "")),
+                    object: describe(&d.object),
+                    owner: format!(
+                        "{} {} (uid {:?})",
+                        field("kind"),
+                        field("name"),
+                        field("uid")
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn malformed(&self, op: Export, message: String) -> CallError {
         CallError::MalformedOutput {
             plugin: self.name().to_string(),
@@ -616,6 +663,15 @@ impl Bootstrap<'_> {
             })?;
         match f(&mut store, &instance) {
             Ok(Ok(value)) => {
+                let count = value.entries();
+                if count > R::MAX_ENTRIES {
+                    return Err(CallError::TooManyEntries {
+                        plugin: plugin(),
+                        op: op.as_str(),
+                        count,
+                        limit: R::MAX_ENTRIES,
+                    });
+                }
                 let size = value.output_size();
                 if size > limits.max_output_bytes {
                     return Err(CallError::OutputTooLarge {
@@ -707,5 +763,31 @@ impl OutputSize for bindings::manifest_types::Manifest {
             + self.description.len()
             + self.controllers.len() * 256
             + self.webhooks.len() * 256
+    }
+}
+
+/// `<Kind> <namespace>/<name>` of an object a plugin returned, for messages.
+fn describe(object: &Value) -> String {
+    let field = |path: &str| object.pointer(path).and_then(Value::as_str).unwrap_or("");
+    match field("/metadata/namespace") {
+        "" => format!("{} {}", field("/kind"), field("/metadata/name")),
+        ns => format!("{} {ns}/{}", field("/kind"), field("/metadata/name")),
+    }
+}
+
+/// An outcome's `primaryMetadata` changes labels, annotations and finalizers only; checked
+/// before anything of the outcome is applied, so a bad one leaves nothing half done.
+pub fn check_primary_metadata(patch: &Value) -> Result<(), String> {
+    let Some(fields) = patch.as_object() else {
+        return Err("primaryMetadata must be a JSON object".into());
+    };
+    match fields
+        .keys()
+        .find(|k| !matches!(k.as_str(), "labels" | "annotations" | "finalizers"))
+    {
+        Some(other) => Err(format!(
+            "primaryMetadata may only change labels, annotations and finalizers, not {other:?}"
+        )),
+        None => Ok(()),
     }
 }

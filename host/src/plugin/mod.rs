@@ -14,6 +14,7 @@ pub mod cluster_view;
 pub mod engine;
 pub mod errors;
 pub mod export;
+mod http_connect;
 mod http_gate;
 pub mod limits;
 mod loaded;
@@ -33,6 +34,7 @@ pub use export::Export;
 pub use limits::Limits;
 pub use loaded::{
     AdmissionInput, LoadError, LoadRequest, LoadedPlugin, ReconcileInput, WatchEventInput,
+    check_primary_metadata,
 };
 pub use set::PluginSet;
 pub use slot::PluginSlot;

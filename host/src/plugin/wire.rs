@@ -517,7 +517,26 @@ impl TryFrom<adm::AdmissionDecision> for AdmissionDecision {
 /// Bytes of plugin-produced text in a value, for the output size cap.
 pub trait OutputSize {
     fn output_size(&self) -> usize;
+
+    /// How many list entries (objects, deletions, events, keys, warnings) the output holds.
+    /// Bounded apart from the bytes: a million empty entries are small but are each a write or
+    /// a reconcile.
+    fn entries(&self) -> usize {
+        0
+    }
+
+    /// The most entries one output may hold.
+    const MAX_ENTRIES: usize = usize::MAX;
 }
+
+/// The most objects, deletions and events one outcome (or side effects and warnings one
+/// admission decision) may hold: far above any real plugin's (the largest built-in outcome has
+/// a few dozen), far below what would flood the API server.
+pub const MAX_OUTCOME_ENTRIES: usize = 10_000;
+
+/// The most primary keys one `map` call may return: every InferenceService of a very large
+/// cluster, affected by one shared object, fits.
+pub const MAX_MAPPED_KEYS: usize = 100_000;
 
 fn key_size(k: &types::ObjectKey) -> usize {
     k.name.len()
@@ -546,6 +565,12 @@ impl OutputSize for rt::Outcome {
                 | types::Error::Internal(m) => m.len(),
             })
     }
+
+    fn entries(&self) -> usize {
+        self.apply.len() + self.delete.len() + self.events.len()
+    }
+
+    const MAX_ENTRIES: usize = MAX_OUTCOME_ENTRIES;
 }
 
 impl OutputSize for adm::AdmissionDecision {
@@ -560,6 +585,12 @@ impl OutputSize for adm::AdmissionDecision {
                 .map(|d| d.object.len())
                 .sum::<usize>()
     }
+
+    fn entries(&self) -> usize {
+        self.side_effects.len() + self.warnings.len()
+    }
+
+    const MAX_ENTRIES: usize = MAX_OUTCOME_ENTRIES;
 }
 
 impl OutputSize for Vec<types::RequestKey> {
@@ -568,6 +599,12 @@ impl OutputSize for Vec<types::RequestKey> {
             .map(|k| k.name.len() + k.namespace.as_ref().map_or(0, String::len))
             .sum()
     }
+
+    fn entries(&self) -> usize {
+        self.len()
+    }
+
+    const MAX_ENTRIES: usize = MAX_MAPPED_KEYS;
 }
 
 impl OutputSize for () {

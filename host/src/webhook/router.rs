@@ -18,7 +18,7 @@ use super::table::{LiveWebhookTable, WebhookRoute, WebhookTable};
 use super::verdict::Verdict;
 use crate::dispatch;
 use crate::metrics::Metrics;
-use crate::plugin::{AdmissionInput, CallEnv, CallError, ClusterView};
+use crate::plugin::{AdmissionInput, CallEnv, ClusterView};
 
 /// What every webhook handler shares.
 struct RouterState {
@@ -162,7 +162,7 @@ async fn decide(state: &RouterState, route: &WebhookRoute, input: AdmissionInput
         Ok(d) => d,
         Err(e) => {
             warn!(plugin = plugin.name(), path = %route.path, uid, kind = e.metric_label(), "admission call failed: {e}");
-            if let CallError::WriteRefused { plugin, kind, .. } = &e {
+            if let Some((plugin, kind)) = e.refused_write() {
                 Metrics::global().refused_write(plugin, &kind.to_string());
             }
             if route.plugin.fail_open() {

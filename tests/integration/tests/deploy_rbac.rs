@@ -185,20 +185,15 @@ fn serving_cert(dir: &Path) -> anyhow::Result<String> {
     Ok(std::fs::read_to_string(dir.join("tls.crt"))?)
 }
 
-/// The host binary, built if needed (cargo skips the work when it is current).
+/// The host binary, built if needed (cargo skips the work when it is current). The selection is
+/// `make test`'s (the workspace with its tests): a narrower one resolves other dependency
+/// features and would build wasmtime and the host a second time in the middle of the test run.
 fn host_binary() -> anyhow::Result<PathBuf> {
     let root = workspace_root();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(&root)
-        .args([
-            "build",
-            "-q",
-            "-p",
-            "odh-model-controller",
-            "--bin",
-            "odh-model-controller",
-        ])
+        .args(["build", "-q", "--workspace", "--bins", "--tests"])
         .status()?;
     anyhow::ensure!(status.success(), "building odh-model-controller failed");
     Ok(root.join("target/debug/odh-model-controller"))

@@ -64,6 +64,15 @@ impl<'a> Url<'a> {
             self.full, self.host
         ))
     }
+
+    /// The host refused the address the granted host name resolves to (loopback, link-local,
+    /// ...): only a grant of the address itself reaches one.
+    pub(super) fn reserved(&self) -> Error {
+        Error::Denied(format!(
+            "http: request to {} denied: host {:?} resolves to a loopback, link-local or other reserved address, which only a grant of that address reaches",
+            self.full, self.host
+        ))
+    }
 }
 
 #[cfg(test)]

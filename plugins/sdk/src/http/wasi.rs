@@ -18,6 +18,7 @@ pub(super) fn send(
     let context = || format!("http: {method} {}", url.full);
     let fail = |code: ErrorCode| match code {
         ErrorCode::HttpRequestDenied => url.denied(),
+        ErrorCode::DestinationIpProhibited => url.reserved(),
         other => Error::Transient(format!("{}: {other:?}", context())),
     };
     let stream_fail = |e: StreamError| match e {

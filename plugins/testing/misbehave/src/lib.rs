@@ -17,6 +17,14 @@
 //! | `http` | GETs `data.url`: `{"httpStatus": <code>, "body": <text>}`, or the SDK's error |
 //! | `http-get` / `http-post` | GETs / POSTs (`{"misbehave": "<name>"}`) `data.url`: the result of `http`; reconcile also applies ConfigMap `<name>-ok` and reports a failed request as the outcome's `error` (`Transient`) |
 //! | `error-invalid` / `error-transient` | `Error::Invalid` / `Error::Transient` |
+//! | `write` | reconcile writes as `data.write` says (below); mutate adds a `Secret` `<name>-stolen` as a side effect; validate allows |
+//!
+//! `data.write` (reconcile): `apply-secret` applies Secret `<name>-stolen` (not in `writes`);
+//! `delete-secret` deletes it; `foreign-owner` applies ConfigMap `<name>-adopted` owned by
+//! ConfigMap `data.owner` (uid `data.ownerUid`); `primary-owner` the same owned by the primary
+//! through its own owner reference; `primary-spec` patches the primary's metadata with
+//! `ownerReferences`; `delete-flood` deletes `data.count` (default 100,000) ConfigMaps `d<i>`;
+//! `apply-flood` applies `data.count` (default 100,000) ConfigMaps `a<i>`.
 //!
 //! A result (the JSON after the colons above) becomes the primary's status in reconcile, the
 //! annotation `misbehave/result` of the mutated object, and the message of an allowing
@@ -36,8 +44,8 @@ use odh_plugin_sdk::Operation::{Create, Update};
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::http::{Client, Request};
 use odh_plugin_sdk::{AdmissionDecision, AdmissionRequest, Controller, Ctx, Error, Manifest};
-use odh_plugin_sdk::{Object, Outcome, Plan, Plugin, ReconcileRequest, Validatable, Value};
-use odh_plugin_sdk::{Webhook, WebhookSelector, core_gvk, json};
+use odh_plugin_sdk::{Object, Outcome, Ownership, Plan, Plugin, ReconcileRequest, Validatable};
+use odh_plugin_sdk::{Value, Webhook, WebhookSelector, core_gvk, json, object_key, owner_ref};
 
 pub struct Misbehave;
 
@@ -83,7 +91,8 @@ impl Plugin for Misbehave {
                 core_gvk("Pod"),
                 [Create],
             ))
-            .http_hosts(["127.0.0.1"])
+            // `localhost` is a name that resolves to loopback: the host refuses to connect it.
+            .http_hosts(["127.0.0.1", "localhost"])
     }
 
     fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {
@@ -93,6 +102,9 @@ impl Plugin for Misbehave {
         };
         if cm.name().ends_with("-ok") {
             return Ok(plan.into_outcome());
+        }
+        if behaviour(&cm) == "write" {
+            return write(plan, &cm);
         }
         if matches!(behaviour(&cm), "http-get" | "http-post") {
             // What was decided is applied; the failed request is reported after it.
@@ -118,6 +130,10 @@ impl Plugin for Misbehave {
         let Some(mut cm) = request.object()? else {
             return Ok(AdmissionDecision::allow());
         };
+        if behaviour(&cm) == "write" {
+            let secret = stolen_secret(&cm);
+            return Ok(AdmissionDecision::mutated(cm).side_effect(secret, Ownership::None));
+        }
         match misbehave(&cm, cx.cluster, cx.http)? {
             None => cm.set_label(
                 "misbehave/ok",
@@ -156,6 +172,62 @@ fn ok_config_map(cm: &Object) -> Object {
         cm.namespace(),
         &format!("{}-ok", cm.name()),
     )
+}
+
+/// Secret `<name>-stolen`, a kind misbehave may not write.
+fn stolen_secret(cm: &Object) -> Object {
+    Object::new(
+        &core_gvk("Secret"),
+        cm.namespace(),
+        &format!("{}-stolen", cm.name()),
+    )
+}
+
+/// Reconcile's writes outside its grants, as `data.write` says.
+fn write(mut plan: Plan, cm: &Object) -> Result<Outcome, Error> {
+    let data = |name: &str| cm.str_at(&["data", name]).unwrap_or_default();
+    let count = data("count").parse().unwrap_or(100_000);
+    let config_map = core_gvk("ConfigMap");
+    let adopted = || {
+        Object::new(
+            &config_map,
+            cm.namespace(),
+            &format!("{}-adopted", cm.name()),
+        )
+    };
+    match data("write") {
+        "apply-secret" => plan.apply_unowned(stolen_secret(cm)),
+        "delete-secret" => plan.delete(object_key(
+            &core_gvk("Secret"),
+            cm.namespace(),
+            &format!("{}-stolen", cm.name()),
+        )),
+        "foreign-owner" => plan.apply_unowned(adopted().with_owner_ref(json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "name": data("owner"),
+            "uid": data("ownerUid"), "controller": true, "blockOwnerDeletion": true,
+        }))),
+        "primary-owner" => plan.apply_unowned(adopted().with_owner_ref(owner_ref(cm)?)),
+        "primary-spec" => plan.patch_primary_metadata(json!({"ownerReferences": []})),
+        // Straight into the outcome: `Plan::delete` keeps deletions unique, one scan each.
+        "delete-flood" => {
+            let mut outcome = plan.into_outcome();
+            outcome.delete.extend(
+                (0..count).map(|i| object_key(&config_map, cm.namespace(), &format!("d{i}"))),
+            );
+            return Ok(outcome);
+        }
+        "apply-flood" => {
+            for i in 0..count {
+                plan.apply_unowned(Object::new(&config_map, cm.namespace(), &format!("a{i}")));
+            }
+        }
+        other => {
+            return Err(Error::Invalid(format!(
+                "misbehave: unknown data.write {other:?}"
+            )));
+        }
+    }
+    Ok(plan.into_outcome())
 }
 
 /// Does what `data.behaviour` says: `Ok(None)` for `ok`, `Ok(Some(result))` for behaviours
@@ -242,6 +314,7 @@ pub fn misbehave(
         }
         "error-invalid" => Err(Error::Invalid("misbehave: invalid input".into())),
         "error-transient" => Err(Error::Transient("misbehave: try later".into())),
+        "write" => Ok(None),
         other => Err(Error::Invalid(format!(
             "misbehave: unknown behaviour {other:?}"
         ))),
