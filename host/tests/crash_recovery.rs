@@ -1,8 +1,11 @@
-//! A host killed with SIGKILL in the middle of a burst of InferenceService creates, then
-//! started again (issue #18): every InferenceService converges (its finalizer, its
+//! Crashes and restarts in the middle of a burst of InferenceService writes (issue #18): a host
+//! killed with SIGKILL and started again; an apiserver restarted (its data kept) while the host
+//! is frozen, so the host's watches resume from a resourceVersion the new apiserver no longer
+//! serves (410 Gone) and must be relisted. Every InferenceService converges (its finalizer, its
 //! `<name>-metrics-dashboard` ConfigMap, `<name>-metrics` Service and ServiceMonitor, as
-//! host/benches/isvc_converge.rs counts them) and nothing is there twice: one finalizer entry,
-//! one owner reference per object, no object beyond the expected ones.
+//! host/benches/isvc_converge.rs counts them), every deleted one is released, and nothing is
+//! there twice: one finalizer entry, one owner reference per object, no object beyond the
+//! expected ones.
 //!
 //! The real `odh-model-controller run` binary against the test apiserver (`make apiserver`),
 //! its built-in plugins, webhooks off.
@@ -17,7 +20,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, ObjectMeta, PostParams};
 use kube::core::GroupVersionKind;
 use odh_test_fixtures as fixtures;
-use odh_test_support::TestContext;
+use odh_test_support::{RestartableApiserver, TestContext};
 
 const COUNT: usize = 100;
 const FINALIZER: &str = "odh.inferenceservice.finalizers";
@@ -158,16 +161,36 @@ fn check_owned(what: &str, objects: &[&ObjectMeta], suffix: &str, uids: &BTreeMa
     assert_eq!(found, uids.len(), "{what}: one per InferenceService");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_host_killed_mid_burst_converges_everything_once_restarted() -> anyhow::Result<()> {
-    let t = TestContext::new("crash-recovery").await?;
-    let kubeconfig = odh_test_support::cluster()?.kubeconfig.clone();
-    let log = odh_test_support::workspace_root()
-        .join("target/tmp")
-        .join(format!("crash-recovery-{}.log", t.namespace));
-    std::fs::create_dir_all(log.parent().unwrap())?;
+/// Creates InferenceServices `model-<i>` for `range`, four at a time; the result of each.
+async fn create_isvcs(
+    api: Api<DynamicObject>,
+    namespace: String,
+    range: std::ops::Range<usize>,
+) -> Vec<kube::Result<()>> {
+    let create = |i: usize| {
+        let (api, namespace) = (api.clone(), namespace.clone());
+        async move {
+            let obj: DynamicObject = serde_json::from_value(
+                fixtures::isvc(&format!("model-{i:03}"))
+                    .namespace(&namespace)
+                    .remove("/metadata/uid")
+                    .build(),
+            )
+            .unwrap();
+            api.create(&PostParams::default(), &obj).await.map(|_| ())
+        }
+    };
+    futures::stream::iter(range)
+        .map(create)
+        .buffer_unordered(4)
+        .collect()
+        .await
+}
+
+/// The ServingRuntime the InferenceServices name.
+async fn create_runtime(t: &TestContext) -> anyhow::Result<()> {
     dynamic(
-        &t,
+        t,
         ("serving.kserve.io", "v1alpha1", "ServingRuntime"),
         "servingruntimes",
     )
@@ -181,57 +204,125 @@ async fn a_host_killed_mid_burst_converges_everything_once_restarted() -> anyhow
         )?,
     )
     .await?;
+    Ok(())
+}
+
+/// Polls until `count` InferenceServices are converged and no other one is left, at most
+/// `within`; how long it took.
+async fn wait_converged(
+    t: &TestContext,
+    count: usize,
+    within: Duration,
+    log: &Path,
+) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let (mut done, mut listed) = (0, 0);
+    while started.elapsed() < within {
+        done = converged(t).await?;
+        listed = isvcs(t).list(&ListParams::default()).await?.items.len();
+        if done == count && listed == count {
+            return Ok(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    anyhow::bail!(
+        "{done} of {count} converged and {listed} InferenceServices listed after {within:?} (log: {})",
+        log.display()
+    )
+}
+
+/// Nothing twice: one finalizer entry per InferenceService, one dashboard ConfigMap, metrics
+/// Service and ServiceMonitor each, owned by it alone.
+async fn assert_nothing_twice(t: &TestContext, count: usize) -> anyhow::Result<()> {
+    let lp = ListParams::default();
+    let listed = isvcs(t).list(&lp).await?;
+    assert_eq!(listed.items.len(), count);
+    let mut uids = BTreeMap::new();
+    for i in &listed.items {
+        let name = i.metadata.name.clone().unwrap();
+        let finalizers = i.metadata.finalizers.clone().unwrap_or_default();
+        let mine = finalizers.iter().filter(|f| *f == FINALIZER).count();
+        assert_eq!(mine, 1, "{name}: finalizers {finalizers:?}");
+        uids.insert(name, i.metadata.uid.clone().unwrap());
+    }
+    let cms = t.api::<ConfigMap>().list(&lp).await?;
+    let cms: Vec<&ObjectMeta> = cms.items.iter().map(|o| &o.metadata).collect();
+    check_owned("ConfigMap", &cms, "-metrics-dashboard", &uids);
+    let svcs = t.api::<Service>().list(&lp).await?;
+    let svcs: Vec<&ObjectMeta> = svcs.items.iter().map(|o| &o.metadata).collect();
+    check_owned("Service", &svcs, "-metrics", &uids);
+    let sms = monitors(t).list(&lp).await?;
+    let sms: Vec<&ObjectMeta> = sms.items.iter().map(|o| &o.metadata).collect();
+    check_owned("ServiceMonitor", &sms, "-metrics", &uids);
+    Ok(())
+}
+
+/// Deletes every InferenceService and waits for the host to release them all.
+async fn delete_all(t: &TestContext) -> anyhow::Result<()> {
+    isvcs(t)
+        .delete_collection(&Default::default(), &ListParams::default())
+        .await?;
+    odh_test_support::eventually(
+        "every InferenceService is deleted",
+        odh_test_support::Timing {
+            timeout: Duration::from_secs(180),
+            interval: Duration::from_millis(500),
+        },
+        || async {
+            let left = isvcs(t).list(&ListParams::default()).await?.items.len();
+            anyhow::ensure!(left == 0, "{left} left");
+            Ok(())
+        },
+    )
+    .await
+}
+
+/// Polls until at least `n` InferenceServices are converged (at most 120 s): the host is
+/// visibly mid-work.
+async fn wait_for_progress(t: &TestContext, n: usize, log: &Path) -> anyhow::Result<usize> {
+    let started = Instant::now();
+    loop {
+        let done = converged(t).await?;
+        if done >= n {
+            return Ok(done);
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(120),
+            "the host converged {done} in 120 s (log: {})",
+            log.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn log_file(name: &str) -> std::path::PathBuf {
+    let dir = odh_test_support::workspace_root().join("target/tmp");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{name}.log"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_killed_mid_burst_converges_everything_once_restarted() -> anyhow::Result<()> {
+    let t = TestContext::new("crash-recovery").await?;
+    let kubeconfig = odh_test_support::cluster()?.kubeconfig.clone();
+    let log = log_file(&format!("crash-recovery-{}", t.namespace));
+    create_runtime(&t).await?;
 
     let mut host = start_host(&kubeconfig, &log);
     // The burst: the first half is created while the host runs; the second half waits for
     // the kill, so the kill lands mid-burst however fast or slow the host starts.
     let (killed, kill_seen) = tokio::sync::oneshot::channel::<()>();
-    let api = isvcs(&t);
-    let namespace = t.namespace.clone();
+    let (api, namespace) = (isvcs(&t), t.namespace.clone());
     let creates = tokio::spawn(async move {
-        let create = |i: usize| {
-            let (api, namespace) = (api.clone(), namespace.clone());
-            async move {
-                let obj: DynamicObject = serde_json::from_value(
-                    fixtures::isvc(&format!("model-{i:03}"))
-                        .namespace(&namespace)
-                        .remove("/metadata/uid")
-                        .build(),
-                )
-                .unwrap();
-                api.create(&PostParams::default(), &obj).await.map(|_| ())
-            }
-        };
-        let mut results: Vec<_> = futures::stream::iter(0..COUNT / 2)
-            .map(create)
-            .buffer_unordered(4)
-            .collect()
-            .await;
+        let mut results = create_isvcs(api.clone(), namespace.clone(), 0..COUNT / 2).await;
         let _ = kill_seen.await;
-        results.extend(
-            futures::stream::iter(COUNT / 2..COUNT)
-                .map(create)
-                .buffer_unordered(4)
-                .collect::<Vec<_>>()
-                .await,
-        );
+        results.extend(create_isvcs(api, namespace, COUNT / 2..COUNT).await);
         results
     });
 
     // SIGKILL once the host is visibly mid-work: some converged, not all.
     let started = Instant::now();
-    let converged_at_kill = loop {
-        let n = converged(&t).await?;
-        if n >= 10 || started.elapsed() > Duration::from_secs(120) {
-            break n;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert!(
-        converged_at_kill >= 10,
-        "the host converged nothing in 120 s (log: {})",
-        log.display()
-    );
+    let converged_at_kill = wait_for_progress(&t, 10, &log).await?;
     // `Child::kill` is SIGKILL: no shutdown code runs.
     host.kill();
     let killed_after = started.elapsed();
@@ -247,23 +338,7 @@ async fn a_host_killed_mid_burst_converges_everything_once_restarted() -> anyhow
     );
 
     let mut host = start_host(&kubeconfig, &log);
-    let restarted = Instant::now();
-    let deadline = restarted + Duration::from_secs(300);
-    let mut done = 0;
-    while Instant::now() < deadline {
-        done = converged(&t).await?;
-        if done == COUNT {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let recovery = restarted.elapsed();
-    assert_eq!(
-        done,
-        COUNT,
-        "converged after the restart (log: {})",
-        log.display()
-    );
+    let recovery = wait_converged(&t, COUNT, Duration::from_secs(300), &log).await?;
     println!(
         "crash recovery: SIGKILL {killed_after:?} after start, {converged_at_kill} of the first \
          {} InferenceServices converged, the other {} created while it was down \
@@ -272,47 +347,92 @@ async fn a_host_killed_mid_burst_converges_everything_once_restarted() -> anyhow
         COUNT / 2,
         COUNT - COUNT / 2
     );
-
-    // Nothing twice.
-    let lp = ListParams::default();
-    let listed = isvcs(&t).list(&lp).await?;
-    assert_eq!(listed.items.len(), COUNT);
-    let mut uids = BTreeMap::new();
-    for i in &listed.items {
-        let name = i.metadata.name.clone().unwrap();
-        let finalizers = i.metadata.finalizers.clone().unwrap_or_default();
-        let mine = finalizers.iter().filter(|f| *f == FINALIZER).count();
-        assert_eq!(mine, 1, "{name}: finalizers {finalizers:?}");
-        uids.insert(name, i.metadata.uid.clone().unwrap());
-    }
-    let cms = t.api::<ConfigMap>().list(&lp).await?;
-    let cms: Vec<&ObjectMeta> = cms.items.iter().map(|o| &o.metadata).collect();
-    check_owned("ConfigMap", &cms, "-metrics-dashboard", &uids);
-    let svcs = t.api::<Service>().list(&lp).await?;
-    let svcs: Vec<&ObjectMeta> = svcs.items.iter().map(|o| &o.metadata).collect();
-    check_owned("Service", &svcs, "-metrics", &uids);
-    let sms = monitors(&t).list(&lp).await?;
-    let sms: Vec<&ObjectMeta> = sms.items.iter().map(|o| &o.metadata).collect();
-    check_owned("ServiceMonitor", &sms, "-metrics", &uids);
+    assert_nothing_twice(&t, COUNT).await?;
 
     // The restarted host also finishes the deletions (finalizers removed), leaving the
     // namespace deletable.
-    isvcs(&t)
-        .delete_collection(&Default::default(), &lp)
+    delete_all(&t).await?;
+    host.kill();
+    Ok(())
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to the host.
+fn signal(host: &Host, signal: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &host.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal}");
+}
+
+/// The apiserver restarted (its etcd data kept) while the host is frozen (SIGSTOP) and the
+/// burst goes on: 50 InferenceServices created, 10 of the first ones deleted. Once thawed, the
+/// host's watches resume from a resourceVersion older than anything the new apiserver's watch
+/// cache serves (410 Gone): its reflectors must relist. Everything converges, every deletion is
+/// released, nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apiserver_restart_with_expired_watches_loses_nothing() -> anyhow::Result<()> {
+    let mut server =
+        tokio::task::block_in_place(|| RestartableApiserver::start("apiserver-restart"))?;
+    let client = server.client().await?;
+    odh_test_support::crds::install(&client, &odh_test_support::crd_dirs()).await?;
+    let namespace = odh_test_support::namespace::unique_name("apiserver-restart");
+    let ns: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))?;
+    Api::all(client.clone())
+        .create(&PostParams::default(), &ns)
         .await?;
-    odh_test_support::eventually(
-        "every InferenceService is deleted",
-        odh_test_support::Timing {
-            timeout: Duration::from_secs(180),
-            interval: Duration::from_millis(500),
-        },
-        || async {
-            let left = isvcs(&t).list(&ListParams::default()).await?.items.len();
-            anyhow::ensure!(left == 0, "{left} left");
-            Ok(())
-        },
-    )
-    .await?;
+    let t = TestContext {
+        config: kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(&server.kubeconfig)?,
+            &Default::default(),
+        )
+        .await?,
+        client,
+        namespace,
+    };
+    let log = log_file(&format!("apiserver-restart-{}", t.namespace));
+    create_runtime(&t).await?;
+
+    let mut host = start_host(&server.kubeconfig, &log);
+    for r in create_isvcs(isvcs(&t), t.namespace.clone(), 0..COUNT / 2).await {
+        r?;
+    }
+    let converged_at_freeze = wait_for_progress(&t, 10, &log).await?;
+    signal(&host, "STOP");
+    for r in create_isvcs(isvcs(&t), t.namespace.clone(), COUNT / 2..COUNT).await {
+        r?;
+    }
+    const DELETED: usize = 10;
+    for i in 0..DELETED {
+        isvcs(&t)
+            .delete(&format!("model-{i:03}"), &Default::default())
+            .await?;
+    }
+    let restarting = Instant::now();
+    tokio::task::block_in_place(|| server.restart())?;
+    let restart_took = restarting.elapsed();
+    signal(&host, "CONT");
+
+    let recovery = wait_converged(&t, COUNT - DELETED, Duration::from_secs(300), &log).await?;
+    println!(
+        "apiserver restart: host frozen with {converged_at_freeze} of the first {} converged; \
+         {} created and {DELETED} deleted meanwhile; apiserver restarted in {restart_took:?}; \
+         after the thaw all {} converged and the deletions released in {recovery:?}, nothing \
+         twice",
+        COUNT / 2,
+        COUNT - COUNT / 2,
+        COUNT - DELETED
+    );
+    assert_nothing_twice(&t, COUNT - DELETED).await?;
+    // The scenario happened: the resumed watches were refused as expired, then relisted.
+    let output = std::fs::read_to_string(&log)?;
+    assert!(
+        output.contains("too old resource version"),
+        "no watch of the thawed host expired (log: {})",
+        log.display()
+    );
+    delete_all(&t).await?;
     host.kill();
     Ok(())
 }

@@ -214,8 +214,7 @@ fn writes_outside_the_grants_refuse_the_whole_outcome() {
     assert_eq!(err.metric_label(), "write_refused");
     let message = err.to_string();
     assert!(
-        message.contains("ConfigMap ns/victim-adopted")
-            && message.contains("ConfigMap bystander (uid \"u-2\")"),
+        message.contains("ConfigMap ns/victim-adopted owned by ConfigMap bystander (uid \"u-2\")"),
         "{message}"
     );
     // Even one that names the primary's name but not its uid.

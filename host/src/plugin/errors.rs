@@ -97,14 +97,13 @@ pub enum CallError {
     /// deletion would take the object with it (or block on it), so only the host sets owners,
     /// from the ownership the plugin asks for. Nothing of the call's result is used.
     #[error(
-        "plugin {plugin:?} may not make {object} owned by {owner}: only its primary owns what it applies (ask for controller or owner ownership)"
+        "plugin {plugin:?} may not make {ownership}: only its primary owns what it applies (ask for controller or owner ownership)"
     )]
     ForeignOwner {
         plugin: String,
-        op: &'static str,
         kind: crate::gvk::Gvk,
-        object: String,
-        owner: String,
+        /// `<object> owned by <owner>`.
+        ownership: String,
     },
     #[error("plugin {plugin:?} {op} returned {count} entries, over the limit of {limit}")]
     TooManyEntries {

@@ -305,7 +305,7 @@ impl LoadedPlugin {
         let raw = self.call(op, env, |p, s| p.call_reconcile(s, &req))?;
         let outcome = Outcome::try_from(raw).map_err(|message| self.malformed(op, message))?;
         self.check_writes(op, outcome.apply.iter().map(|d| &d.object), &outcome.delete)?;
-        self.check_owners(op, &outcome, input.object.as_deref())?;
+        self.check_owners(&outcome, input.object.as_deref())?;
         if let Some(metadata) = &outcome.primary_metadata {
             check_primary_metadata(metadata).map_err(|message| self.malformed(op, message))?;
         }
@@ -470,12 +470,7 @@ impl LoadedPlugin {
 
     /// Refuses an outcome that sets an owner reference to anything but its primary (the
     /// owner references of an owned object are the host's to set, and replace the plugin's).
-    fn check_owners(
-        &self,
-        op: Export,
-        outcome: &Outcome,
-        primary: Option<&str>,
-    ) -> Result<(), CallError> {
+    fn check_owners(&self, outcome: &Outcome, primary: Option<&str>) -> Result<(), CallError> {
         let mut foreign = outcome.apply.iter().filter_map(|d| {
             let refs = d.object.pointer("/metadata/ownerReferences")?.as_array()?;
             Some((d, refs)).filter(|_| !refs.is_empty())
@@ -496,11 +491,10 @@ impl LoadedPlugin {
                 let field = |name: &str| owner.get(name).and_then(Value::as_str).unwrap_or("");
                 return Err(CallError::ForeignOwner {
                     plugin: self.name().to_string(),
-                    op: op.as_str(),
                     kind: Gvk::of_object(&d.object).unwrap_or_else(|| Gvk::new("", "", "")),
-                    object: describe(&d.object),
-                    owner: format!(
-                        "{} {} (uid {:?})",
+                    ownership: format!(
+                        "{} owned by {} {} (uid {:?})",
+                        describe(&d.object),
                         field("kind"),
                         field("name"),
                         field("uid")

@@ -188,3 +188,125 @@ fn tail(path: &Path) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(30)..].join("\n")
 }
+
+/// An apiserver of one test's own that the test stops and starts again, keeping its etcd data,
+/// certificates and port (`--keep-data`): a control-plane restart as its clients see it. The
+/// launcher stops when this is dropped (its standard input closes).
+pub struct RestartableApiserver {
+    dir: PathBuf,
+    port: u16,
+    process: Option<(std::process::Child, std::process::ChildStdin)>,
+    /// The admin kubeconfig; the same across restarts.
+    pub kubeconfig: PathBuf,
+}
+
+impl RestartableApiserver {
+    /// Starts it in `target/test-apiserver-<name>-<pid>` (a fresh store).
+    pub fn start(name: &str) -> anyhow::Result<Self> {
+        let dir = crate::workspace_root()
+            .join("target")
+            .join(format!("test-apiserver-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir)?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let mut server = Self {
+            kubeconfig: dir.join("cluster/kubeconfig"),
+            dir,
+            port,
+            process: None,
+        };
+        server.launch()?;
+        Ok(server)
+    }
+
+    fn launch(&mut self) -> anyhow::Result<()> {
+        let ready_file = self.dir.join("ready.json");
+        let _ = fs::remove_file(&ready_file);
+        let log_path = self.dir.join("apiserver.log");
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)?;
+        let mut child = Command::new(launcher_binary()?)
+            .arg("--dir")
+            .arg(self.dir.join("cluster"))
+            .arg("--ready-file")
+            .arg(&ready_file)
+            .arg(format!("--port={}", self.port))
+            .args(["--keep-data", "--exit-on-stdin-close"])
+            .stdin(Stdio::piped())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting the apiserver launcher")?;
+        let stdin = child.stdin.take().expect("piped");
+        self.process = Some((child, stdin));
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while read_ready(&ready_file).is_none() {
+            if let Some((child, _)) = self.process.as_mut()
+                && let Some(status) = child.try_wait()?
+            {
+                bail!(
+                    "the apiserver launcher exited with {status}:\n{}",
+                    tail(&log_path)
+                );
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the apiserver was not ready within 180 s:\n{}",
+                    tail(&log_path)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    /// Stops it as a node shutdown would (SIGTERM) and waits for it to exit.
+    pub fn stop(&mut self) -> anyhow::Result<()> {
+        let Some((mut child, stdin)) = self.process.take() else {
+            return Ok(());
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while child.try_wait()?.is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                bail!("the apiserver did not stop within 60 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        drop(stdin);
+        Ok(())
+    }
+
+    /// Stops it and starts it again with the same data, certificates and port.
+    pub fn restart(&mut self) -> anyhow::Result<()> {
+        self.stop()?;
+        self.launch()
+    }
+
+    /// A client of it (a new one after each restart is not needed: the address stays).
+    pub async fn client(&self) -> anyhow::Result<kube::Client> {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+}
+
+impl Drop for RestartableApiserver {
+    fn drop(&mut self) {
+        if let Some((mut child, stdin)) = self.process.take() {
+            drop(stdin);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if !std::thread::panicking() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}

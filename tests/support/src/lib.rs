@@ -24,7 +24,7 @@ mod wait;
 
 use std::path::{Path, PathBuf};
 
-pub use apiserver::{Cluster, cluster, isolated_cluster};
+pub use apiserver::{Cluster, RestartableApiserver, cluster, isolated_cluster};
 pub use namespace::TestContext;
 pub use wait::{Timing, absent, consistently, eventually, exists};
 
