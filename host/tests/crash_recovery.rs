@@ -22,7 +22,10 @@ use kube::core::GroupVersionKind;
 use odh_test_fixtures as fixtures;
 use odh_test_support::{RestartableApiserver, TestContext};
 
-const COUNT: usize = 100;
+const COUNT: usize = 200;
+/// InferenceServices of the first half deleted, and others updated, while the host is dead.
+const DELETED_WHILE_DEAD: usize = 20;
+const UPDATED_WHILE_DEAD: usize = 20;
 const FINALIZER: &str = "odh.inferenceservice.finalizers";
 
 fn dynamic(t: &TestContext, gvk: (&str, &str, &str), plural: &str) -> Api<DynamicObject> {
@@ -316,7 +319,26 @@ async fn a_host_killed_mid_burst_converges_everything_once_restarted() -> anyhow
     let creates = tokio::spawn(async move {
         let mut results = create_isvcs(api.clone(), namespace.clone(), 0..COUNT / 2).await;
         let _ = kill_seen.await;
-        results.extend(create_isvcs(api, namespace, COUNT / 2..COUNT).await);
+        results.extend(create_isvcs(api.clone(), namespace, COUNT / 2..COUNT).await);
+        // Deletions (held by the finalizers of those the dead host had converged) and
+        // updates, for the restarted host to find.
+        for i in 0..DELETED_WHILE_DEAD {
+            let deleted = api
+                .delete(&format!("model-{i:03}"), &Default::default())
+                .await;
+            results.push(deleted.map(|_| ()));
+        }
+        for i in DELETED_WHILE_DEAD..DELETED_WHILE_DEAD + UPDATED_WHILE_DEAD {
+            let patch = serde_json::json!({"metadata": {"annotations": {"odh-test/touched": "while-dead"}}});
+            let updated = api
+                .patch(
+                    &format!("model-{i:03}"),
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await;
+            results.push(updated.map(|_| ()));
+        }
         results
     });
 
@@ -338,16 +360,18 @@ async fn a_host_killed_mid_burst_converges_everything_once_restarted() -> anyhow
     );
 
     let mut host = start_host(&kubeconfig, &log);
-    let recovery = wait_converged(&t, COUNT, Duration::from_secs(300), &log).await?;
+    let left = COUNT - DELETED_WHILE_DEAD;
+    let recovery = wait_converged(&t, left, Duration::from_secs(300), &log).await?;
     println!(
         "crash recovery: SIGKILL {killed_after:?} after start, {converged_at_kill} of the first \
-         {} InferenceServices converged, the other {} created while it was down \
-         ({converged_while_dead} converged then); after the restart all {COUNT} converged in \
-         {recovery:?}, nothing twice",
+         {} InferenceServices converged, the other {} created, {DELETED_WHILE_DEAD} deleted and \
+         {UPDATED_WHILE_DEAD} updated while it was down ({converged_while_dead} converged then); \
+         after the restart all {left} converged and the deletions released in {recovery:?}, \
+         nothing twice",
         COUNT / 2,
         COUNT - COUNT / 2
     );
-    assert_nothing_twice(&t, COUNT).await?;
+    assert_nothing_twice(&t, left).await?;
 
     // The restarted host also finishes the deletions (finalizers removed), leaving the
     // namespace deletable.
