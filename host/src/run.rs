@@ -40,6 +40,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         crate::model_serving_api::config::parse_gateway_label_selector(&selector)
             .map_err(|e| anyhow::anyhow!("invalid GATEWAY_LABEL_SELECTOR: {e}"))?;
     }
+    let terminated = termination()?;
     let (config, client, bearer_token) = connect(args.kubeconfig.as_deref()).await?;
     let version = client
         .apiserver_version()
@@ -164,7 +165,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             let _ = ready_tx.send(true);
             tokio::select! {
                 _ = leader.wait_for(|l| *l) => {}
-                _ = shutdown_signal() => {
+                _ = terminated.cancelled() => {
                     return stop(shutdown, servers, None, election_stop, election).await;
                 }
             }
@@ -172,7 +173,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             info!("became the leader; starting controllers");
         }
         controllers = Some(controller::supervise(ctx, set.clone(), shutdown.clone()).await?);
-        caches.wait_all_synced().await;
+        // A stop asked for meanwhile does not wait for every cache to sync.
+        tokio::select! {
+            _ = caches.wait_all_synced() => {}
+            _ = terminated.cancelled() => {}
+        }
     }
     let _ = ready_tx.send(true);
     info!(plugins = plugins.len(), "starting manager");
@@ -180,10 +185,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let lost = match &mut election {
         Some(handle) => tokio::select! {
             end = handle => matches!(end, Ok(ElectionEnd::LostLeadership)),
-            _ = shutdown_signal() => false,
+            _ = terminated.cancelled() => false,
         },
         None => {
-            shutdown_signal().await;
+            terminated.cancelled().await;
             false
         }
     };
@@ -546,11 +551,22 @@ pub(crate) async fn connect(
     ))
 }
 
-pub(crate) async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing the SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+/// Cancelled on SIGTERM or SIGINT. Both are listened to from the call on, for the life of the
+/// process: once a handler is installed the default action (exit) is gone, so a signal that came
+/// while nothing listened (e.g. between winning the lease and starting the controllers) would be
+/// lost and the process would hold its lease until SIGKILL.
+pub(crate) fn termination() -> anyhow::Result<CancellationToken> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+        cancel.cancel();
+    });
+    Ok(token)
 }

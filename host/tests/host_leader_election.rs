@@ -1,5 +1,7 @@
 //! Two `odh-model-controller run --leader-elect` processes on the real apiserver: only the
-//! leader reconciles; when it dies the other takes over within the lease duration.
+//! leader reconciles; when it dies the other takes over within the lease duration. Under load
+//! (both serving the InferenceService webhooks behind one address, a storm of creates through
+//! the apiserver), stopping the leader fails no admission and the storm converges.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -168,5 +170,291 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over() -> anyhow::Result
         takeover <= LEASE + RETRY * 3 + Duration::from_secs(2),
         "takeover took {takeover:?}"
     );
+    Ok(())
+}
+
+/// `odh_leader` of a host (1 while it leads); `None` while its metrics do not answer.
+async fn leads(metrics_port: u16) -> Option<bool> {
+    let body = get(([127, 0, 0, 1], metrics_port).into(), "/metrics")
+        .await
+        .ok()?
+        .body;
+    body.lines()
+        .find(|l| l.starts_with("odh_leader "))
+        .map(|l| l.ends_with(" 1"))
+}
+
+/// A TCP front for both replicas, as a Service is: each connection goes to the next replica in
+/// turn, or to the other one when a replica refuses connections (its endpoint removed).
+async fn front(backends: [u16; 2]) -> anyhow::Result<u16> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        let mut next = 0usize;
+        loop {
+            let Ok((mut inbound, _)) = listener.accept().await else {
+                return;
+            };
+            next += 1;
+            let order = [backends[next % 2], backends[(next + 1) % 2]];
+            tokio::spawn(async move {
+                for backend in order {
+                    if let Ok(mut outbound) =
+                        tokio::net::TcpStream::connect(("127.0.0.1", backend)).await
+                    {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// One InferenceService webhook entry (`path` on the front) for the test's namespace.
+fn isvc_webhook(
+    name: &str,
+    path: &str,
+    port: u16,
+    ca_pem: &str,
+    namespace: &str,
+) -> serde_json::Value {
+    use base64::Engine as _;
+    json!({
+        "name": name,
+        "clientConfig": {
+            "url": format!("https://127.0.0.1:{port}{path}"),
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
+        },
+        "rules": [{"apiGroups": ["serving.kserve.io"], "apiVersions": ["v1beta1"],
+                   "resources": ["inferenceservices"], "operations": ["CREATE", "UPDATE"]}],
+        "failurePolicy": "Fail",
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "namespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace],
+        }]},
+        "timeoutSeconds": 10,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_stopped_under_load_fails_no_admission_and_the_storm_converges()
+-> anyhow::Result<()> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+
+    const STORM: usize = 100;
+    const KILL_AFTER: usize = 30;
+    let t = TestContext::new("failover").await?;
+    // The application namespace (POD_NAMESPACE, where the lease lives) is one the
+    // InferenceService webhook protects: the storm goes to the test's namespace.
+    let app = odh_test_support::namespace::unique_name("failover-app");
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(t.client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": app}}))?,
+        )
+        .await?;
+    let (cert_dir, _) = common::serving_cert("failover");
+    let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
+    let start = |name: &str| {
+        let (webhook, health, metrics) = (free_port(), free_port(), free_port());
+        let args = vec![
+            "--leader-elect".to_string(),
+            format!("--leader-elect-lease-duration={}ms", LEASE.as_millis()),
+            "--leader-elect-renew-deadline=3s".to_string(),
+            format!("--leader-elect-retry-period={}ms", RETRY.as_millis()),
+            format!("--metrics-bind-address=127.0.0.1:{metrics}"),
+            format!("--health-probe-bind-address=127.0.0.1:{health}"),
+            format!("--webhook-cert-dir={}", cert_dir.display()),
+            format!("--webhook-bind-address=127.0.0.1:{webhook}"),
+        ];
+        common::HostProcess::start(name, &args, &[("POD_NAMESPACE", app.as_str())])
+            .map(|process| (process, webhook, health, metrics))
+    };
+    let mut replicas = vec![start("failover-a")?, start("failover-b")?];
+    for (process, _, health, _) in &replicas {
+        eventually("both replicas are ready", Timing::default(), || async {
+            let reply = get(([127, 0, 0, 1], *health).into(), "/readyz").await?;
+            anyhow::ensure!(reply.status == 200, "{}", reply.status);
+            Ok(())
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}; log: {}", process.output()))?;
+    }
+    let port = front([replicas[0].1, replicas[1].1]).await?;
+    let name = format!("failover-{}", t.namespace);
+    let validating: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "webhooks": [isvc_webhook("validating.isvc.odh-model-controller.opendatahub.io",
+            "/validate-serving-kserve-io-v1beta1-inferenceservice", port, &ca_pem, &t.namespace)],
+    }))?;
+    let mutating: MutatingWebhookConfiguration = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "webhooks": [isvc_webhook("minferenceservice-v1beta1.odh-model-controller.opendatahub.io",
+            "/mutate-serving-kserve-io-v1beta1-inferenceservice", port, &ca_pem, &t.namespace)],
+    }))?;
+    let vwcs = Api::<ValidatingWebhookConfiguration>::all(t.client.clone());
+    let mwcs = Api::<MutatingWebhookConfiguration>::all(t.client.clone());
+    vwcs.create(&PostParams::default(), &validating).await?;
+    mwcs.create(&PostParams::default(), &mutating).await?;
+
+    let dynamic = |gvk: (&str, &str, &str), plural: &str| {
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(gvk.0, gvk.1, gvk.2), plural);
+        Api::<DynamicObject>::namespaced_with(t.client.clone(), &t.namespace, &ar)
+    };
+    dynamic(
+        ("serving.kserve.io", "v1alpha1", "ServingRuntime"),
+        "servingruntimes",
+    )
+    .create(
+        &PostParams::default(),
+        &serde_json::from_value(
+            odh_test_fixtures::ovms_runtime()
+                .namespace(&t.namespace)
+                .remove("/metadata/creationTimestamp")
+                .build(),
+        )?,
+    )
+    .await?;
+    let isvcs = dynamic(
+        ("serving.kserve.io", "v1beta1", "InferenceService"),
+        "inferenceservices",
+    );
+
+    // The storm: every create goes through both webhooks, on whichever replica the front
+    // picks; the leader is killed once KILL_AFTER have been admitted.
+    let created = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let storm = {
+        let (isvcs, namespace, created) = (isvcs.clone(), t.namespace.clone(), created.clone());
+        tokio::spawn(async move {
+            use futures::StreamExt;
+            futures::stream::iter(0..STORM)
+                .map(|i| {
+                    let (isvcs, namespace, created) =
+                        (isvcs.clone(), namespace.clone(), created.clone());
+                    async move {
+                        let object: DynamicObject = serde_json::from_value(
+                            odh_test_fixtures::isvc(&format!("storm-{i:03}"))
+                                .namespace(&namespace)
+                                .remove("/metadata/uid")
+                                .build(),
+                        )
+                        .unwrap();
+                        let result = isvcs.create(&PostParams::default(), &object).await;
+                        created.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        result.err().map(|e| format!("storm-{i:03}: {e}"))
+                    }
+                })
+                .buffer_unordered(8)
+                .filter_map(|failed| async move { failed })
+                .collect::<Vec<String>>()
+                .await
+        })
+    };
+    eventually(
+        "the storm is under way",
+        Timing::within(Duration::from_secs(120)),
+        || async {
+            let n = created.load(std::sync::atomic::Ordering::SeqCst);
+            anyhow::ensure!(n >= KILL_AFTER, "{n} created");
+            Ok(())
+        },
+    )
+    .await?;
+    let leader = eventually("one replica leads", Timing::default(), || async {
+        for (i, (_, _, _, metrics)) in replicas.iter().enumerate() {
+            if leads(*metrics).await == Some(true) {
+                return Ok(i);
+            }
+        }
+        anyhow::bail!("no leader yet")
+    })
+    .await?;
+    let standby_metrics = replicas[1 - leader].3;
+    // SIGTERM, as the kubelet stops a pod (deletion, eviction, rollout): the replica stops
+    // taking connections and finishes the admissions in flight; its lease is not released, so
+    // the standby takes over when it expires. (SIGKILL fails the admissions in flight on the
+    // killed replica: the apiserver does not retry a webhook call cut mid-request, see
+    // docs/reliability.md.) A stop that lands between winning the lease and starting the
+    // controllers must not be lost either.
+    let (mut killed, ..) = replicas.remove(leader);
+    let kill = Instant::now();
+    killed.terminate();
+    let at_kill = created.load(std::sync::atomic::Ordering::SeqCst);
+    eventually(
+        "the standby takes over",
+        Timing::within(Duration::from_secs(30)),
+        || async {
+            anyhow::ensure!(
+                leads(standby_metrics).await == Some(true),
+                "not leading yet"
+            );
+            Ok(())
+        },
+    )
+    .await
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; the old leader exited: {:?}; the old leader's log: {}\n\nthe standby's log: {}",
+            killed.wait(Duration::ZERO),
+            killed.output(),
+            replicas[0].0.output()
+        )
+    })?;
+    let takeover = kill.elapsed();
+
+    let failed = storm.await?;
+    let cms: Api<ConfigMap> = t.api();
+    let converged = eventually(
+        "the storm converges on the new leader",
+        Timing::within(Duration::from_secs(300)),
+        || async {
+            let dashboards: std::collections::BTreeSet<String> = cms
+                .list(&ListParams::default())
+                .await?
+                .items
+                .into_iter()
+                .filter_map(|c| c.metadata.name)
+                .collect();
+            let listed = isvcs.list(&ListParams::default()).await?.items;
+            let done = listed
+                .iter()
+                .filter(|i| {
+                    let name = i.metadata.name.clone().unwrap_or_default();
+                    i.metadata
+                        .finalizers
+                        .iter()
+                        .flatten()
+                        .any(|f| f == "odh.inferenceservice.finalizers")
+                        && dashboards.contains(&format!("{name}-metrics-dashboard"))
+                })
+                .count();
+            anyhow::ensure!(done == STORM, "{done} of {STORM} converged");
+            Ok(kill.elapsed())
+        },
+    )
+    .await;
+    let _ = vwcs.delete(&name, &Default::default()).await;
+    let _ = mwcs.delete(&name, &Default::default()).await;
+    let converged =
+        converged.map_err(|e| anyhow::anyhow!("{e}; standby log: {}", replicas[0].0.output()))?;
+    println!(
+        "failover under load: leader stopped (SIGTERM) with {at_kill} of {STORM} InferenceServices \
+         admitted; the standby led {takeover:?} later (lease {LEASE:?}, retry {RETRY:?}); \
+         {} admissions failed; all {STORM} converged {converged:?} after the kill",
+        failed.len()
+    );
+    assert!(failed.is_empty(), "failed admissions: {failed:?}");
+    assert!(
+        takeover <= LEASE + RETRY * 3 + Duration::from_secs(2),
+        "takeover took {takeover:?}"
+    );
+    common::remove_dir(&cert_dir);
     Ok(())
 }

@@ -261,14 +261,7 @@ pub async fn run(options: Options, config: ServerConfig) -> anyhow::Result<()> {
     let cluster = Caches::new(client, CacheFilters::default());
     let reviewer = AccessReviewer::new(kube_config)?;
 
-    let shutdown = CancellationToken::new();
-    {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            crate::run::shutdown_signal().await;
-            shutdown.cancel();
-        });
-    }
+    let shutdown = crate::run::termination()?;
     let Some(cert_dir) = config.tls_cert_dir.clone() else {
         anyhow::bail!("TLS is required: set TLS_CERT_DIR");
     };

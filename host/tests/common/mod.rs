@@ -277,6 +277,12 @@ impl HostProcess {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// SIGKILL, and waits for it to die: no shutdown code runs.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Sends SIGTERM, as the kubelet does on pod deletion.
     pub fn terminate(&self) {
         let status = std::process::Command::new("kill")
