@@ -231,21 +231,8 @@ async fn storm(name: &str, label: &str, workers: &str, count: usize) -> anyhow::
     };
     let (requests_idle, reconciles_idle) = host_counts(&metrics_addr);
 
-    dynamic(
-        &t,
-        ("serving.kserve.io", "v1alpha1", "ServingRuntime"),
-        "servingruntimes",
-    )
-    .create(
-        &PostParams::default(),
-        &serde_json::from_value(
-            fixtures::ovms_runtime()
-                .namespace(&t.namespace)
-                .remove("/metadata/creationTimestamp")
-                .build(),
-        )?,
-    )
-    .await?;
+    t.create_serving_runtime(fixtures::ovms_runtime_in(&t.namespace))
+        .await?;
     let isvcs = dynamic(
         &t,
         ("serving.kserve.io", "v1beta1", "InferenceService"),

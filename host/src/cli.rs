@@ -160,6 +160,11 @@ pub struct RunArgs {
     /// Workers per controller.
     #[arg(long, default_value_t = 1)]
     pub max_concurrent_reconciles: usize,
+    /// On SIGTERM, how long the webhook and model-serving API servers keep serving before they
+    /// stop: /readyz fails and every answer says `Connection: close`, so callers (the apiserver)
+    /// move to another replica instead of sending a request on a connection being closed.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub shutdown_drain_duration: std::time::Duration,
     /// Leader election: how long a lease is valid (controller-runtime's default).
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub leader_elect_lease_duration: std::time::Duration,

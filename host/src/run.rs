@@ -55,6 +55,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let slots: Vec<PluginSlot> = plugins.iter().cloned().map(PluginSlot::new).collect();
     let set = PluginSet::new(slots.iter().cloned());
     let shutdown = CancellationToken::new();
+    // The servers stop after the controllers: they drain first (see `Stopping`).
+    let servers_stop = CancellationToken::new();
     let (ready_tx, ready_flag) = watch::channel(false);
     let metrics = Metrics::global().clone();
     let caches = Caches::new(
@@ -74,6 +76,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // here, with its server named, as controller-runtime does.
     let mut readiness = Readiness::new(ready_flag.clone());
     let live_table = LiveWebhookTable::default();
+    let draining = Draining::default();
+    readiness = readiness.with_check("shutting-down", draining.ready_check());
     let webhooks = if env.webhooks_enabled {
         bind_webhooks(&args, &env, &slots, &caches, &applier, &live_table).await?
     } else {
@@ -104,12 +108,25 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 
     let mut servers = Servers::new();
     for server in health.into_iter().chain(metrics_server) {
-        servers.spawn(server.serve(shutdown.clone().cancelled_owned()));
+        servers.spawn(server.serve(servers_stop.clone().cancelled_owned()));
     }
+    let drain = if webhooks.is_some() || api.is_some() {
+        args.shutdown_drain_duration
+    } else {
+        std::time::Duration::ZERO
+    };
     for (server, router) in webhooks.into_iter().chain(api) {
-        let stop = shutdown.clone();
+        let stop = servers_stop.clone();
+        let router = draining.closing_connections(router);
         servers.spawn(async move { server.serve(router, stop.cancelled_owned()).await });
     }
+    let stopping = Stopping {
+        shutdown: shutdown.clone(),
+        servers_stop: servers_stop.clone(),
+        servers,
+        draining,
+        drain,
+    };
 
     if webhooks_served {
         tokio::spawn(keep_webhook_table(
@@ -166,7 +183,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             tokio::select! {
                 _ = leader.wait_for(|l| *l) => {}
                 _ = terminated.cancelled() => {
-                    return stop(shutdown, servers, None, election_stop, election).await;
+                    return stopping.stop(None, election_stop, election).await;
                 }
             }
             metrics.set_leader(true);
@@ -195,10 +212,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     if lost {
         // Another replica leads now: stop at once, reconciling nothing more (as
         // controller-runtime exits), and say so with a non-zero status.
-        shutdown.cancel();
+        stopping.shutdown.cancel();
+        stopping.servers_stop.cancel();
         anyhow::bail!("leader election lost");
     }
-    stop(shutdown, servers, controllers, election_stop, election).await
+    stopping.stop(controllers, election_stop, election).await
 }
 
 /// A TLS server bound and the router it will serve.
@@ -359,39 +377,103 @@ async fn bind_model_serving_api(
     Ok(Some((server, router)))
 }
 
-/// A graceful stop: servers stop accepting and let requests in flight finish, controllers
-/// finish the reconciles in progress (both bounded), then the leader election ends (releasing
-/// the lease when configured to).
-async fn stop(
+/// Whether the process is stopping: its TLS servers then close every connection after its
+/// answer, and it is not ready.
+#[derive(Clone, Default)]
+struct Draining(Arc<std::sync::atomic::AtomicBool>);
+
+impl Draining {
+    fn start(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn ready_check(&self) -> servers::ReadyCheck {
+        let draining = self.0.clone();
+        Arc::new(move || !draining.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    /// `router` answering with `Connection: close` once draining: a client then opens its next
+    /// connection elsewhere, where a request sent on an idle connection the server is closing
+    /// would fail with EOF (the apiserver does not retry a webhook call).
+    fn closing_connections(&self, router: axum::Router) -> axum::Router {
+        let draining = self.0.clone();
+        router.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let draining = draining.clone();
+                async move {
+                    let mut response = next.run(request).await;
+                    if draining.load(std::sync::atomic::Ordering::SeqCst) {
+                        response.headers_mut().insert(
+                            http::header::CONNECTION,
+                            http::HeaderValue::from_static("close"),
+                        );
+                    }
+                    response
+                }
+            },
+        ))
+    }
+}
+
+/// What a stop needs.
+struct Stopping {
+    /// Controllers and background tasks.
     shutdown: CancellationToken,
-    mut servers: Servers,
-    controllers: Option<JoinSet<()>>,
-    election_stop: CancellationToken,
-    election: Option<tokio::task::JoinHandle<ElectionEnd>>,
-) -> anyhow::Result<()> {
-    info!("shutting down");
-    shutdown.cancel();
-    if let Some(mut controllers) = controllers {
-        let grace = controller::SHUTDOWN_GRACE + std::time::Duration::from_secs(1);
-        let stopped = tokio::time::timeout(grace, async {
-            while controllers.join_next().await.is_some() {}
-        })
-        .await;
-        if stopped.is_err() {
-            tracing::warn!("controllers still running after {grace:?}; stopping them");
+    /// The servers (probes, metrics, webhooks, model-serving API).
+    servers_stop: CancellationToken,
+    servers: Servers,
+    draining: Draining,
+    /// How long the TLS servers drain before they stop accepting.
+    drain: std::time::Duration,
+}
+
+impl Stopping {
+    /// A graceful stop. The process turns not ready and its TLS servers answer with
+    /// `Connection: close` for the drain; meanwhile the controllers finish the reconciles in
+    /// progress (bounded) and the leader election ends (releasing the lease when configured
+    /// to), so a successor is not held up by the drain. Then the servers stop accepting and let
+    /// the requests in flight finish.
+    async fn stop(
+        self,
+        controllers: Option<JoinSet<()>>,
+        election_stop: CancellationToken,
+        election: Option<tokio::task::JoinHandle<ElectionEnd>>,
+    ) -> anyhow::Result<()> {
+        let Self {
+            shutdown,
+            servers_stop,
+            mut servers,
+            draining,
+            drain,
+        } = self;
+        info!(drain = ?drain, "shutting down");
+        let drained = tokio::time::Instant::now() + drain;
+        draining.start();
+        shutdown.cancel();
+        if let Some(mut controllers) = controllers {
+            let grace = controller::SHUTDOWN_GRACE + std::time::Duration::from_secs(1);
+            let stopped = tokio::time::timeout(grace, async {
+                while controllers.join_next().await.is_some() {}
+            })
+            .await;
+            if stopped.is_err() {
+                tracing::warn!("controllers still running after {grace:?}; stopping them");
+            }
         }
-    }
-    while let Some(r) = servers.join_next().await {
-        if let Ok(Err(e)) = r {
-            tracing::warn!("a server stopped with an error: {e:#}");
+        election_stop.cancel();
+        if let Some(handle) = election {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), handle).await;
         }
+        tokio::time::sleep_until(drained).await;
+        servers_stop.cancel();
+        while let Some(r) = servers.join_next().await {
+            if let Ok(Err(e)) = r {
+                tracing::warn!("a server stopped with an error: {e:#}");
+            }
+        }
+        info!("stopped");
+        Ok(())
     }
-    election_stop.cancel();
-    if let Some(handle) = election {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), handle).await;
-    }
-    info!("stopped");
-    Ok(())
 }
 
 /// Extra certificate authorities for `https://` plugin sources: the PEM file named by

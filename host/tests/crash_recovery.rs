@@ -34,11 +34,7 @@ fn dynamic(t: &TestContext, gvk: (&str, &str, &str), plural: &str) -> Api<Dynami
 }
 
 fn isvcs(t: &TestContext) -> Api<DynamicObject> {
-    dynamic(
-        t,
-        ("serving.kserve.io", "v1beta1", "InferenceService"),
-        "inferenceservices",
-    )
+    t.inference_services()
 }
 
 fn monitors(t: &TestContext) -> Api<DynamicObject> {
@@ -190,26 +186,6 @@ async fn create_isvcs(
         .await
 }
 
-/// The ServingRuntime the InferenceServices name.
-async fn create_runtime(t: &TestContext) -> anyhow::Result<()> {
-    dynamic(
-        t,
-        ("serving.kserve.io", "v1alpha1", "ServingRuntime"),
-        "servingruntimes",
-    )
-    .create(
-        &PostParams::default(),
-        &serde_json::from_value(
-            fixtures::ovms_runtime()
-                .namespace(&t.namespace)
-                .remove("/metadata/creationTimestamp")
-                .build(),
-        )?,
-    )
-    .await?;
-    Ok(())
-}
-
 /// Polls until `count` InferenceServices are converged and no other one is left, at most
 /// `within`; how long it took.
 async fn wait_converged(
@@ -309,7 +285,8 @@ async fn a_host_killed_mid_burst_converges_everything_once_restarted() -> anyhow
     let t = TestContext::new("crash-recovery").await?;
     let kubeconfig = odh_test_support::cluster()?.kubeconfig.clone();
     let log = log_file(&format!("crash-recovery-{}", t.namespace));
-    create_runtime(&t).await?;
+    t.create_serving_runtime(fixtures::ovms_runtime_in(&t.namespace))
+        .await?;
 
     let mut host = start_host(&kubeconfig, &log);
     // The burst: the first half is created while the host runs; the second half waits for
@@ -416,7 +393,8 @@ async fn an_apiserver_restart_with_expired_watches_loses_nothing() -> anyhow::Re
         namespace,
     };
     let log = log_file(&format!("apiserver-restart-{}", t.namespace));
-    create_runtime(&t).await?;
+    t.create_serving_runtime(fixtures::ovms_runtime_in(&t.namespace))
+        .await?;
 
     let mut host = start_host(&server.kubeconfig, &log);
     for r in create_isvcs(isvcs(&t), t.namespace.clone(), 0..COUNT / 2).await {

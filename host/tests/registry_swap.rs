@@ -198,7 +198,11 @@ async fn grants_narrow_a_candidate_instead_of_refusing_it() -> anyhow::Result<()
     );
     assert_eq!(
         caps.withheld(serving.manifest()),
-        ["reads ConfigMap/v1", "HTTP host 127.0.0.1", "HTTP host localhost"]
+        [
+            "reads ConfigMap/v1",
+            "HTTP host 127.0.0.1",
+            "HTTP host localhost"
+        ]
     );
     Ok(())
 }

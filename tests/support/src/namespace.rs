@@ -84,6 +84,30 @@ impl TestContext {
             .await?)
     }
 
+    /// The InferenceServices (`serving.kserve.io/v1beta1`) of this test's namespace.
+    pub fn inference_services(&self) -> Api<kube::api::DynamicObject> {
+        self.dynamic(
+            "serving.kserve.io",
+            "v1beta1",
+            "InferenceService",
+            "inferenceservices",
+        )
+    }
+
+    /// Creates a ServingRuntime (JSON) in this test's namespace.
+    pub async fn create_serving_runtime(
+        &self,
+        runtime: serde_json::Value,
+    ) -> anyhow::Result<kube::api::DynamicObject> {
+        let api = self.dynamic(
+            "serving.kserve.io",
+            "v1alpha1",
+            "ServingRuntime",
+            "servingruntimes",
+        );
+        self.create(&api, runtime).await
+    }
+
     /// A namespaced API in this test's namespace.
     pub fn api<K>(&self) -> Api<K>
     where
