@@ -25,7 +25,7 @@ use super::limits::Limits;
 use super::source::Source;
 use super::wire::{
     AdmissionDecision, ApiRequest, ApiResponse, ApiRoute, Manifest, Operation, Outcome, OutputSize,
-    RequestKey, WebhookType,
+    Ownership, RequestKey, WebhookType,
 };
 use crate::gvk::Gvk;
 
@@ -468,10 +468,15 @@ impl LoadedPlugin {
         }
     }
 
-    /// Refuses an outcome that sets an owner reference to anything but its primary (the
-    /// owner references of an owned object are the host's to set, and replace the plugin's).
+    /// Refuses an outcome that sets an owner reference to anything but its primary on an
+    /// object it applies unowned (on an owned one the host sets the owner references, replacing
+    /// the plugin's).
     fn check_owners(&self, outcome: &Outcome, primary: Option<&str>) -> Result<(), CallError> {
-        let mut foreign = outcome.apply.iter().filter_map(|d| {
+        let unowned = outcome
+            .apply
+            .iter()
+            .filter(|d| d.ownership == Ownership::None);
+        let mut foreign = unowned.filter_map(|d| {
             let refs = d.object.pointer("/metadata/ownerReferences")?.as_array()?;
             Some((d, refs)).filter(|_| !refs.is_empty())
         });
