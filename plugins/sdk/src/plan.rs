@@ -40,6 +40,21 @@ pub struct Plan {
     outcome: Outcome,
     /// The merged patch of the primary's metadata, kept as JSON until the end.
     metadata: Option<Value>,
+    /// The deletions asked for so far (group, version, kind, namespace, name): asking twice is
+    /// asking once, without a scan of the list per deletion.
+    deleting: std::collections::HashSet<DeleteKey>,
+}
+
+type DeleteKey = (String, String, String, Option<String>, String);
+
+fn delete_key(key: &ObjectKey) -> DeleteKey {
+    (
+        key.gvk.group.clone(),
+        key.gvk.version.clone(),
+        key.gvk.kind.clone(),
+        key.namespace.clone(),
+        key.name.clone(),
+    )
 }
 
 impl Plan {
@@ -72,7 +87,7 @@ impl Plan {
     /// Deletes the object if it exists and the host manages it; a shared object other owners
     /// still hold is released instead. Asking twice is asking once.
     pub fn delete(&mut self, key: ObjectKey) {
-        if !self.outcome.delete.contains(&key) {
+        if self.deleting.insert(delete_key(&key)) {
             self.outcome.delete.push(key);
         }
     }

@@ -208,13 +208,10 @@ fn write(mut plan: Plan, cm: &Object) -> Result<Outcome, Error> {
         }))),
         "primary-owner" => plan.apply_unowned(adopted().with_owner_ref(owner_ref(cm)?)),
         "primary-spec" => plan.patch_primary_metadata(json!({"ownerReferences": []})),
-        // Straight into the outcome: `Plan::delete` keeps deletions unique, one scan each.
         "delete-flood" => {
-            let mut outcome = plan.into_outcome();
-            outcome.delete.extend(
-                (0..count).map(|i| object_key(&config_map, cm.namespace(), &format!("d{i}"))),
-            );
-            return Ok(outcome);
+            for i in 0..count {
+                plan.delete(object_key(&config_map, cm.namespace(), &format!("d{i}")));
+            }
         }
         "apply-flood" => {
             for i in 0..count {
