@@ -10,14 +10,18 @@ use odh_kinds::label;
 use odh_plugin_sdk::{Object, Plan};
 
 /// Claims `existing` (the object as read) and deletes it. The claim is the managed label
-/// (`"true"` on everything these controllers delete) with `existing`'s uid, so it applies to
-/// that object only: a different object under the same name is refused by the API server,
-/// and a later object under the name is claimed afresh.
+/// (`"true"` on everything these controllers delete) with `existing`'s uid and resourceVersion,
+/// so it applies to that object as read only: a different object under the same name, or this
+/// one changed since (unmanaged by a user before the cache shows it), is refused by the API
+/// server, and the next reconcile starts from the newer state.
 pub fn claim_and_delete(plan: &mut Plan, existing: &Object) {
     let mut claim = Object::new(&existing.gvk(), existing.namespace(), existing.name())
         .with_label(label::MANAGED, "true");
     if let Some(uid) = existing.uid() {
         claim.set(&["metadata", "uid"], uid);
+    }
+    if let Some(version) = existing.resource_version() {
+        claim.set(&["metadata", "resourceVersion"], version);
     }
     plan.apply_unowned(claim);
     plan.delete(existing.key());

@@ -52,7 +52,16 @@ pub fn reconcile(request: &ReconcileRequest, cluster: &dyn Cluster) -> Result<Ou
         // fails AlreadyExists and is ignored: that Secret is never written.
         None => plan.apply_unowned(desired),
         Some(existing) if !is_managed(&existing) => {}
-        Some(existing) if differs(&existing, &desired) => plan.apply_unowned(desired),
+        Some(existing) if differs(&existing, &desired) => {
+            // Written against the version read, as upstream's Update is: a Secret unmanaged
+            // meanwhile (before the cache shows it) is not overwritten; the conflict is retried
+            // from the newer state.
+            let mut desired = desired;
+            if let Some(version) = existing.resource_version() {
+                desired.set(&["metadata", "resourceVersion"], version);
+            }
+            plan.apply_unowned(desired)
+        }
         Some(_) => {}
     }
     Ok(plan.into_outcome())

@@ -196,7 +196,11 @@ async fn c_01_c_10_c_11_d_16_owned_objects_follow_the_inference_service() -> any
     })
     .await?;
     assert!(controlled_by(&svc, &uid));
-    let sm = exists(&service_monitors(&t), "example-onnx-mnist-metrics").await?;
+    // Applied in the same wave as the Service, concurrently: it may land a moment later.
+    let sm = eventually("the ServiceMonitor exists", Timing::default(), || {
+        exists(&service_monitors(&t), "example-onnx-mnist-metrics")
+    })
+    .await?;
     assert!(controlled_by(&sm, &uid));
     absent(&t.api::<Service>(), "example-onnx-mnist").await?;
     // C-10: not exposed, so no Route.
