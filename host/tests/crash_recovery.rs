@@ -375,23 +375,7 @@ fn signal(host: &Host, signal: &str) {
 async fn an_apiserver_restart_with_expired_watches_loses_nothing() -> anyhow::Result<()> {
     let mut server =
         tokio::task::block_in_place(|| RestartableApiserver::start("apiserver-restart"))?;
-    let client = server.client().await?;
-    odh_test_support::crds::install(&client, &odh_test_support::crd_dirs()).await?;
-    let namespace = odh_test_support::namespace::unique_name("apiserver-restart");
-    let ns: k8s_openapi::api::core::v1::Namespace =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))?;
-    Api::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await?;
-    let t = TestContext {
-        config: kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::read_from(&server.kubeconfig)?,
-            &Default::default(),
-        )
-        .await?,
-        client,
-        namespace,
-    };
+    let t = TestContext::with_config(server.config().await?, "apiserver-restart").await?;
     let log = log_file(&format!("apiserver-restart-{}", t.namespace));
     t.create_serving_runtime(fixtures::ovms_runtime_in(&t.namespace))
         .await?;

@@ -155,7 +155,16 @@ fn launch(dir: &Path, ready_file: &Path) -> anyhow::Result<Ready> {
     // Its own process group: a Ctrl-C on the test run must not kill it before the leases go.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd.spawn().context("starting the apiserver launcher")?;
+    wait_ready(&mut child, ready_file, &log_path)
+}
 
+/// Waits for the launcher `child` to write its ready line to `ready_file` (at most 180 s; it is
+/// killed then); its log's tail tells why it did not.
+fn wait_ready(
+    child: &mut std::process::Child,
+    ready_file: &Path,
+    log_path: &Path,
+) -> anyhow::Result<Ready> {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         if let Some(ready) = read_ready(ready_file) {
@@ -164,14 +173,14 @@ fn launch(dir: &Path, ready_file: &Path) -> anyhow::Result<Ready> {
         if let Some(status) = child.try_wait()? {
             bail!(
                 "the apiserver launcher exited with {status}:\n{}",
-                tail(&log_path)
+                tail(log_path)
             );
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             bail!(
                 "the apiserver was not ready within 180 s:\n{}",
-                tail(&log_path)
+                tail(log_path)
             );
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -242,26 +251,9 @@ impl RestartableApiserver {
             .spawn()
             .context("starting the apiserver launcher")?;
         let stdin = child.stdin.take().expect("piped");
+        let ready = wait_ready(&mut child, &ready_file, &log_path);
         self.process = Some((child, stdin));
-        let deadline = Instant::now() + Duration::from_secs(180);
-        while read_ready(&ready_file).is_none() {
-            if let Some((child, _)) = self.process.as_mut()
-                && let Some(status) = child.try_wait()?
-            {
-                bail!(
-                    "the apiserver launcher exited with {status}:\n{}",
-                    tail(&log_path)
-                );
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "the apiserver was not ready within 180 s:\n{}",
-                    tail(&log_path)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(())
+        ready.map(|_| ())
     }
 
     /// Stops it as a node shutdown would (SIGTERM) and waits for it to exit.
@@ -290,11 +282,9 @@ impl RestartableApiserver {
         self.launch()
     }
 
-    /// A client of it (a new one after each restart is not needed: the address stays).
-    pub async fn client(&self) -> anyhow::Result<kube::Client> {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-        Ok(kube::Client::try_from(config)?)
+    /// The kube config of its admin (the same across restarts: the address and PKI stay).
+    pub async fn config(&self) -> anyhow::Result<kube::Config> {
+        crate::namespace::kube_config(&self.kubeconfig).await
     }
 }
 

@@ -38,6 +38,18 @@ impl TestContext {
                 .map(|_| ())
         })
         .await?;
+        Self::with_namespace(config, client, prefix).await
+    }
+
+    /// [`TestContext::new`] on the cluster of `config` (an apiserver of the test's own): the
+    /// CRDs are installed there first.
+    pub async fn with_config(config: Config, prefix: &str) -> anyhow::Result<Self> {
+        let client = Client::try_from(config.clone())?;
+        crate::crds::install(&client, &crate::crd_dirs()).await?;
+        Self::with_namespace(config, client, prefix).await
+    }
+
+    async fn with_namespace(config: Config, client: Client, prefix: &str) -> anyhow::Result<Self> {
         let namespace = unique_name(prefix);
         let ns = Namespace {
             metadata: ObjectMeta {
@@ -120,9 +132,13 @@ impl TestContext {
 
 /// The kube config of the test cluster.
 pub async fn client_config() -> anyhow::Result<Config> {
-    let cluster = crate::cluster()?;
-    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig)
-        .with_context(|| format!("reading {}", cluster.kubeconfig.display()))?;
+    kube_config(&crate::cluster()?.kubeconfig).await
+}
+
+/// The kube config a kubeconfig file describes.
+pub async fn kube_config(path: &std::path::Path) -> anyhow::Result<Config> {
+    let kubeconfig =
+        Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
 }
 
