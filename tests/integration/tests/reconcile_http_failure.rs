@@ -40,6 +40,24 @@ fn silent_server() -> (String, Arc<AtomicUsize>) {
     (format!("http://{addr}/never"), connections)
 }
 
+/// The first Event (of `reason`, or any) regarding the primary `name`, once there is one.
+async fn event_on(t: &TestContext, name: &str, reason: Option<&str>) -> anyhow::Result<Event> {
+    let events: Api<Event> = t.api();
+    eventually("an Event on the primary", Timing::default(), || async {
+        events
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .find(|e| {
+                reason.is_none_or(|r| e.reason.as_deref() == Some(r))
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+            })
+            .ok_or_else(|| anyhow::anyhow!("no {reason:?} Event on {name} yet"))
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_request_fails_alone_and_the_reconcile_is_retried() -> anyhow::Result<()> {
     let t = TestContext::new("http-hang").await?;
@@ -58,24 +76,7 @@ async fn a_hanging_request_fails_alone_and_the_reconcile_is_retried() -> anyhow:
         .await?;
 
     exists(&cms, "caller-ok").await?;
-    let events: Api<Event> = t.api();
-    let event = eventually(
-        "the failed request is reported on the primary",
-        Timing::default(),
-        || async {
-            events
-                .list(&ListParams::default())
-                .await?
-                .items
-                .into_iter()
-                .find(|e| {
-                    e.reason.as_deref() == Some("ReconcileFailed")
-                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("caller")
-                })
-                .ok_or_else(|| anyhow::anyhow!("no ReconcileFailed Event yet"))
-        },
-    )
-    .await?;
+    let event = event_on(&t, "caller", Some("ReconcileFailed")).await?;
     let note = event.note.unwrap_or_default();
     assert_eq!(event.type_.as_deref(), Some("Warning"));
     assert!(
@@ -131,25 +132,11 @@ async fn a_write_outside_the_grants_writes_nothing_and_is_reported() -> anyhow::
         .await?;
     exists(&cms, "honest-ok").await?;
 
-    let events: Api<Event> = t.api();
     for (name, says) in [
         ("thief", "may not write Secret/v1"),
         ("adopter", "may not make ConfigMap"),
     ] {
-        let event = eventually(
-            "the refused write is reported on the primary",
-            Timing::default(),
-            || async {
-                events
-                    .list(&ListParams::default())
-                    .await?
-                    .items
-                    .into_iter()
-                    .find(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-                    .ok_or_else(|| anyhow::anyhow!("no Event on {name} yet"))
-            },
-        )
-        .await?;
+        let event = event_on(&t, name, None).await?;
         let note = event.note.clone().unwrap_or_default();
         assert_eq!(event.reason.as_deref(), Some("WriteRefused"), "{note}");
         assert_eq!(event.type_.as_deref(), Some("Warning"));
