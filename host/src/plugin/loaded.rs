@@ -472,22 +472,23 @@ impl LoadedPlugin {
     /// object it applies unowned (on an owned one the host sets the owner references, replacing
     /// the plugin's).
     fn check_owners(&self, outcome: &Outcome, primary: Option<&str>) -> Result<(), CallError> {
-        let unowned = outcome
+        let with_owners: Vec<_> = outcome
             .apply
             .iter()
-            .filter(|d| d.ownership == Ownership::None);
-        let mut foreign = unowned.filter_map(|d| {
-            let refs = d.object.pointer("/metadata/ownerReferences")?.as_array()?;
-            Some((d, refs)).filter(|_| !refs.is_empty())
-        });
-        let Some(first) = foreign.next() else {
+            .filter(|d| d.ownership == Ownership::None)
+            .filter_map(|d| {
+                let refs = d.object.pointer("/metadata/ownerReferences")?.as_array()?;
+                Some((d, refs)).filter(|_| !refs.is_empty())
+            })
+            .collect();
+        if with_owners.is_empty() {
             return Ok(());
-        };
+        }
         // Rare: only now is the primary parsed for its uid.
         let primary_uid = primary
             .and_then(|p| serde_json::from_str::<Value>(p).ok())
             .and_then(|p| p.pointer("/metadata/uid")?.as_str().map(str::to_string));
-        for (d, refs) in std::iter::once(first).chain(foreign) {
+        for (d, refs) in with_owners {
             let stranger = refs.iter().find(|r| {
                 primary_uid.is_none()
                     || r.get("uid").and_then(Value::as_str) != primary_uid.as_deref()
