@@ -12,13 +12,13 @@
 
 mod common;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, PartialObjectMeta, PostParams};
 use kube::core::GroupVersionKind;
 use odh_test_fixtures as fixtures;
 use odh_test_support::TestContext;
@@ -26,57 +26,126 @@ use serde_json::json;
 
 const DEFAULT_COUNT: usize = 200;
 
+fn resource(gvk: (&str, &str, &str), plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(gvk.0, gvk.1, gvk.2), plural)
+}
+
 fn dynamic(t: &TestContext, gvk: (&str, &str, &str), plural: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(gvk.0, gvk.1, gvk.2), plural);
-    Api::namespaced_with(t.client.clone(), &t.namespace, &ar)
+    Api::namespaced_with(t.client.clone(), &t.namespace, &resource(gvk, plural))
 }
 
-/// The names in a metadata-only list.
-fn names<K: Clone>(
-    list: kube::api::ObjectList<kube::api::PartialObjectMeta<K>>,
-) -> HashSet<String> {
-    list.items
-        .into_iter()
-        .filter_map(|o| o.metadata.name)
-        .collect()
+/// Metadata-only requests for a custom kind of the test namespace.
+fn dynamic_metadata(
+    t: &TestContext,
+    gvk: (&str, &str, &str),
+    plural: &str,
+) -> Api<PartialObjectMeta<DynamicObject>> {
+    Api::namespaced_with(t.client.clone(), &t.namespace, &resource(gvk, plural))
 }
 
-/// How many of the InferenceServices are converged. Metadata-only lists: cheap enough for the
-/// apiserver that polling does not slow down what it measures, even at thousands of objects.
-async fn converged(t: &TestContext) -> anyhow::Result<usize> {
-    let lp = ListParams::default();
-    let isvcs = dynamic(
-        t,
-        ("serving.kserve.io", "v1beta1", "InferenceService"),
-        "inferenceservices",
-    )
-    .list_metadata(&lp)
-    .await?;
-    let cm_names = names(t.api::<ConfigMap>().list_metadata(&lp).await?);
-    let svc_names = names(t.api::<Service>().list_metadata(&lp).await?);
-    let sm_names = names(
-        dynamic(
-            t,
-            ("monitoring.coreos.com", "v1", "ServiceMonitor"),
-            "servicemonitors",
-        )
-        .list_metadata(&lp)
-        .await?,
-    );
-    Ok(isvcs
-        .items
-        .iter()
-        .filter(|i| {
-            let name = i.metadata.name.clone().unwrap_or_default();
-            i.metadata
-                .finalizers
-                .as_ref()
-                .is_some_and(|f| f.iter().any(|x| x == "odh.inferenceservice.finalizers"))
-                && cm_names.contains(&format!("{name}-metrics-dashboard"))
-                && svc_names.contains(&format!("{name}-metrics"))
-                && sm_names.contains(&format!("{name}-metrics"))
+/// What one InferenceService has of what convergence asks for, one bit each.
+const FINALIZER: u8 = 1;
+const DASHBOARD: u8 = 2;
+const METRICS_SERVICE: u8 = 4;
+const SERVICE_MONITOR: u8 = 8;
+const CONVERGED: u8 = FINALIZER | DASHBOARD | METRICS_SERVICE | SERVICE_MONITOR;
+
+/// Which InferenceService an object's name stands for, and for which bit.
+fn owner_bit(meta: &kube::api::ObjectMeta, suffix: &str, bit: u8) -> Option<(String, u8)> {
+    let name = meta.name.as_deref()?.strip_suffix(suffix)?;
+    Some((name.to_string(), bit))
+}
+
+/// A metadata watch of one kind in the test namespace, as (InferenceService, bit, present).
+fn watch_bits<K>(
+    api: Api<PartialObjectMeta<K>>,
+    bit_of: impl Fn(&kube::api::ObjectMeta) -> Option<(String, u8)> + Send + 'static,
+) -> futures::stream::BoxStream<'static, (String, u8, bool)>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    use kube::runtime::watcher::{self, Event};
+    watcher::watcher(api, watcher::Config::default())
+        .filter_map(move |event| {
+            let update = match event {
+                Ok(Event::Apply(o) | Event::InitApply(o)) => {
+                    bit_of(&o.metadata).map(|(n, b)| (n, b, true))
+                }
+                Ok(Event::Delete(o)) => bit_of(&o.metadata).map(|(n, b)| (n, b, false)),
+                // The watcher retries by itself; a relist re-applies what exists.
+                _ => None,
+            };
+            futures::future::ready(update)
         })
-        .count())
+        .boxed()
+}
+
+/// How many InferenceServices are converged, kept up to date from watches of the four kinds.
+/// Watches, not polled lists: a list of thousands of objects every few hundred milliseconds
+/// costs the apiserver (on the same two cores) more as the storm grows, and would be measured
+/// as the host's slowness.
+fn track_converged(t: &TestContext) -> tokio::sync::watch::Receiver<usize> {
+    let finalizer = |m: &kube::api::ObjectMeta| {
+        let has = m
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|x| x == "odh.inferenceservice.finalizers"));
+        Some((m.name.clone()?, if has { FINALIZER } else { 0 }))
+    };
+    let updates = futures::stream::select_all([
+        watch_bits(
+            dynamic_metadata(
+                t,
+                ("serving.kserve.io", "v1beta1", "InferenceService"),
+                "inferenceservices",
+            ),
+            finalizer,
+        ),
+        watch_bits(
+            Api::<PartialObjectMeta<ConfigMap>>::namespaced(t.client.clone(), &t.namespace),
+            |m| owner_bit(m, "-metrics-dashboard", DASHBOARD),
+        ),
+        watch_bits(
+            Api::<PartialObjectMeta<Service>>::namespaced(t.client.clone(), &t.namespace),
+            |m| owner_bit(m, "-metrics", METRICS_SERVICE),
+        ),
+        watch_bits(
+            dynamic_metadata(
+                t,
+                ("monitoring.coreos.com", "v1", "ServiceMonitor"),
+                "servicemonitors",
+            ),
+            |m| owner_bit(m, "-metrics", SERVICE_MONITOR),
+        ),
+    ]);
+    let (tx, rx) = tokio::sync::watch::channel(0);
+    tokio::spawn(async move {
+        let mut bits: HashMap<String, u8> = HashMap::new();
+        let mut converged = 0usize;
+        let mut updates = updates;
+        while let Some((name, bit, present)) = updates.next().await {
+            let entry = bits.entry(name).or_default();
+            let before = *entry == CONVERGED;
+            // The InferenceService's own events carry the finalizer bit or none.
+            if bit == FINALIZER || bit == 0 {
+                *entry &= !FINALIZER;
+            }
+            if present {
+                *entry |= bit;
+            } else {
+                *entry &= !bit;
+            }
+            match (before, *entry == CONVERGED) {
+                (false, true) => converged += 1,
+                (true, false) => converged -= 1,
+                _ => continue,
+            }
+            if tx.send(converged).is_err() {
+                return;
+            }
+        }
+    });
+    rx
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -153,6 +222,82 @@ fn requests_by_method(metrics_addr: &str) -> serde_json::Map<String, serde_json:
         .collect()
 }
 
+/// The apiserver's `/metrics`.
+async fn apiserver_metrics(t: &TestContext) -> anyhow::Result<String> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    Ok(t.client.request_text(request).await?)
+}
+
+/// The value of `label` in a Prometheus series' label set.
+fn label_value<'a>(labels: &'a str, label: &str) -> Option<&'a str> {
+    labels.split(',').find_map(|kv| {
+        kv.strip_prefix(label)?
+            .strip_prefix("=\"")?
+            .strip_suffix('"')
+    })
+}
+
+/// (seconds, count) of a histogram's series between two scrapes, summed by the values of `keys`.
+fn histogram_delta(
+    before: &str,
+    after: &str,
+    name: &str,
+    keys: &[&str],
+) -> std::collections::BTreeMap<String, (f64, f64)> {
+    let totals = |text: &str| {
+        let mut by: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+        for line in text.lines() {
+            let (field, rest) = if let Some(r) = line.strip_prefix(&format!("{name}_sum{{")) {
+                (0, r)
+            } else if let Some(r) = line.strip_prefix(&format!("{name}_count{{")) {
+                (1, r)
+            } else {
+                continue;
+            };
+            let Some((labels, value)) = rest.rsplit_once("} ") else {
+                continue;
+            };
+            let Ok(value) = value.trim().parse::<f64>() else {
+                continue;
+            };
+            let key = keys
+                .iter()
+                .map(|k| label_value(labels, k).unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let entry = by.entry(key).or_default();
+            if field == 0 {
+                entry.0 += value;
+            } else {
+                entry.1 += value;
+            }
+        }
+        by
+    };
+    let before = totals(before);
+    totals(after)
+        .into_iter()
+        .map(|(k, (sum, count))| {
+            let (s0, c0) = before.get(&k).copied().unwrap_or_default();
+            (k, (sum - s0, count - c0))
+        })
+        .filter(|(_, (_, count))| *count > 0.0)
+        .collect()
+}
+
+/// Mean latency in ms and count of each series of a histogram between two scrapes.
+fn latencies(
+    before: &str,
+    after: &str,
+    name: &str,
+    keys: &[&str],
+) -> serde_json::Map<String, serde_json::Value> {
+    histogram_delta(before, after, name, keys)
+        .into_iter()
+        .map(|(k, (sum, count))| (k, json!({"count": count, "mean_ms": sum * 1e3 / count})))
+        .collect()
+}
+
 /// (API requests, reconciles) of the host so far.
 fn host_counts(metrics_addr: &str) -> (Option<f64>, Option<f64>) {
     (
@@ -174,14 +319,21 @@ fn main() -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?
-        .block_on(storm(&name, &label, &workers, count));
+        .block_on(storm(&cluster, &name, &label, &workers, count));
     common::stop_apiserver(&cluster);
     result
 }
 
-async fn storm(name: &str, label: &str, workers: &str, count: usize) -> anyhow::Result<()> {
+async fn storm(
+    cluster: &std::path::Path,
+    name: &str,
+    label: &str,
+    workers: &str,
+    count: usize,
+) -> anyhow::Result<()> {
     let cached_objects = env_usize("ODH_BENCH_CACHED_OBJECTS", 0);
     let t = TestContext::new("bench-converge").await?;
+    let apiserver_pid = common::apiserver_pid(cluster)?;
     create_cached_objects(cached_objects).await?;
     let kubeconfig = odh_test_support::cluster()?.kubeconfig.clone();
     let log = std::fs::File::create(common::out_dir().join(format!("{name}.log")))?;
@@ -215,8 +367,13 @@ async fn storm(name: &str, label: &str, workers: &str, count: usize) -> anyhow::
         anyhow::ensure!(host.try_wait()?.is_none(), "the host exited");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let mut converged = track_converged(&t);
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let (cpu_idle, _) = common::usage(pid);
+    let (cpu_idle, startup_peak_mib) = common::usage(pid);
+    // The burst's own peak: reset the peak RSS (VmHWM) the start-up reached (compiling the
+    // plugins, when the cache is empty).
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")?;
+    let (apiserver_cpu_idle, _) = common::usage(apiserver_pid);
     // ODH_BENCH_PERF=1: a CPU profile of the host during the burst (perf record, call graphs).
     let mut perf = match std::env::var("ODH_BENCH_PERF").as_deref() {
         Ok("1") => Some(
@@ -230,6 +387,7 @@ async fn storm(name: &str, label: &str, workers: &str, count: usize) -> anyhow::
         _ => None,
     };
     let (requests_idle, reconciles_idle) = host_counts(&metrics_addr);
+    let apiserver_before = apiserver_metrics(&t).await?;
 
     t.create_serving_runtime(fixtures::ovms_runtime_in(&t.namespace))
         .await?;
@@ -260,22 +418,19 @@ async fn storm(name: &str, label: &str, workers: &str, count: usize) -> anyhow::
         })
         .await;
     let created = start.elapsed();
-    let poll = if count <= 200 {
-        Duration::from_millis(100)
-    } else {
-        Duration::from_millis(250)
-    };
-    let deadline = Instant::now() + Duration::from_secs(1800);
-    let mut done = 0;
-    while Instant::now() < deadline {
-        done = converged(&t).await?;
-        if done == count {
-            break;
-        }
-        tokio::time::sleep(poll).await;
-    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1800);
+    let reached = tokio::time::timeout_at(deadline, converged.wait_for(|&n| n >= count))
+        .await
+        .map(|r| r.map(|n| *n));
+    anyhow::ensure!(
+        !matches!(reached, Ok(Err(_))),
+        "the convergence watches ended"
+    );
+    let done = *converged.borrow();
     let elapsed = start.elapsed();
     let (cpu, peak_mib) = common::usage(pid);
+    let (apiserver_cpu, _) = common::usage(apiserver_pid);
+    let apiserver_after = apiserver_metrics(&t).await?;
     if let Some(perf) = perf.as_mut() {
         // perf writes its file on SIGINT.
         let _ = Command::new("kill")
@@ -296,6 +451,8 @@ async fn storm(name: &str, label: &str, workers: &str, count: usize) -> anyhow::
     anyhow::ensure!(done == count, "only {done} of {count} converged in 1800 s");
 
     let cpu_burst = cpu - cpu_idle;
+    // The apiserver and its etcd, for the cost the storm puts on them (the creates included).
+    let apiserver_cpu_burst = apiserver_cpu - apiserver_cpu_idle;
     let results = json!({
         "binary": label,
         "inference_services": count,
@@ -306,6 +463,21 @@ async fn storm(name: &str, label: &str, workers: &str, count: usize) -> anyhow::
         "host_cpu_seconds": cpu_burst,
         "host_cpu_seconds_total": cpu,
         "host_peak_rss_mib": peak_mib,
+        "host_peak_rss_mib_startup": startup_peak_mib,
+        "apiserver_cpu_seconds": apiserver_cpu_burst,
+        // Where the apiserver's time per request goes as its store grows.
+        "apiserver_request_latency": latencies(
+            &apiserver_before,
+            &apiserver_after,
+            "apiserver_request_duration_seconds",
+            &["verb", "resource"],
+        ),
+        "etcd_request_latency": latencies(
+            &apiserver_before,
+            &apiserver_after,
+            "etcd_request_duration_seconds",
+            &["operation", "type"],
+        ),
         "api_requests": requests,
         "api_requests_by_method_and_code_since_start": by_method,
         "reconciles": reconciles,
@@ -313,14 +485,16 @@ async fn storm(name: &str, label: &str, workers: &str, count: usize) -> anyhow::
             "reconciles": reconciles.map(|r| r / count as f64),
             "converge_ms": elapsed.as_secs_f64() * 1e3 / count as f64,
             "host_cpu_ms": cpu_burst * 1e3 / count as f64,
+            "apiserver_cpu_ms": apiserver_cpu_burst * 1e3 / count as f64,
             "api_requests": requests.map(|r| r / count as f64),
         },
     });
     println!(
-        "isvc converge [{label}]: {count} InferenceServices, {workers} worker(s): {:.2} s (creates took {:.2} s), host CPU {:.2} s, peak RSS {:.1} MiB, API requests {}, reconciles {}",
+        "isvc converge [{label}]: {count} InferenceServices, {workers} worker(s): {:.2} s (creates took {:.2} s), host CPU {:.2} s, apiserver CPU {:.2} s, peak RSS {:.1} MiB, API requests {}, reconciles {}",
         elapsed.as_secs_f64(),
         created.as_secs_f64(),
         cpu_burst,
+        apiserver_cpu_burst,
         peak_mib,
         requests.map_or("n/a".into(), |r| format!("{r:.0}")),
         reconciles.map_or("n/a".into(), |r| format!("{r:.0}")),

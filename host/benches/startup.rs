@@ -1,8 +1,10 @@
 //! `make bench`: how long `odh-model-controller run` takes to become ready, and the CPU it
 //! spends on the way, with every built-in plugin, webhooks on and no objects in the cluster.
-//! Three starts: without a compiled-plugin cache (every component compiled), with an empty
-//! cache directory (compiled and written), and with that directory filled (what a restarted
-//! pod with the Deployment's `emptyDir` does; the median of several starts). Ready means
+//! Four starts: without a compiled-plugin cache (every component compiled), with an empty
+//! cache directory (compiled and written), with that directory filled (what a restarted
+//! pod with the Deployment's `emptyDir` does; the median of several starts), and with an empty
+//! cache directory beside the built-ins `plugin precompile` compiled (a new pod of the image;
+//! the median of several starts). Ready means
 //! `/readyz` answers 200: plugins loaded, caches synced, the serving certificate loaded.
 //! Writes target/bench/startup.json. Needs `make apiserver` and the CRDs, as the tests do.
 
@@ -28,6 +30,7 @@ fn start_once(
     namespace: &str,
     work: &Path,
     cache: Option<&Path>,
+    precompiled: Option<&Path>,
 ) -> anyhow::Result<Start> {
     let health = common::free_addr();
     let webhook = common::free_addr();
@@ -48,6 +51,9 @@ fn start_once(
         .stderr(std::fs::File::create(work.join("host.log"))?);
     if let Some(dir) = cache {
         cmd.arg(format!("--plugin-cache-dir={}", dir.display()));
+    }
+    if let Some(dir) = precompiled {
+        cmd.arg(format!("--plugin-precompiled-dir={}", dir.display()));
     }
     let started = Instant::now();
     let mut host = cmd.spawn()?;
@@ -84,6 +90,12 @@ fn report(what: &str, s: &Start) -> serde_json::Value {
     json!({"ready_seconds": s.ready_seconds, "cpu_seconds": s.cpu_seconds, "peak_rss_mib": s.peak_rss_mib})
 }
 
+/// The start of median CPU.
+fn median(mut starts: Vec<Start>) -> Start {
+    starts.sort_by(|a, b| a.cpu_seconds.total_cmp(&b.cpu_seconds));
+    starts.swap_remove(starts.len() / 2)
+}
+
 fn main() -> anyhow::Result<()> {
     let cluster = common::own_apiserver(&format!("startup_{}", common::label()));
     let result = measure();
@@ -101,8 +113,8 @@ fn measure() -> anyhow::Result<()> {
     std::fs::create_dir_all(&work)?;
     let cache = work.join("plugin-cache");
 
-    let uncached = start_once(&kubeconfig, &t.namespace, &work, None)?;
-    let cold = start_once(&kubeconfig, &t.namespace, &work, Some(&cache))?;
+    let uncached = start_once(&kubeconfig, &t.namespace, &work, None, None)?;
+    let cold = start_once(&kubeconfig, &t.namespace, &work, Some(&cache), None)?;
     let starts = std::env::var("ODH_BENCH_WARM_STARTS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -110,10 +122,40 @@ fn measure() -> anyhow::Result<()> {
         .unwrap_or(WARM_STARTS);
     let mut warm = Vec::new();
     for _ in 0..starts {
-        warm.push(start_once(&kubeconfig, &t.namespace, &work, Some(&cache))?);
+        warm.push(start_once(
+            &kubeconfig,
+            &t.namespace,
+            &work,
+            Some(&cache),
+            None,
+        )?);
     }
-    warm.sort_by(|a, b| a.cpu_seconds.total_cmp(&b.cpu_seconds));
-    let median = &warm[starts / 2];
+    let warm = median(warm);
+    // As the image's build does; a build without `plugin precompile` (an older one) has no
+    // figure for it.
+    let precompiled_dir = work.join("precompiled");
+    let precompiled = if Command::new(common::host_binary())
+        .args(["plugin", "precompile", "--out"])
+        .arg(&precompiled_dir)
+        .stdout(Stdio::null())
+        .status()?
+        .success()
+    {
+        let mut fresh = Vec::new();
+        for i in 0..starts {
+            let empty = work.join(format!("plugin-cache-new-pod-{i}"));
+            fresh.push(start_once(
+                &kubeconfig,
+                &t.namespace,
+                &work,
+                Some(&empty),
+                Some(&precompiled_dir),
+            )?);
+        }
+        Some(median(fresh))
+    } else {
+        None
+    };
     let name = match common::label().as_str() {
         "current" => "startup".to_string(),
         other => format!("startup_{other}"),
@@ -124,7 +166,8 @@ fn measure() -> anyhow::Result<()> {
             "binary": common::label(),
             "no_cache": report("no cache", &uncached),
             "cold_cache": report("empty cache", &cold),
-            "warm_cache": report("filled cache, median", median),
+            "warm_cache": report("filled cache, median", &warm),
+            "precompiled": precompiled.as_ref().map(|s| report("precompiled built-ins, empty cache, median", s)),
         }),
     );
     Ok(())

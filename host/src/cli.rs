@@ -64,6 +64,9 @@ pub struct ModelServingApiArgs {
     /// Where compiled plugins are cached between starts.
     #[arg(long)]
     pub plugin_cache_dir: Option<PathBuf>,
+    /// Plugins compiled when the image was built (`plugin precompile`); read only.
+    #[arg(long, default_value = crate::plugin::PRECOMPILED_DIR)]
+    pub plugin_precompiled_dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -79,6 +82,9 @@ pub enum PluginCommand {
     Sign(crate::plugin_publish::SignArgs),
     /// Make an ECDSA P-256 key pair for `plugin sign`.
     Keygen(crate::plugin_publish::KeygenArgs),
+    /// Compile the built-in plugins into a directory, for `--plugin-precompiled-dir` (run when
+    /// the image is built, so no pod compiles them at start).
+    Precompile(crate::plugin_cli::PrecompileArgs),
 }
 
 /// Upstream's flags and defaults (its `cmd/main.go`).
@@ -186,6 +192,9 @@ pub struct RunArgs {
     /// Where compiled plugins are cached between starts.
     #[arg(long)]
     pub plugin_cache_dir: Option<PathBuf>,
+    /// Plugins compiled when the image was built (`plugin precompile`); read only.
+    #[arg(long, default_value = crate::plugin::PRECOMPILED_DIR)]
+    pub plugin_precompiled_dir: PathBuf,
 }
 
 /// A duration such as `15s`, `500ms`, `2m`.

@@ -54,6 +54,7 @@ fn model_serving_api(
         kubeconfig: args.kubeconfig.clone(),
         plugins: args.plugins.clone(),
         plugin_cache_dir: args.plugin_cache_dir.clone(),
+        plugin_precompiled_dir: Some(args.plugin_precompiled_dir.clone()),
     };
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -96,6 +97,7 @@ fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
         PluginCommand::Push(args) => ("push", publish(plugin_publish::push(args))),
         PluginCommand::Sign(args) => ("sign", publish(plugin_publish::sign(args))),
         PluginCommand::Keygen(args) => ("keygen", publish(plugin_publish::keygen(args))),
+        PluginCommand::Precompile(args) => ("precompile", plugin_cli::precompile(args)),
         PluginCommand::Eval(args) => (
             match args.op {
                 plugin_cli::Op::Reconcile => "reconcile",

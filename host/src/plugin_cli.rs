@@ -80,6 +80,42 @@ pub struct EvalArgs {
     pub controller: Option<String>,
 }
 
+#[derive(Debug, Clone, clap::Args)]
+pub struct PrecompileArgs {
+    /// The directory to write into (created); `--plugin-precompiled-dir` of `run` reads it.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Compiles every built-in plugin with the engine `run` uses, into the files `run` looks for:
+/// named by the component's sha256 and the engine's compatibility hash, which does not depend on
+/// the CPU (x86-64-v2 code), so the image's build machine compiles for every node.
+pub fn precompile(args: &PrecompileArgs) -> Result<Value, EvalError> {
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| usage(anyhow::anyhow!("creating {}: {e}", args.out.display())))?;
+    let engine = PluginEngine::new(EngineOptions {
+        cache_dir: Some(args.out.clone()),
+        ..Default::default()
+    })
+    .map_err(usage)?;
+    let names: Vec<&str> = builtins::names().collect();
+    let sources: Vec<&[u8]> = names
+        .iter()
+        .map(|n| builtins::component(n).expect("every registered built-in is embedded"))
+        .collect();
+    let mut compiled = serde_json::Map::new();
+    for (name, result) in names.iter().zip(engine.compile_all(&sources)) {
+        let (_, sha) = result.map_err(|e| usage(e.context(format!("compiling {name}"))))?;
+        compiled.insert(name.to_string(), json!({ "sha256": sha }));
+    }
+    let files = std::fs::read_dir(&args.out)
+        .map_err(usage)?
+        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .filter(|f| f.ends_with(".cwasm"))
+        .count();
+    Ok(json!({ "dir": args.out, "plugins": compiled, "files": files }))
+}
+
 fn engine() -> anyhow::Result<PluginEngine> {
     let cache_dir = std::env::var_os("ODH_PLUGIN_CACHE_DIR").map(PathBuf::from);
     PluginEngine::new(EngineOptions {

@@ -513,20 +513,22 @@ fn load_plugins(
             wanted.push(plugin.clone());
         }
     }
-    load_plugins_named(&wanted, args.plugin_cache_dir.clone(), bearer_token)
+    let options = EngineOptions {
+        cache_dir: args.plugin_cache_dir.clone(),
+        precompiled_dir: Some(args.plugin_precompiled_dir.clone()),
+        ..Default::default()
+    };
+    load_plugins_named(&wanted, options, bearer_token)
 }
 
 /// Loads `wanted` (built-in names or `.wasm` files), each built-in with the settings its
 /// registration entry derives from the environment.
 pub(crate) fn load_plugins_named(
     wanted: &[String],
-    cache_dir: Option<std::path::PathBuf>,
+    options: EngineOptions,
     bearer_token: Option<&str>,
 ) -> anyhow::Result<(PluginEngine, Vec<LoadedPlugin>)> {
-    let engine = PluginEngine::new(EngineOptions {
-        cache_dir,
-        ..Default::default()
-    })?;
+    let engine = PluginEngine::new(options)?;
     let mut sources = Vec::new();
     for spec in wanted {
         let path = std::path::Path::new(spec);

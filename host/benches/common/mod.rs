@@ -119,13 +119,19 @@ pub fn own_apiserver(name: &str) -> PathBuf {
     dir
 }
 
+/// The process of the apiserver (and its etcd) of [`own_apiserver`], once started.
+pub fn apiserver_pid(dir: &std::path::Path) -> anyhow::Result<u32> {
+    let ready = std::fs::read_to_string(dir.join("ready.json"))?;
+    serde_json::from_str::<serde_json::Value>(&ready)?
+        .get("pid")
+        .and_then(|p| p.as_u64())
+        .and_then(|p| u32::try_from(p).ok())
+        .ok_or_else(|| anyhow::anyhow!("no pid in {}", dir.join("ready.json").display()))
+}
+
 /// Stops the apiserver of [`own_apiserver`] and removes its data.
 pub fn stop_apiserver(dir: &std::path::Path) {
-    let ready = std::fs::read_to_string(dir.join("ready.json")).unwrap_or_default();
-    let pid = serde_json::from_str::<serde_json::Value>(&ready)
-        .ok()
-        .and_then(|v| v.get("pid")?.as_u64());
-    if let Some(pid) = pid {
+    if let Ok(pid) = apiserver_pid(dir) {
         let _ = std::process::Command::new("kill")
             .arg(pid.to_string())
             .status();

@@ -235,6 +235,7 @@ pub struct Options {
     /// `llm-gateway` plugin.
     pub plugins: Vec<String>,
     pub plugin_cache_dir: Option<std::path::PathBuf>,
+    pub plugin_precompiled_dir: Option<std::path::PathBuf>,
 }
 
 /// `odh-model-controller model-serving-api`, after the configuration loaded and logging
@@ -251,7 +252,11 @@ pub async fn run(options: Options, config: ServerConfig) -> anyhow::Result<()> {
     };
     let (_engine, plugins) = crate::run::load_plugins_named(
         &wanted,
-        options.plugin_cache_dir.clone(),
+        crate::plugin::EngineOptions {
+            cache_dir: options.plugin_cache_dir.clone(),
+            precompiled_dir: options.plugin_precompiled_dir.clone(),
+            ..Default::default()
+        },
         token.as_deref(),
     )?;
     let slots: Vec<PluginSlot> = plugins.into_iter().map(PluginSlot::new).collect();

@@ -28,7 +28,7 @@ pub use call_env::{CallEnv, CallerView, Effects};
 pub use call_state::MAX_HOST_CALLS_PER_CALL;
 pub use capabilities::{Capabilities, Grants};
 pub use cluster_view::{ClusterView, MemoryCluster, NoCluster};
-pub use engine::{EngineOptions, PluginEngine};
+pub use engine::{EngineOptions, PRECOMPILED_DIR, PluginEngine};
 pub use errors::{CallError, GuestError};
 pub use export::Export;
 pub use limits::Limits;
