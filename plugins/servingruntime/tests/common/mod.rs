@@ -177,6 +177,10 @@ pub fn ray_pod(namespace: &str, name: &str, ip: &str) -> Value {
 pub fn assert_claimed(outcome: &Outcome, name: &str, uid: &str) {
     let claim = outcome.applied_object("Secret", name);
     assert_eq!(claim.uid(), Some(uid));
+    // The version read (the fixtures': ray-ca-tls "7", ray-tls "1"): a Secret changed since is
+    // refused, not claimed.
+    let read = if name == "ray-ca-tls" { "7" } else { "1" };
+    assert_eq!(claim.resource_version(), Some(read));
     assert_eq!(claim.label("opendatahub.io/managed"), Some("true"));
     assert!(
         claim.at(&["data"]).is_none() && claim.at(&["type"]).is_none(),
