@@ -472,6 +472,12 @@ async fn storm(
             "apiserver_request_duration_seconds",
             &["verb", "resource"],
         ),
+        "clusterip_allocation_latency": latencies(
+            &apiserver_before,
+            &apiserver_after,
+            "kube_apiserver_clusterip_allocator_allocation_duration_seconds",
+            &["scope"],
+        ),
         "etcd_request_latency": latencies(
             &apiserver_before,
             &apiserver_after,
