@@ -434,3 +434,20 @@ fn admission_needs_a_declared_webhook_of_that_type() {
         "{err}"
     );
 }
+
+/// `plugin precompile` into a directory that cannot be made: exit 2 and a message naming it,
+/// nothing compiled. (A successful run is the start-up bench's: `make bench-gate` starts the
+/// host from what it wrote.)
+#[test]
+fn precompile_into_an_unwritable_directory_is_a_usage_error() {
+    let dir = tmpdir("precompile");
+    let file = write(&dir, "a-file", "not a directory");
+    let out = file.join("plugins");
+    let (code, json, stderr) = run(&["plugin", "precompile", "--out", out.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(json, Value::Null);
+    assert!(
+        stderr.contains(&format!("creating {}", out.display())),
+        "{stderr}"
+    );
+}
