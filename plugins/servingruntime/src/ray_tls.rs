@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use odh_kinds::claim::claim_and_delete;
 use odh_kinds::gvk;
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::log::{Level, log};
@@ -65,7 +66,7 @@ pub fn reconcile(
         if let Some(existing) =
             cluster.get_object(&gvk::secret(), Some(namespace), RAY_TLS_SECRET)?
         {
-            secrets::claim_and_delete(plan, &existing);
+            claim_and_delete(plan, &existing);
         }
     }
     for (_, secret) in planned {
@@ -105,7 +106,7 @@ fn ensure_ca(
                 .map_err(|e| Error::transient(format!("{CA_FAILED}: {e}")))?;
             if s.str_at(&["type"]) != Some(TLS_SECRET_TYPE) {
                 // The type is immutable: delete now, create on the next reconcile.
-                secrets::claim_and_delete(plan, s);
+                claim_and_delete(plan, s);
                 return Ok(CaState::Replacing);
             }
             if !certs::ca_expired(&cert, env.now) {

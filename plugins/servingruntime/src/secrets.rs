@@ -84,26 +84,3 @@ pub fn ray_tls(namespace: &str, data: &Data, resource_version: Option<&str>) -> 
         .with("metadata", metadata)
         .with("data", json!(data))
 }
-
-/// Upstream deletes these Secrets by name, whoever made them; the host deletes only what this
-/// plugin manages. So the outcome first claims the object (applies the managed label with its
-/// `uid` and `resourceVersion`, which the API server refuses for any other object of that name,
-/// or for this one changed since it was read: the next reconcile starts from the newer state),
-/// then deletes it: the host applies before it deletes.
-pub fn claim_and_delete(plan: &mut odh_plugin_sdk::Plan, existing: &Object) {
-    let namespace = existing.namespace();
-    let mut claim =
-        Object::new(&gvk::secret(), namespace, existing.name()).with_label(label::MANAGED, "true");
-    if let Some(uid) = existing.uid() {
-        claim.set(&["metadata", "uid"], uid);
-    }
-    if let Some(version) = existing.resource_version() {
-        claim.set(&["metadata", "resourceVersion"], version);
-    }
-    plan.apply_unowned(claim);
-    plan.delete(odh_plugin_sdk::object_key(
-        &gvk::secret(),
-        namespace,
-        existing.name(),
-    ));
-}

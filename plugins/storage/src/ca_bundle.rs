@@ -6,10 +6,10 @@ use odh_kinds::{gvk, label};
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{Error, Object, Outcome, Plan, ReconcileRequest, json};
 
-use crate::claim::claim_and_delete;
 use crate::names::{
     CA_BUNDLE, CA_BUNDLE_KEY, CA_SOURCES, SERVICE_CA, STORAGE_CONFIG, TRUSTED_CA_BUNDLE,
 };
+use odh_kinds::claim::claim_and_delete;
 
 /// The event filter: only the bundle and its sources concern this controller.
 pub fn concerns(name: &str) -> bool {

@@ -11,7 +11,6 @@
 //! per namespace, made from several sources.
 
 pub mod ca_bundle;
-pub mod claim;
 pub mod go_json;
 pub mod names;
 pub mod storage_config;

@@ -23,6 +23,7 @@
 //! assert_eq!(object.gvk(), gvk::inference_service());
 //! ```
 
+pub mod claim;
 pub mod gvk;
 mod inference_service;
 mod keys;

@@ -1,12 +1,13 @@
-//! Deleting an object this plugin may not have written.
+//! Deleting an object the plugin may not have written.
 //!
 //! The host deletes only objects it manages (owned by the primary, or carrying the plugin's
-//! field manager). Upstream deletes `odh-kserve-custom-ca-bundle` and a managed
-//! `storage-config` by name, whoever made them (X-5: a user's bundle goes too). So a delete
-//! here is preceded, in the same outcome, by an apply that claims one field of the object
-//! under our field manager; the host applies before it deletes, and then the object is ours.
+//! field manager). Upstream deletes some objects by name, whoever made them (storage's
+//! `odh-kserve-custom-ca-bundle` and `storage-config`, X-5: a user's bundle goes too;
+//! servingruntime's Ray TLS Secrets). So such a delete is preceded, in the same outcome, by an
+//! apply that claims one field of the object under the plugin's field manager; the host applies
+//! before it deletes, and then the object is ours.
 
-use odh_kinds::label;
+use crate::label;
 use odh_plugin_sdk::{Object, Plan};
 
 /// Claims `existing` (the object as read) and deletes it. The claim is the managed label
