@@ -50,16 +50,19 @@ const METRICS_SERVICE: u8 = 4;
 const SERVICE_MONITOR: u8 = 8;
 const CONVERGED: u8 = FINALIZER | DASHBOARD | METRICS_SERVICE | SERVICE_MONITOR;
 
-/// Which InferenceService an object's name stands for, and for which bit.
-fn owner_bit(meta: &kube::api::ObjectMeta, suffix: &str, bit: u8) -> Option<(String, u8)> {
+/// The InferenceService an object is named for (`<isvc><suffix>`); it counts once it exists.
+fn named_for(meta: &kube::api::ObjectMeta, suffix: &str) -> Option<(String, bool)> {
     let name = meta.name.as_deref()?.strip_suffix(suffix)?;
-    Some((name.to_string(), bit))
+    Some((name.to_string(), true))
 }
 
-/// A metadata watch of one kind in the test namespace, as (InferenceService, bit, present).
+/// A metadata watch of one kind in the test namespace, as (InferenceService, `bit`, whether it
+/// holds): `holds` names the InferenceService of an object and says whether the object counts;
+/// a deleted one does not.
 fn watch_bits<K>(
     api: Api<PartialObjectMeta<K>>,
-    bit_of: impl Fn(&kube::api::ObjectMeta) -> Option<(String, u8)> + Send + 'static,
+    bit: u8,
+    holds: impl Fn(&kube::api::ObjectMeta) -> Option<(String, bool)> + Send + 'static,
 ) -> futures::stream::BoxStream<'static, (String, u8, bool)>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
@@ -69,9 +72,9 @@ where
         .filter_map(move |event| {
             let update = match event {
                 Ok(Event::Apply(o) | Event::InitApply(o)) => {
-                    bit_of(&o.metadata).map(|(n, b)| (n, b, true))
+                    holds(&o.metadata).map(|(n, held)| (n, bit, held))
                 }
-                Ok(Event::Delete(o)) => bit_of(&o.metadata).map(|(n, b)| (n, b, false)),
+                Ok(Event::Delete(o)) => holds(&o.metadata).map(|(n, _)| (n, bit, false)),
                 // The watcher retries by itself; a relist re-applies what exists.
                 _ => None,
             };
@@ -90,7 +93,7 @@ fn track_converged(t: &TestContext) -> tokio::sync::watch::Receiver<usize> {
             .finalizers
             .as_ref()
             .is_some_and(|f| f.iter().any(|x| x == "odh.inferenceservice.finalizers"));
-        Some((m.name.clone()?, if has { FINALIZER } else { 0 }))
+        Some((m.name.clone()?, has))
     };
     let updates = futures::stream::select_all([
         watch_bits(
@@ -99,15 +102,18 @@ fn track_converged(t: &TestContext) -> tokio::sync::watch::Receiver<usize> {
                 ("serving.kserve.io", "v1beta1", "InferenceService"),
                 "inferenceservices",
             ),
+            FINALIZER,
             finalizer,
         ),
         watch_bits(
             Api::<PartialObjectMeta<ConfigMap>>::namespaced(t.client.clone(), &t.namespace),
-            |m| owner_bit(m, "-metrics-dashboard", DASHBOARD),
+            DASHBOARD,
+            |m| named_for(m, "-metrics-dashboard"),
         ),
         watch_bits(
             Api::<PartialObjectMeta<Service>>::namespaced(t.client.clone(), &t.namespace),
-            |m| owner_bit(m, "-metrics", METRICS_SERVICE),
+            METRICS_SERVICE,
+            |m| named_for(m, "-metrics"),
         ),
         watch_bits(
             dynamic_metadata(
@@ -115,7 +121,8 @@ fn track_converged(t: &TestContext) -> tokio::sync::watch::Receiver<usize> {
                 ("monitoring.coreos.com", "v1", "ServiceMonitor"),
                 "servicemonitors",
             ),
-            |m| owner_bit(m, "-metrics", SERVICE_MONITOR),
+            SERVICE_MONITOR,
+            |m| named_for(m, "-metrics"),
         ),
     ]);
     let (tx, rx) = tokio::sync::watch::channel(0);
@@ -123,14 +130,10 @@ fn track_converged(t: &TestContext) -> tokio::sync::watch::Receiver<usize> {
         let mut bits: HashMap<String, u8> = HashMap::new();
         let mut converged = 0usize;
         let mut updates = updates;
-        while let Some((name, bit, present)) = updates.next().await {
+        while let Some((name, bit, holds)) = updates.next().await {
             let entry = bits.entry(name).or_default();
             let before = *entry == CONVERGED;
-            // The InferenceService's own events carry the finalizer bit or none.
-            if bit == FINALIZER || bit == 0 {
-                *entry &= !FINALIZER;
-            }
-            if present {
+            if holds {
                 *entry |= bit;
             } else {
                 *entry &= !bit;

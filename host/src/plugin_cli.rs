@@ -108,12 +108,7 @@ pub fn precompile(args: &PrecompileArgs) -> Result<Value, EvalError> {
         let (_, sha) = result.map_err(|e| usage(e.context(format!("compiling {name}"))))?;
         compiled.insert(name.to_string(), json!({ "sha256": sha }));
     }
-    let files = std::fs::read_dir(&args.out)
-        .map_err(usage)?
-        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
-        .filter(|f| f.ends_with(".cwasm"))
-        .count();
-    Ok(json!({ "dir": args.out, "plugins": compiled, "files": files }))
+    Ok(json!({ "dir": args.out, "plugins": compiled }))
 }
 
 fn engine() -> anyhow::Result<PluginEngine> {
