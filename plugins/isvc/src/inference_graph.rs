@@ -7,9 +7,9 @@
 //! Upstream's InferenceGraph controller is not registered in production (a no-op built only by
 //! its tests), so there is none here.
 
+use odh_go_compat::strconv::quote_narrow;
+use odh_go_compat::url;
 use odh_plugin_sdk::{AdmissionDecision, AdmissionRequest, Error, Object, Value};
-
-use crate::go_url;
 
 pub const VALIDATING_PATH: &str = "/validate-serving-kserve-io-v1alpha1-inferencegraph";
 pub const MUTATING_PATH: &str = "/mutate-serving-kserve-io-v1alpha1-inferencegraph";
@@ -81,7 +81,7 @@ pub fn field_errors(graph: &Object, namespace: &str, cluster_domain: &str) -> Ve
             if let Err(detail) = check_service_url(url, namespace, cluster_domain) {
                 errors.push(format!(
                     "spec.nodes[{name}].steps[{i}].serviceUrl: Invalid value: {}: {detail}",
-                    go_url::go_quote(url)
+                    quote_narrow(url)
                 ));
             }
         }
@@ -91,7 +91,7 @@ pub fn field_errors(graph: &Object, namespace: &str, cluster_domain: &str) -> Ve
 
 /// Why a step's `serviceUrl` is refused, if it is.
 pub fn check_service_url(url: &str, namespace: &str, cluster_domain: &str) -> Result<(), String> {
-    let host = go_url::hostname(url).map_err(|e| format!("error when parsing serviceUrl: {e}"))?;
+    let host = url::hostname(url).map_err(|e| format!("error when parsing serviceUrl: {e}"))?;
     let domain_suffix = format!(".svc.{cluster_domain}");
     if !(host.ends_with(".svc") || host.ends_with(&domain_suffix)) {
         return Err("using public hostnames is not allowed".into());

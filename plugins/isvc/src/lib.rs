@@ -5,7 +5,6 @@
 
 pub mod auth_delegator;
 pub mod dashboard;
-mod go_url;
 pub mod inference_graph;
 pub mod keda;
 pub mod metrics;

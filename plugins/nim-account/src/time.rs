@@ -48,56 +48,15 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// A Go `time.ParseDuration` text in whole seconds (rounded up, so a positive rate never
-/// becomes zero), or none when it does not parse. Negative durations parse as negative.
-pub fn parse_go_duration(text: &str) -> Option<f64> {
-    let (negative, mut rest) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if rest == "0" {
-        return Some(0.0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total = 0.0;
-    while !rest.is_empty() {
-        let digits = rest
-            .bytes()
-            .take_while(|b| b.is_ascii_digit() || *b == b'.')
-            .count();
-        if digits == 0 || rest[..digits] == *"." {
-            return None;
-        }
-        let value: f64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .bytes()
-            .take_while(|b| !b.is_ascii_digit() && *b != b'.')
-            .count();
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += value * scale;
-    }
-    Some(if negative { -total } else { total })
-}
-
-/// A refresh rate in seconds: the spec's text, or 24 h when it is empty or does not parse (as
-/// upstream falls back).
+/// A refresh rate in whole seconds: the spec's text read as Go's `time.ParseDuration` reads it,
+/// rounded up (so a positive rate never becomes zero; a negative one stays negative), or 24 h
+/// when it is empty or does not parse (as upstream falls back).
 pub fn refresh_rate_secs(text: &str) -> i64 {
-    match parse_go_duration(text) {
-        Some(secs) => secs.ceil() as i64,
-        None => DEFAULT_REFRESH_SECS as i64,
+    const NANOS_PER_SEC: i64 = 1_000_000_000;
+    match odh_go_compat::time::parse_duration(text) {
+        Ok(nanos) if nanos % NANOS_PER_SEC > 0 => nanos / NANOS_PER_SEC + 1,
+        Ok(nanos) => nanos / NANOS_PER_SEC,
+        Err(_) => DEFAULT_REFRESH_SECS as i64,
     }
 }
 
@@ -131,5 +90,8 @@ mod tests {
         assert_eq!(refresh_rate_secs("a day"), 86_400);
         assert_eq!(refresh_rate_secs("10"), 86_400);
         assert_eq!(refresh_rate_secs("0"), 0);
+        assert_eq!(refresh_rate_secs("1ns"), 1);
+        assert_eq!(refresh_rate_secs("-1.5s"), -1);
+        assert_eq!(refresh_rate_secs("1.1h"), 3_960);
     }
 }

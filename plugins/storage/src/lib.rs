@@ -5,13 +5,12 @@
 //!   `odh-trusted-ca-bundle` and `openshift-service-ca.crt`; a change deletes a managed
 //!   `storage-config` so that it is rebuilt ([`ca_bundle`]).
 //! * `secret`: the Secret `storage-config`, one JSON document per data connection, encoded as
-//!   Go's `encoding/json` does ([`storage_config`], [`go_json`]).
+//!   Go's `encoding/json` does ([`storage_config`], `odh_go_compat::json`).
 //!
 //! Neither controller owns what it writes (no owner references, as upstream): the objects are
 //! per namespace, made from several sources.
 
 pub mod ca_bundle;
-pub mod go_json;
 pub mod names;
 pub mod storage_config;
 

@@ -8,10 +8,10 @@ use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{Error, Object, Outcome, Plan, ReconcileRequest, Value, base64};
 
 use crate::ca_bundle::is_managed;
-use crate::go_json::encode_string_map;
 use crate::names::{
     CA_BUNDLE, CA_BUNDLE_KEY, CONNECTION_TYPE, DATA_CONNECTIONS, RAY_SECRETS, STORAGE_CONFIG,
 };
+use odh_go_compat::json::encode_string_map;
 use odh_kinds::claim::claim_and_delete;
 
 /// The event filter: a managed Secret other than the Ray TLS ones. A Secret that is gone

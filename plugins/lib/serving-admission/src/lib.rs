@@ -26,7 +26,6 @@
 //! webhook answers with the inner API status in that case.
 
 pub mod connections;
-mod go_url;
 pub mod hardware_profile;
 pub mod quantity;
 

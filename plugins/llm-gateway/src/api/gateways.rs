@@ -17,11 +17,11 @@
 //! (with `GATEWAY_LABEL_SELECTOR`), the namespace's labels when some listener selects by
 //! label, and one entry per (gateway, listener) whose `allowedRoutes` admit `<ns>`.
 
+use odh_go_compat::json as go_json;
 use odh_kinds::gvk;
 use odh_plugin_sdk::caller::AccessAttributes;
 use odh_plugin_sdk::{ApiRequest, ApiResponse, Ctx, Error, Object, Value, log};
 
-use super::go_json;
 use crate::listeners::{listener_allows_namespace, listeners, needs_namespace_labels};
 use crate::settings::Settings;
 
@@ -47,18 +47,18 @@ impl GatewayRef {
     pub fn to_json(&self) -> String {
         let mut out = format!(
             "{{\"name\":{},\"namespace\":{},\"listener\":{},\"status\":{}",
-            go_json::string(&self.name),
-            go_json::string(&self.namespace),
-            go_json::string(&self.listener),
-            go_json::string(self.status),
+            go_json::string_before_go_1_22(&self.name),
+            go_json::string_before_go_1_22(&self.namespace),
+            go_json::string_before_go_1_22(&self.listener),
+            go_json::string_before_go_1_22(self.status),
         );
         if !self.display_name.is_empty() {
             out.push_str(",\"displayName\":");
-            out.push_str(&go_json::string(&self.display_name));
+            out.push_str(&go_json::string_before_go_1_22(&self.display_name));
         }
         if !self.description.is_empty() {
             out.push_str(",\"description\":");
-            out.push_str(&go_json::string(&self.description));
+            out.push_str(&go_json::string_before_go_1_22(&self.description));
         }
         out.push('}');
         out

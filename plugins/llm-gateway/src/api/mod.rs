@@ -4,9 +4,9 @@
 //! and `/readyz`, and adds the security headers; everything the routes decide is here.
 
 pub mod gateways;
-pub mod go_json;
 pub mod samples;
 
+use odh_go_compat::json as go_json;
 use odh_kinds::gvk;
 use odh_plugin_sdk::{ApiRequest, ApiResponse, ApiRoute, Ctx, Error, Manifest};
 
@@ -55,7 +55,7 @@ fn not_found() -> ApiResponse {
 pub fn error(status: u16, message: &str) -> ApiResponse {
     json(
         status,
-        format!("{{\"error\":{}}}", go_json::string(message)),
+        format!("{{\"error\":{}}}", go_json::string_before_go_1_22(message)),
     )
 }
 

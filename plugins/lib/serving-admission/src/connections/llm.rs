@@ -5,6 +5,7 @@
 //! Only `spec.model.uri` and `spec.template.{serviceAccountName, imagePullSecrets}` are ever
 //! touched.
 
+use odh_go_compat::url;
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::json::{existing_object_mut, object_mut, str_at};
 use odh_plugin_sdk::serde_json::Map;
@@ -15,7 +16,6 @@ use super::{
     service_account, uri_value, validate_connection,
 };
 use crate::IsvcAdmission;
-use crate::go_url;
 
 const TEMPLATE: [&str; 2] = ["spec", "template"];
 
@@ -87,7 +87,7 @@ pub fn inject_llm_inference_service(
                     info.secret_name
                 )));
             }
-            go_url::parse(&uri).map_err(|e| {
+            url::check(&uri).map_err(|e| {
                 Error::Denied(format!(
                     "invalid URI {} from secret {}: {e}",
                     go::quote(&uri),
@@ -105,7 +105,7 @@ pub fn inject_llm_inference_service(
                 );
             }
             let uri = s3_uri(&connection.secret, info)?;
-            go_url::parse(&uri)
+            url::check(&uri)
                 .map_err(|e| Error::Denied(format!("invalid S3 URI {}: {e}", go::quote(&uri))))?;
             set_model_uri(llmisvc, uri);
         }
