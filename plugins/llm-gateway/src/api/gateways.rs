@@ -18,12 +18,13 @@
 //! label, and one entry per (gateway, listener) whose `allowedRoutes` admit `<ns>`.
 
 use odh_go_compat::json as go_json;
+pub use odh_go_compat::validation::is_dns1123_label;
 use odh_kinds::gvk;
 use odh_plugin_sdk::caller::AccessAttributes;
 use odh_plugin_sdk::{ApiRequest, ApiResponse, Ctx, Error, Object, Value, log};
 
 use crate::listeners::{listener_allows_namespace, listeners, needs_namespace_labels};
-use crate::settings::Settings;
+use crate::settings::{Settings, gateway_label_selector};
 
 /// `openshift.io/display-name`: a gateway's `displayName`.
 pub const DISPLAY_NAME_ANNOTATION: &str = "openshift.io/display-name";
@@ -89,18 +90,6 @@ pub fn handle(request: &ApiRequest, cx: &Ctx<Settings>) -> ApiResponse {
             super::error(500, "internal server error")
         }
     }
-}
-
-/// Whether `s` is an RFC 1123 DNS label: at most 63 characters of `[a-z0-9-]`, starting and
-/// ending with an alphanumeric character.
-pub fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty()
-        && b.len() <= 63
-        && alnum(&b[0])
-        && alnum(&b[b.len() - 1])
-        && b.iter().all(|c| alnum(c) || *c == b'-')
 }
 
 /// The access a caller needs to see `namespace`'s gateways.
@@ -196,55 +185,22 @@ pub fn status(gateway: &Object) -> &'static str {
 }
 
 /// `GATEWAY_LABEL_SELECTOR` (`key=value` pairs, comma-separated; pairs trimmed, empty ones
-/// skipped) as an equality label selector; none when unset or empty. The host checks the
-/// variable's keys and values with upstream's messages before it serves; a malformed value
-/// that reaches the plugin anyway (an admin's settings override) fails discovery.
+/// skipped) as an equality label selector; none when unset or empty. The settings' validation
+/// refuses a malformed value with the same message before a version of the plugin goes live
+/// ([`gateway_label_selector`]); one that reaches discovery anyway fails it.
 pub fn label_selector(raw: Option<&str>) -> Result<Option<String>, String> {
-    let Some(raw) = raw.filter(|r| !r.is_empty()) else {
-        return Ok(None);
-    };
-    let mut pairs = Vec::new();
-    for pair in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match pair.split_once('=') {
-            Some((key, value)) if !key.is_empty() && !value.is_empty() => {
-                pairs.push(format!("{key}={value}"));
-            }
-            _ => {
-                return Err(format!(
-                    "invalid GATEWAY_LABEL_SELECTOR: invalid label {}: must be key=value",
-                    odh_plugin_sdk::go::quote(pair)
-                ));
-            }
-        }
-    }
-    if pairs.is_empty() {
-        return Err("invalid GATEWAY_LABEL_SELECTOR: empty label selector".into());
-    }
-    Ok(Some(pairs.join(",")))
+    Ok(gateway_label_selector(raw)?.map(|pairs| {
+        pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dns1123_labels() {
-        for ok in ["a", "my-project", "0ns", &"a".repeat(63)] {
-            assert!(is_dns1123_label(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "INVALID_NS",
-            "-a",
-            "a-",
-            "a.b",
-            "Ab",
-            &"a".repeat(64),
-            "a b",
-        ] {
-            assert!(!is_dns1123_label(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn selectors() {
