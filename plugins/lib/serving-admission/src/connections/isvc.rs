@@ -9,8 +9,8 @@ use odh_plugin_sdk::serde_json::Map;
 use odh_plugin_sdk::{Error, Operation, Value, json};
 
 use super::{
-    Action, Connection, ConnectionInfo, ConnectionKind, determine_action, old_connection,
-    service_account, uri_value, validate_connection,
+    Action, Connection, ConnectionInfo, ConnectionKind, add_pull_secret, decide,
+    remove_pull_secret, remove_service_account, service_accounts, set_service_account, uri_value,
 };
 use odh_plugin_sdk::json::{as_object, existing_object_mut, object_mut, str_at};
 
@@ -26,25 +26,14 @@ pub fn default_inference_service(
     admission: &IsvcAdmission,
     cluster: &dyn Cluster,
 ) -> Result<Vec<Value>, Error> {
-    let (op, old, namespace) = (admission.operation, admission.old, admission.namespace);
-    let update = matches!(op, Operation::Update);
-    let new = validate_connection(cluster, isvc, namespace)?;
-    let old_info = if update {
-        old_connection(cluster, old, namespace)?
-    } else {
-        ConnectionInfo::default()
-    };
-    let new_info = new.as_ref().map(|c| c.info.clone()).unwrap_or_default();
-    let action = determine_action(op, &old_info, &new_info);
+    let (action, old_info, new) = decide(isvc, admission, cluster)?;
     if matches!(action, Action::Remove | Action::Replace) {
         cleanup_inference_service(isvc, &old_info);
     }
-    let mut side_effects = Vec::new();
+    let side_effects = service_accounts(action, new.as_ref(), admission);
     if let (Action::Inject | Action::Replace, Some(connection)) = (action, &new) {
-        if connection.info.kind() == Some(ConnectionKind::S3) && !admission.dry_run {
-            side_effects.push(service_account(&connection.info.secret_name, namespace));
-        }
-        inject_inference_service(isvc, connection, old.filter(|_| update))?;
+        let update = matches!(admission.operation, Operation::Update);
+        inject_inference_service(isvc, connection, admission.old.filter(|_| update))?;
     }
     Ok(side_effects)
 }
@@ -60,36 +49,14 @@ pub fn inject_inference_service(
     let info = &connection.info;
     match info.kind() {
         Some(ConnectionKind::Oci) => {
-            let predictor = object_mut(isvc, &PREDICTOR);
-            let secrets = predictor.entry("imagePullSecrets").or_insert(json!([]));
-            if !secrets.is_array() {
-                *secrets = json!([]);
-            }
-            let secrets = secrets.as_array_mut().expect("just made an array");
-            if !secrets
-                .iter()
-                .any(|s| pull_secret_name(s) == info.secret_name)
-            {
-                secrets.push(json!({"name": info.secret_name}));
-            }
+            add_pull_secret(object_mut(isvc, &PREDICTOR), &info.secret_name);
         }
         Some(ConnectionKind::Uri) => {
             let uri = uri_value(&connection.secret)?;
             model_mut(isvc).insert("storageUri".into(), uri.into());
         }
         Some(ConnectionKind::S3) => {
-            let predictor = object_mut(isvc, &PREDICTOR);
-            if predictor
-                .get("serviceAccountName")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .is_empty()
-            {
-                predictor.insert(
-                    "serviceAccountName".into(),
-                    info.service_account_name().into(),
-                );
-            }
+            set_service_account(object_mut(isvc, &PREDICTOR), info);
             let old_path = old
                 .map(|o| str_at(o, &["spec", "predictor", "model", "storage", "path"]))
                 .unwrap_or_default();
@@ -131,11 +98,8 @@ pub fn cleanup_inference_service(isvc: &mut Value, old: &ConnectionInfo) {
     if oci {
         remove_pull_secret(predictor, &old.secret_name);
     }
-    if s3
-        && predictor.get("serviceAccountName").and_then(Value::as_str)
-            == Some(old.service_account_name().as_str())
-    {
-        predictor.remove("serviceAccountName");
+    if s3 {
+        remove_service_account(predictor, old);
     }
     if let Some(model) = predictor.get_mut("model").and_then(Value::as_object_mut) {
         if uri {
@@ -145,32 +109,6 @@ pub fn cleanup_inference_service(isvc: &mut Value, old: &ConnectionInfo) {
             model.remove("storage");
         }
     }
-}
-
-/// Drops the entries named `secret_name` (all of them when the name is empty, which only a
-/// direct call can ask for); an emptied list is removed.
-fn remove_pull_secret(predictor: &mut Map<String, Value>, secret_name: &str) {
-    if secret_name.is_empty() {
-        predictor.remove("imagePullSecrets");
-        return;
-    }
-    let Some(secrets) = predictor
-        .get_mut("imagePullSecrets")
-        .and_then(Value::as_array_mut)
-    else {
-        return;
-    };
-    secrets.retain(|s| pull_secret_name(s) != secret_name);
-    if secrets.is_empty() {
-        predictor.remove("imagePullSecrets");
-    }
-}
-
-fn pull_secret_name(entry: &Value) -> &str {
-    entry
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 /// `spec.predictor.model`, created empty when absent. (Go's typed round trip would also add

@@ -7,13 +7,13 @@
 
 use odh_go_compat::url;
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::json::{existing_object_mut, object_mut, str_at};
-use odh_plugin_sdk::serde_json::Map;
-use odh_plugin_sdk::{Error, Operation, Value, go, json};
+use odh_plugin_sdk::json::{existing_object_mut, object_mut};
+use odh_plugin_sdk::{Error, Value, go};
 
 use super::{
-    Action, Connection, ConnectionInfo, ConnectionKind, determine_action, old_connection, s3_uri,
-    service_account, uri_value, validate_connection,
+    Action, Connection, ConnectionInfo, ConnectionKind, add_pull_secret, decide,
+    remove_pull_secret, remove_service_account, s3_uri, service_accounts, set_service_account,
+    uri_value,
 };
 use crate::IsvcAdmission;
 
@@ -29,28 +29,16 @@ pub fn default_llm_inference_service(
     admission: &IsvcAdmission,
     cluster: &dyn Cluster,
 ) -> Result<Vec<Value>, (Vec<Value>, Error)> {
-    let fail = |e| (Vec::new(), e);
-    let (op, namespace) = (admission.operation, admission.namespace);
-    let update = matches!(op, Operation::Update);
-    let new = validate_connection(cluster, llmisvc, namespace).map_err(fail)?;
-    let old_info = if update {
-        old_connection(cluster, admission.old, namespace).map_err(fail)?
-    } else {
-        ConnectionInfo::default()
-    };
-    let new_info = new.as_ref().map(|c| c.info.clone()).unwrap_or_default();
-    let action = determine_action(op, &old_info, &new_info);
+    let (action, old_info, new) =
+        decide(llmisvc, admission, cluster).map_err(|e| (Vec::new(), e))?;
     if matches!(action, Action::Remove | Action::Replace) {
         cleanup_llm_inference_service(llmisvc, &old_info);
     }
-    let mut side_effects = Vec::new();
-    if let (Action::Inject | Action::Replace, Some(connection)) = (action, &new) {
-        if connection.info.kind() == Some(ConnectionKind::S3) && !admission.dry_run {
-            side_effects.push(service_account(&connection.info.secret_name, namespace));
-        }
-        if let Err(e) = inject_llm_inference_service(llmisvc, connection) {
-            return Err((side_effects, e));
-        }
+    let side_effects = service_accounts(action, new.as_ref(), admission);
+    if let (Action::Inject | Action::Replace, Some(connection)) = (action, &new)
+        && let Err(e) = inject_llm_inference_service(llmisvc, connection)
+    {
+        return Err((side_effects, e));
     }
     Ok(side_effects)
 }
@@ -63,18 +51,7 @@ pub fn inject_llm_inference_service(
     let info = &connection.info;
     match info.kind() {
         Some(ConnectionKind::Oci) => {
-            let template = object_mut(llmisvc, &TEMPLATE);
-            let secrets = template.entry("imagePullSecrets").or_insert(json!([]));
-            if !secrets.is_array() {
-                *secrets = json!([]);
-            }
-            let secrets = secrets.as_array_mut().expect("just made an array");
-            if !secrets
-                .iter()
-                .any(|s| pull_secret_name(s) == info.secret_name)
-            {
-                secrets.push(json!({"name": info.secret_name}));
-            }
+            add_pull_secret(object_mut(llmisvc, &TEMPLATE), &info.secret_name);
         }
         Some(ConnectionKind::Uri) => {
             let uri = uri_value(&connection.secret)?;
@@ -97,13 +74,7 @@ pub fn inject_llm_inference_service(
             set_model_uri(llmisvc, uri);
         }
         Some(ConnectionKind::S3) => {
-            let template = object_mut(llmisvc, &TEMPLATE);
-            if str_at(&Value::Object(template.clone()), &["serviceAccountName"]).is_empty() {
-                template.insert(
-                    "serviceAccountName".into(),
-                    info.service_account_name().into(),
-                );
-            }
+            set_service_account(object_mut(llmisvc, &TEMPLATE), info);
             let uri = s3_uri(&connection.secret, info)?;
             url::check(&uri)
                 .map_err(|e| Error::Denied(format!("invalid S3 URI {}: {e}", go::quote(&uri))))?;
@@ -127,11 +98,8 @@ pub fn cleanup_llm_inference_service(llmisvc: &mut Value, old: &ConnectionInfo) 
         },
     };
     if let Some(template) = existing_object_mut(llmisvc, &TEMPLATE) {
-        if s3
-            && template.get("serviceAccountName").and_then(Value::as_str)
-                == Some(old.service_account_name().as_str())
-        {
-            template.remove("serviceAccountName");
+        if s3 {
+            remove_service_account(template, old);
         }
         if oci {
             remove_pull_secret(template, &old.secret_name);
@@ -151,30 +119,4 @@ pub fn cleanup_llm_inference_service(llmisvc: &mut Value, old: &ConnectionInfo) 
 
 fn set_model_uri(llmisvc: &mut Value, uri: String) {
     object_mut(llmisvc, &["spec", "model"]).insert("uri".into(), uri.into());
-}
-
-/// Drops the entries named `secret_name` (all of them for an empty name); an emptied list is
-/// removed (Go omits it when empty).
-fn remove_pull_secret(template: &mut Map<String, Value>, secret_name: &str) {
-    if secret_name.is_empty() {
-        template.remove("imagePullSecrets");
-        return;
-    }
-    let Some(secrets) = template
-        .get_mut("imagePullSecrets")
-        .and_then(Value::as_array_mut)
-    else {
-        return;
-    };
-    secrets.retain(|s| pull_secret_name(s) != secret_name);
-    if secrets.is_empty() {
-        template.remove("imagePullSecrets");
-    }
-}
-
-fn pull_secret_name(entry: &Value) -> &str {
-    entry
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }

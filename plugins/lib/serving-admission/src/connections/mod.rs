@@ -9,7 +9,11 @@ pub mod isvc;
 pub mod llm;
 mod secret;
 
-use odh_plugin_sdk::Operation;
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::serde_json::Map;
+use odh_plugin_sdk::{Error, Operation, Value, json};
+
+use crate::Admission;
 
 pub use isvc::{cleanup_inference_service, default_inference_service, inject_inference_service};
 pub use secret::{
@@ -100,6 +104,104 @@ pub fn determine_action(op: Operation, old: &ConnectionInfo, new: &ConnectionInf
         }
         (true, true) if new.type_ == "s3" && old.path != new.path => Action::Replace,
         (true, true) => Action::None,
+    }
+}
+
+/// The part of the ConnectionsAPI step both kinds share: the new connection (validated), the
+/// old one (UPDATE only), and the action they call for.
+fn decide(
+    workload: &Value,
+    admission: &Admission,
+    cluster: &dyn Cluster,
+) -> Result<(Action, ConnectionInfo, Option<Connection>), Error> {
+    let (op, namespace) = (admission.operation, admission.namespace);
+    let new = validate_connection(cluster, workload, namespace)?;
+    let old_info = if matches!(op, Operation::Update) {
+        old_connection(cluster, admission.old, namespace)?
+    } else {
+        ConnectionInfo::default()
+    };
+    let new_info = new.as_ref().map(|c| c.info.clone()).unwrap_or_default();
+    Ok((determine_action(op, &old_info, &new_info), old_info, new))
+}
+
+/// The ServiceAccounts an injection asks for: one for a new S3 connection, none on a dry run.
+fn service_accounts(action: Action, new: Option<&Connection>, admission: &Admission) -> Vec<Value> {
+    match (action, new) {
+        (Action::Inject | Action::Replace, Some(connection))
+            if connection.info.kind() == Some(ConnectionKind::S3) && !admission.dry_run =>
+        {
+            vec![service_account(
+                &connection.info.secret_name,
+                admission.namespace,
+            )]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Adds `{name: secret_name}` to the pod spec's `imagePullSecrets` unless an entry has that
+/// name (a list that is not one is replaced).
+fn add_pull_secret(pod_spec: &mut Map<String, Value>, secret_name: &str) {
+    let secrets = pod_spec.entry("imagePullSecrets").or_insert(json!([]));
+    if !secrets.is_array() {
+        *secrets = json!([]);
+    }
+    let secrets = secrets.as_array_mut().expect("just made an array");
+    if !secrets.iter().any(|s| pull_secret_name(s) == secret_name) {
+        secrets.push(json!({"name": secret_name}));
+    }
+}
+
+/// Drops the pod spec's `imagePullSecrets` entries named `secret_name` (all of them when the
+/// name is empty, which only a direct call can ask for); an emptied list is removed (Go omits
+/// it when empty).
+fn remove_pull_secret(pod_spec: &mut Map<String, Value>, secret_name: &str) {
+    if secret_name.is_empty() {
+        pod_spec.remove("imagePullSecrets");
+        return;
+    }
+    let Some(secrets) = pod_spec
+        .get_mut("imagePullSecrets")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    secrets.retain(|s| pull_secret_name(s) != secret_name);
+    if secrets.is_empty() {
+        pod_spec.remove("imagePullSecrets");
+    }
+}
+
+fn pull_secret_name(entry: &Value) -> &str {
+    entry
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// Sets the pod spec's `serviceAccountName` to the connection's `<secret>-sa` unless it names
+/// one already.
+fn set_service_account(pod_spec: &mut Map<String, Value>, info: &ConnectionInfo) {
+    let current = pod_spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if current.is_empty() {
+        pod_spec.insert(
+            "serviceAccountName".into(),
+            info.service_account_name().into(),
+        );
+    }
+}
+
+/// Removes the pod spec's `serviceAccountName` when it is still the injected `<secret>-sa` of
+/// `old`.
+fn remove_service_account(pod_spec: &mut Map<String, Value>, old: &ConnectionInfo) {
+    if pod_spec.get("serviceAccountName").and_then(Value::as_str)
+        == Some(old.service_account_name().as_str())
+    {
+        pod_spec.remove("serviceAccountName");
     }
 }
 

@@ -5,15 +5,12 @@ use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{Error, Operation, Value};
 
 use super::{
-    apply_kueue_label, apply_node_scheduling, apply_resources, clear_node_scheduling,
-    profile_changed, profile_ref, remove_kueue_label, remove_node_scheduling, resolve,
+    apply_kueue_label, apply_node_scheduling, apply_resources, forget_switched_profile,
+    own_namespace, profile_changed, profile_ref, remove_profile, resolve, stamp_profile_namespace,
 };
-use odh_plugin_sdk::json::{
-    annotation, existing_object_mut, object_mut, remove_metadata_entry, set_metadata_entry, str_at,
-};
+use odh_plugin_sdk::json::{existing_object_mut, object_mut};
 
 use crate::IsvcAdmission;
-use odh_kinds::annotation::HARDWARE_PROFILE_NAMESPACE as ANNOTATION_NAMESPACE;
 
 const PREDICTOR: [&str; 2] = ["spec", "predictor"];
 
@@ -29,35 +26,21 @@ pub fn default_inference_service(
     cluster: &dyn Cluster,
 ) -> Result<Vec<String>, Error> {
     let (op, old) = (admission.operation, admission.old);
-    let own_namespace = match str_at(isvc, &["metadata", "namespace"]) {
-        "" => admission.namespace,
-        ns => ns,
-    }
-    .to_string();
+    let own_namespace = own_namespace(isvc, admission);
     let (name, profile_namespace) = profile_ref(isvc, &own_namespace);
     if name.is_empty() {
         if matches!(op, Operation::Update) {
-            return Ok(remove_profile(isvc, old, cluster));
+            return Ok(remove_profile(isvc, old, cluster, &PREDICTOR));
         }
         return Ok(Vec::new());
     }
     let Some(profile) = resolve(cluster, &name, &profile_namespace)? else {
         return Ok(Vec::new());
     };
-    if annotation(isvc, ANNOTATION_NAMESPACE).is_empty() {
-        set_metadata_entry(
-            isvc,
-            "annotations",
-            ANNOTATION_NAMESPACE,
-            &profile_namespace,
-        );
-    }
+    stamp_profile_namespace(isvc, &profile_namespace);
     let changed = profile_changed(op, old, &name, &profile_namespace);
     if changed {
-        if let Some(predictor) = existing_object_mut(isvc, &PREDICTOR) {
-            clear_node_scheduling(predictor);
-        }
-        remove_kueue_label(isvc);
+        forget_switched_profile(isvc, &PREDICTOR);
     }
     if let Some(model) = existing_object_mut(isvc, &["spec", "predictor", "model"]) {
         apply_resources(model, &profile);
@@ -74,32 +57,4 @@ pub fn default_inference_service(
     Ok(predictor
         .map(|p| apply_node_scheduling(p, &profile, &name, changed))
         .unwrap_or_default())
-}
-
-/// The annotation was removed on UPDATE: undo what the old profile injected where it can still
-/// be recognised. If the old profile cannot be read any more, only the namespace annotation is
-/// dropped and the request is admitted (a warning says why). Injected resources stay.
-fn remove_profile(isvc: &mut Value, old: Option<&Value>, cluster: &dyn Cluster) -> Vec<String> {
-    let Some(old) = old.filter(|o| o.is_object()) else {
-        return Vec::new();
-    };
-    let (old_name, old_namespace) = profile_ref(old, str_at(old, &["metadata", "namespace"]));
-    let mut warnings = Vec::new();
-    match resolve(cluster, &old_name, &old_namespace) {
-        Ok(None) => return warnings,
-        Ok(Some(profile)) => {
-            if let Some(predictor) = existing_object_mut(isvc, &PREDICTOR) {
-                remove_node_scheduling(predictor, &profile);
-            }
-            if profile.kueue_queue.is_some() {
-                remove_kueue_label(isvc);
-            }
-        }
-        Err(e) => warnings.push(format!(
-            "could not fetch old HardwareProfile {old_namespace}/{old_name} for cleanup, its scheduling may remain in the spec: {}",
-            e.message()
-        )),
-    }
-    remove_metadata_entry(isvc, "annotations", ANNOTATION_NAMESPACE);
-    warnings
 }

@@ -3,18 +3,14 @@
 //! object. A template whose containers include none named `main` gets nothing but a Warning
 //! Event saying why.
 
-use odh_kinds::annotation::HARDWARE_PROFILE_NAMESPACE as ANNOTATION_NAMESPACE;
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::json::{
-    annotation, as_object, existing_object_mut, object_mut, remove_metadata_entry,
-    set_metadata_entry, str_at,
-};
+use odh_plugin_sdk::json::{as_object, object_mut, str_at};
 use odh_plugin_sdk::{Error, Operation, Value, json};
 
 use super::{
     HardwareProfile, apply_kueue_label, apply_node_scheduling, apply_resources,
-    clear_node_scheduling, profile_changed, profile_ref, remove_kueue_label,
-    remove_node_scheduling, resolve,
+    forget_switched_profile, own_namespace, profile_changed, profile_ref, remove_profile, resolve,
+    stamp_profile_namespace,
 };
 use crate::IsvcAdmission;
 
@@ -39,15 +35,11 @@ pub fn default_llm_inference_service(
     now: &str,
 ) -> Result<LlmProfileOutcome, Error> {
     let (op, old) = (admission.operation, admission.old);
-    let own_namespace = match str_at(llmisvc, &["metadata", "namespace"]) {
-        "" => admission.namespace,
-        ns => ns,
-    }
-    .to_string();
+    let own_namespace = own_namespace(llmisvc, admission);
     let (name, profile_namespace) = profile_ref(llmisvc, &own_namespace);
     if name.is_empty() {
         let warnings = match op {
-            Operation::Update => remove_profile(llmisvc, old, cluster),
+            Operation::Update => remove_profile(llmisvc, old, cluster, &TEMPLATE),
             _ => Vec::new(),
         };
         return Ok(LlmProfileOutcome {
@@ -58,14 +50,7 @@ pub fn default_llm_inference_service(
     let Some(profile) = resolve(cluster, &name, &profile_namespace)? else {
         return Ok(LlmProfileOutcome::default());
     };
-    if annotation(llmisvc, ANNOTATION_NAMESPACE).is_empty() {
-        set_metadata_entry(
-            llmisvc,
-            "annotations",
-            ANNOTATION_NAMESPACE,
-            &profile_namespace,
-        );
-    }
+    stamp_profile_namespace(llmisvc, &profile_namespace);
     if lacks_main_container(llmisvc) {
         return Ok(LlmProfileOutcome {
             warnings: Vec::new(),
@@ -79,10 +64,7 @@ pub fn default_llm_inference_service(
     }
     let changed = profile_changed(op, old, &name, &profile_namespace);
     if changed {
-        if let Some(template) = existing_object_mut(llmisvc, &TEMPLATE) {
-            clear_node_scheduling(template);
-        }
-        remove_kueue_label(llmisvc);
+        forget_switched_profile(llmisvc, &TEMPLATE);
     }
     apply_main_resources(llmisvc, &profile);
     if let Some(queue) = &profile.kueue_queue {
@@ -167,32 +149,4 @@ pub fn container_mismatch_event(
             "HardwareProfile \"{profile}\" was not applied: no container named \"main\" found in spec.template.containers. Rename a container to \"main\" to enable HWP injection."
         ),
     })
-}
-
-/// The annotation was removed on UPDATE: the old profile's scheduling and queue label come out
-/// where they still match; the injected resources stay. An unreadable old profile only drops
-/// the namespace annotation (the warning says why).
-fn remove_profile(llmisvc: &mut Value, old: Option<&Value>, cluster: &dyn Cluster) -> Vec<String> {
-    let Some(old) = old.filter(|o| o.is_object()) else {
-        return Vec::new();
-    };
-    let (old_name, old_namespace) = profile_ref(old, str_at(old, &["metadata", "namespace"]));
-    let mut warnings = Vec::new();
-    match resolve(cluster, &old_name, &old_namespace) {
-        Ok(None) => return warnings,
-        Ok(Some(profile)) => {
-            if let Some(template) = existing_object_mut(llmisvc, &TEMPLATE) {
-                remove_node_scheduling(template, &profile);
-            }
-            if profile.kueue_queue.is_some() {
-                remove_kueue_label(llmisvc);
-            }
-        }
-        Err(e) => warnings.push(format!(
-            "could not fetch old HardwareProfile {old_namespace}/{old_name} for cleanup, its scheduling may remain in the spec: {}",
-            e.message()
-        )),
-    }
-    remove_metadata_entry(llmisvc, "annotations", ANNOTATION_NAMESPACE);
-    warnings
 }

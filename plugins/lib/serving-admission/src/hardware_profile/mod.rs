@@ -26,7 +26,12 @@ pub use scheduling::{
     remove_node_scheduling,
 };
 
-use odh_plugin_sdk::json::{annotation, str_at};
+use odh_plugin_sdk::cluster::Cluster;
+use odh_plugin_sdk::json::{
+    annotation, existing_object_mut, remove_metadata_entry, set_metadata_entry, str_at,
+};
+
+use crate::Admission;
 
 // The annotations naming the profile (`opendatahub.io/hardware-profile-name`, and
 // `-namespace`, which defaults to the workload's and is stamped on injection so later readers
@@ -64,6 +69,72 @@ pub fn profile_changed(
         return false;
     }
     old_name != new_name || old_namespace != new_namespace
+}
+
+/// The namespace a profile reference defaults to: the object's own, else the admission's (an
+/// object under CREATE may lack one).
+fn own_namespace(object: &Value, admission: &Admission) -> String {
+    match str_at(object, &["metadata", "namespace"]) {
+        "" => admission.namespace,
+        ns => ns,
+    }
+    .to_string()
+}
+
+/// Stamps the profile's namespace on the object unless it names one already.
+fn stamp_profile_namespace(object: &mut Value, profile_namespace: &str) {
+    if annotation(object, ANNOTATION_NAMESPACE).is_empty() {
+        set_metadata_entry(
+            object,
+            "annotations",
+            ANNOTATION_NAMESPACE,
+            profile_namespace,
+        );
+    }
+}
+
+/// A switch of profiles: the old profile's node scheduling is cleared from the pod spec at
+/// `pod_spec` (when there is one) and the Kueue label removed, so the new profile replaces
+/// rather than merges.
+fn forget_switched_profile(object: &mut Value, pod_spec: &[&str]) {
+    if let Some(spec) = existing_object_mut(object, pod_spec) {
+        clear_node_scheduling(spec);
+    }
+    remove_kueue_label(object);
+}
+
+/// The annotation was removed on UPDATE: undo what the old profile injected where it can still
+/// be recognised (its node scheduling on the pod spec at `pod_spec`, its queue label). If the
+/// old profile cannot be read any more, only the namespace annotation is dropped and the
+/// request is admitted (a warning says why). Injected resources stay.
+fn remove_profile(
+    object: &mut Value,
+    old: Option<&Value>,
+    cluster: &dyn Cluster,
+    pod_spec: &[&str],
+) -> Vec<String> {
+    let Some(old) = old.filter(|o| o.is_object()) else {
+        return Vec::new();
+    };
+    let (old_name, old_namespace) = profile_ref(old, str_at(old, &["metadata", "namespace"]));
+    let mut warnings = Vec::new();
+    match resolve(cluster, &old_name, &old_namespace) {
+        Ok(None) => return warnings,
+        Ok(Some(profile)) => {
+            if let Some(spec) = existing_object_mut(object, pod_spec) {
+                remove_node_scheduling(spec, &profile);
+            }
+            if profile.kueue_queue.is_some() {
+                remove_kueue_label(object);
+            }
+        }
+        Err(e) => warnings.push(format!(
+            "could not fetch old HardwareProfile {old_namespace}/{old_name} for cleanup, its scheduling may remain in the spec: {}",
+            e.message()
+        )),
+    }
+    remove_metadata_entry(object, "annotations", ANNOTATION_NAMESPACE);
+    warnings
 }
 
 #[cfg(test)]
