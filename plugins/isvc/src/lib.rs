@@ -16,6 +16,7 @@ pub mod settings;
 pub mod webhooks;
 
 use odh_kinds::{finalizer, gvk, selector};
+use odh_plugin_sdk::admission::Expect;
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{
     AdmissionDecision, AdmissionRequest, Controller, Ctx, Error, Manifest, Mapping, Operation,
@@ -105,53 +106,45 @@ impl Plugin for Isvc {
     }
 
     fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {
-        if let Some(bad) = undecodable(request) {
+        if let Err(bad) = request.decode_as(&EXPECT) {
             return Ok(bad);
         }
         if inference_graph::is_for(request) {
             return Ok(inference_graph::mutate());
         }
-        denial_on_error(webhooks::mutate(request, cx.cluster))
+        Ok(AdmissionDecision::or_forbidden(webhooks::mutate(
+            request, cx.cluster,
+        )))
     }
 
     fn validate(
         request: &AdmissionRequest,
         cx: &Ctx<Settings>,
     ) -> Result<AdmissionDecision, Error> {
-        if let Some(bad) = undecodable(request) {
+        if let Err(bad) = request.decode_as(&EXPECT) {
             return Ok(bad);
         }
         if inference_graph::is_for(request) {
-            return denial_on_error(inference_graph::validate(
+            return Ok(AdmissionDecision::or_forbidden(inference_graph::validate(
                 request,
                 cx.settings.cluster_domain(),
-            ));
+            )));
         }
-        denial_on_error(webhooks::validate(request, cx.settings, cx.cluster))
+        Ok(AdmissionDecision::or_forbidden(webhooks::validate(
+            request,
+            cx.settings,
+            cx.cluster,
+        )))
     }
 }
 
 odh_plugin_sdk::plugin!(Isvc);
 
-/// A request whose objects do not decode is answered 400, as controller-runtime's decoder
-/// answers it (`admission.Errored(http.StatusBadRequest, …)`), before any rule runs.
-pub fn undecodable(request: &AdmissionRequest) -> Option<AdmissionDecision> {
-    let decoded = request.object().and_then(|_| request.old_object());
-    decoded
-        .err()
-        .map(|e| AdmissionDecision::deny_with_code(e.message(), 400))
-}
-
-/// Upstream's webhooks deny with 403 and the bare error text whatever went wrong (a failed
-/// read included), rather than failing the call.
-pub fn denial_on_error(
-    result: Result<AdmissionDecision, Error>,
-) -> Result<AdmissionDecision, Error> {
-    match result {
-        Err(e) => Ok(AdmissionDecision::deny_with_code(e.message(), 403)),
-        ok => ok,
-    }
-}
+/// Both objects of every webhook's request must decode (else 400, as controller-runtime's
+/// decoder answers, before any rule runs); the webhooks serve two kinds and dispatch
+/// themselves. A rule's error is upstream's 403 with the bare text
+/// ([`AdmissionDecision::or_forbidden`]).
+const EXPECT: Expect = Expect::any().with_old_object();
 
 /// The custom mappings of §3: a ServingRuntime change concerns every InferenceService of its
 /// namespace; a managed Secret concerns the InferenceService of the same name, if any.

@@ -3,7 +3,7 @@
 
 use odh_kinds::{DscInitialization, InferenceService, gvk};
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{AdmissionDecision, AdmissionRequest, Error, Object, Operation, Ownership};
+use odh_plugin_sdk::{AdmissionDecision, AdmissionRequest, Error, Object, Operation};
 use odh_serving_admission::{IsvcAdmission, default_inference_service};
 
 use crate::settings::Settings;
@@ -99,11 +99,7 @@ pub fn mutate(
         return Ok(AdmissionDecision::allow());
     }
     let old = request.old_object()?;
-    let namespace = request
-        .namespace
-        .clone()
-        .or_else(|| isvc.namespace().map(str::to_string))
-        .unwrap_or_default();
+    let namespace = request.namespace_of(&isvc);
     let admission = IsvcAdmission {
         operation: request.operation,
         old: old.as_ref().map(Object::as_value),
@@ -112,15 +108,5 @@ pub fn mutate(
     };
     let mut object = isvc.into_value();
     let defaulted = default_inference_service(&mut object, &admission, cluster)?;
-    for w in defaulted.warnings {
-        odh_plugin_sdk::log::log(odh_plugin_sdk::log::Level::Warn, &w);
-    }
-    let mut decision = match defaulted.denied {
-        Some(e) => AdmissionDecision::deny_with_code(e.message(), 403),
-        None => AdmissionDecision::mutated(object),
-    };
-    for account in defaulted.side_effects {
-        decision = decision.side_effect(account, Ownership::None);
-    }
-    Ok(decision)
+    Ok(AdmissionDecision::from_defaulted(object, defaulted))
 }

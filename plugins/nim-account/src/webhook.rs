@@ -1,6 +1,7 @@
 //! The Account validating webhook (spec nim-process §1.14): one Account per namespace.
 
 use odh_kinds::gvk;
+use odh_plugin_sdk::admission::{Expect, Refusal};
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{AdmissionDecision, AdmissionRequest, Error, Operation};
 
@@ -10,16 +11,16 @@ pub fn validate(
     request: &AdmissionRequest,
     cluster: &dyn Cluster,
 ) -> Result<AdmissionDecision, Error> {
-    let object = match request.object() {
-        Ok(Some(object)) if object.kind() == "Account" => object,
-        Ok(object) => {
-            let kind = object.map(|o| o.kind().to_string()).unwrap_or_default();
-            return Ok(AdmissionDecision::deny_with_code(
-                format!("expected a Account object but got {kind}"),
-                400,
-            ));
+    // controller-runtime's decoding, answered with upstream's validator's own texts: the kind
+    // alone (its `%T`), the decoding error with its case, and no object is a wrong kind.
+    let wrong_kind = |kind: &str| format!("expected a Account object but got {kind}");
+    let object = match request.decode(&Expect::kind("Account", "a Account")) {
+        Ok(Some(decoded)) => decoded.object,
+        Ok(None) => return Ok(AdmissionDecision::bad_request(wrong_kind(""))),
+        Err(Refusal::WrongKind(object)) => {
+            return Ok(AdmissionDecision::bad_request(wrong_kind(object.kind())));
         }
-        Err(e) => return Ok(AdmissionDecision::deny_with_code(e.to_string(), 400)),
+        Err(Refusal::Undecodable(e)) => return Ok(AdmissionDecision::bad_request(e.to_string())),
     };
     if request.operation != Operation::Create {
         return Ok(AdmissionDecision::allow());
@@ -34,17 +35,13 @@ pub fn validate(
         .or_else(|| request.namespace.clone())
         .unwrap_or_default();
     match cluster.list(&gvk::nim_account(), Some(&namespace), None) {
-        Err(e) => Ok(AdmissionDecision::deny_with_code(
-            format!("failed to verify if there are existing Accounts with err: {e}"),
-            403,
-        )),
-        Ok(existing) if !existing.is_empty() => Ok(AdmissionDecision::deny_with_code(
-            format!(
-                "rejecting creation of Account {} in namespace {namespace} because there is already an Account created in the namespace",
-                object.name()
-            ),
-            403,
-        )),
+        Err(e) => Ok(AdmissionDecision::forbidden(format!(
+            "failed to verify if there are existing Accounts with err: {e}"
+        ))),
+        Ok(existing) if !existing.is_empty() => Ok(AdmissionDecision::forbidden(format!(
+            "rejecting creation of Account {} in namespace {namespace} because there is already an Account created in the namespace",
+            object.name()
+        ))),
         Ok(_) => Ok(AdmissionDecision::allow()),
     }
 }

@@ -11,6 +11,7 @@ pub mod script;
 pub mod settings;
 
 use odh_kinds::gvk;
+use odh_plugin_sdk::admission::Expect;
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{
     AdmissionDecision, AdmissionRequest, Ctx, Error, Manifest, Operation, Plugin, Webhook,
@@ -55,22 +56,13 @@ pub fn mutate(
     settings: &Settings,
     cluster: &dyn Cluster,
 ) -> AdmissionDecision {
-    // controller-runtime answers an object it cannot decode into a Pod with a 400.
-    let pod = match request.object() {
-        Ok(Some(pod)) => pod,
+    // controller-runtime answers an object it cannot decode into a Pod with a 400 (upstream's
+    // text says "an Pod").
+    let pod = match request.decode_as(&Expect::kind("Pod", "an Pod")) {
+        Ok(Some(decoded)) => decoded.object,
         Ok(None) => return AdmissionDecision::allow(),
-        Err(e) => return AdmissionDecision::deny_with_code(e.message(), 400),
+        Err(refused) => return refused,
     };
-    if pod.kind() != "Pod" {
-        return AdmissionDecision::deny_with_code(
-            format!(
-                "expected an Pod object but got {}, Kind={}",
-                pod.api_version(),
-                pod.kind()
-            ),
-            400,
-        );
-    }
     if !mutation::selected(&pod) || !mutation::needs_ray_tls_generator(&pod) {
         return AdmissionDecision::allow();
     }

@@ -59,6 +59,7 @@
 //! | building a reconcile outcome | [`Plan`] (steps, partial errors, requeue, metadata) |
 //! | cleanup before deletion | [`finalizer::finalizer`] |
 //! | JSON the Go way (`null` is absent, zero values) | [`json`](mod@json), [`go`], [`base64`] |
+//! | a port of a controller-runtime webhook (decode as the kind: 400; an error: 403) | [`admission`] |
 //! | serving HTTP routes | [`Plugin::routes`], [`Plugin::handle`], [`api`] |
 //! | native tests | [`testing`] (fake cluster, outcome assertions, admission cases), [`http::Fake`], [`caller::Fake`] |
 //!
@@ -93,6 +94,7 @@ pub mod bindings {
     });
 }
 
+pub mod admission;
 pub mod api;
 pub mod base64;
 pub mod caller;

@@ -65,17 +65,12 @@ impl<'a> IsvcAdmission<'a> {
     }
 }
 
-/// What defaulting an InferenceService asks for besides editing it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Defaulted {
-    /// ServiceAccounts to create (S3 connections, not on a dry run).
-    pub side_effects: Vec<Value>,
-    /// Warnings worth logging (HardwareProfile scheduling that could not be undone, ...).
-    pub warnings: Vec<String>,
-    /// The HardwareProfile step's failure: the request is denied, yet the ServiceAccounts
-    /// stand (upstream creates them before that step).
-    pub denied: Option<Error>,
-}
+/// What defaulting asks for besides editing the object: the ServiceAccounts to create (S3
+/// connections, not on a dry run) and a skipped profile's Event, the warnings worth logging
+/// (HardwareProfile scheduling that could not be undone, ...), and a failed step's denial (the
+/// side effects still stand: upstream creates them before that step). The webhooks answer it
+/// with [`AdmissionDecision::from_defaulted`](odh_plugin_sdk::AdmissionDecision::from_defaulted).
+pub use odh_plugin_sdk::admission::Defaulted;
 
 /// The InferenceService mutating webhook's defaulting: ConnectionsAPI, then HardwareProfile,
 /// both editing `isvc` in place. An InferenceService being deleted is left alone.
