@@ -8,10 +8,12 @@ pub mod ngc;
 pub mod reconcile;
 pub mod runtime_template;
 pub mod settings;
+pub mod spec;
 pub mod status;
 pub mod time;
 pub mod webhook;
 
+use odh_crd_types::account::AccountSpec;
 use odh_kinds::{gvk, selector};
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::conditions;
@@ -146,18 +148,16 @@ pub fn disable(plan: &mut Plan, account: &Object, now: &str) {
 /// namespace, as upstream's field indexes match them.
 pub fn map_event(event: &WatchEvent, cluster: &dyn Cluster) -> Result<Vec<RequestKey>, Error> {
     let object = event.object()?;
-    let field = match object.kind() {
-        "Secret" => "apiKeySecret",
-        "ConfigMap" => "modelListConfig",
+    let names: fn(&AccountSpec) -> Option<&str> = match object.kind() {
+        "Secret" => |s| s.api_key_secret.name.as_deref(),
+        "ConfigMap" if object.name().is_empty() => return Ok(Vec::new()),
+        "ConfigMap" => |s| s.model_list_config.as_ref()?.name.as_deref(),
         _ => return Ok(Vec::new()),
     };
-    if object.name().is_empty() && field == "modelListConfig" {
-        return Ok(Vec::new());
-    }
     let accounts = cluster.list_objects(&gvk::nim_account(), None, None)?;
     Ok(accounts
         .iter()
-        .filter(|a| a.str_at(&["spec", field, "name"]) == Some(object.name()))
+        .filter(|a| names(&spec::spec(a)) == Some(object.name()))
         .map(|a| request_key(a.namespace(), a.name()))
         .collect())
 }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use odh_crd_types::account::AccountSpec;
 use odh_crd_types::meta::ObjectReference;
 use odh_kinds::gvk;
 use odh_plugin_sdk::cluster::Cluster;
@@ -17,6 +18,7 @@ use crate::names::{self, message};
 use crate::ngc::{self, Runtime};
 use crate::runtime_template::{TEMPLATE_ANNOTATIONS, serving_runtime};
 use crate::settings::Settings;
+use crate::spec::spec;
 use crate::status::{self, Status, reference_to, should_update_reference};
 use crate::time::{parse_rfc3339, refresh_rate_secs};
 
@@ -50,6 +52,8 @@ pub struct Pass<'a> {
     pub settings: &'a Settings,
     pub now: String,
     pub now_secs: i64,
+    /// The Account's spec.
+    spec: AccountSpec,
     /// The status as read at the start (upstream's in-memory Account).
     initial: Status,
     /// The status as the handlers changed it.
@@ -77,6 +81,7 @@ impl<'a> Pass<'a> {
             settings,
             now: now.to_string(),
             now_secs: parse_rfc3339(now).unwrap_or(0),
+            spec: spec(account),
             initial: status.clone(),
             status,
             written: None,
@@ -172,15 +177,15 @@ impl<'a> Pass<'a> {
                 .as_deref()
                 .and_then(parse_rfc3339)
                 .unwrap_or(self.now_secs);
-            last + refresh_rate_secs(self.account.str_at(&["spec", rate]).unwrap_or_default())
+            last + refresh_rate_secs(rate)
         };
         let validation = due(
             &self.status.last_successful_validation,
-            "validationRefreshRate",
+            &self.spec.validation_refresh_rate,
         );
         let config = due(
             &self.status.last_successful_config_refresh,
-            "nimConfigRefreshRate",
+            &self.spec.nim_config_refresh_rate,
         );
         // At least a minute: a zero or negative rate must not turn into a loop of NVIDIA calls.
         let secs = (validation.min(config) - self.now_secs + 1).max(MIN_REFRESH_SECS);
@@ -238,13 +243,9 @@ impl<'a> Pass<'a> {
         if let Some(result) = &self.secret {
             return result.clone();
         }
-        let reference = self
-            .account
-            .at(&["spec", "apiKeySecret"])
-            .cloned()
-            .unwrap_or_default();
-        let name = reference["name"].as_str().unwrap_or_default().to_string();
-        let namespace = match reference["namespace"].as_str() {
+        let reference = &self.spec.api_key_secret;
+        let name = reference.name.clone().unwrap_or_default();
+        let namespace = match reference.namespace.as_deref() {
             Some(ns) if !ns.is_empty() => ns.to_string(),
             _ => self.namespace().to_string(),
         };
@@ -300,14 +301,14 @@ impl<'a> Pass<'a> {
     }
 
     fn model_list(&self) -> Result<Vec<String>, Error> {
-        let Some(reference) = self.account.at(&["spec", "modelListConfig"]) else {
+        let Some(reference) = &self.spec.model_list_config else {
             return Ok(Vec::new());
         };
-        let name = reference["name"].as_str().unwrap_or_default();
+        let name = reference.name.as_deref().unwrap_or_default();
         if name.is_empty() {
             return Ok(Vec::new());
         }
-        let namespace = match reference["namespace"].as_str() {
+        let namespace = match reference.namespace.as_deref() {
             Some(ns) if !ns.is_empty() => ns,
             _ => self.namespace(),
         };
@@ -417,11 +418,7 @@ impl<'a> Pass<'a> {
             .as_deref()
             .and_then(parse_rfc3339);
         if let (true, Some(last)) = (self.status.is_true(API_KEY_VALIDATION), last) {
-            let rate = refresh_rate_secs(
-                self.account
-                    .str_at(&["spec", "validationRefreshRate"])
-                    .unwrap_or_default(),
-            );
+            let rate = refresh_rate_secs(&self.spec.validation_refresh_rate);
             return self.now_secs - last > rate;
         }
         true
@@ -557,11 +554,7 @@ impl<'a> Pass<'a> {
             if validated.is_some_and(|v| v > refreshed) {
                 return true;
             }
-            let rate = refresh_rate_secs(
-                self.account
-                    .str_at(&["spec", "nimConfigRefreshRate"])
-                    .unwrap_or_default(),
-            );
+            let rate = refresh_rate_secs(&self.spec.nim_config_refresh_rate);
             if self.now_secs - refreshed > rate {
                 return true;
             }

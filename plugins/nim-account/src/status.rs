@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::names::condition::{ACCOUNT_STATUS, CANONICAL_ORDER};
 
 /// `status` of an Account, with the SDK's conditions (`meta.SetStatusCondition` semantics).
+/// The JSON shape of `odh_crd_types::account::AccountStatus`, which this plugin cannot use
+/// (see that crate's charter: with feature `crd` its times and conditions change type).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
