@@ -1,7 +1,8 @@
 //! Gateway filtering (spec §5.4; scenarios GF-01..GF-36 of §10.3): `filterAllowedRefs`,
 //! `listenerAllowsNamespace` and `gatewayAllowsNamespace`.
 
-use llm_gateway::gateway::refs::{GatewayRef, filter_allowed_refs};
+use llm_gateway::gateway::gateway_ref::GatewayRef;
+use llm_gateway::gateway::refs::filter_allowed_refs;
 use llm_gateway::listeners::{gateway_allows_namespace, listener_allows_namespace};
 use odh_plugin_sdk::{Object, Value, json};
 

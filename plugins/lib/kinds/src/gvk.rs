@@ -62,6 +62,10 @@ pub fn route() -> Gvk {
 pub fn template() -> Gvk {
     gvk("template.openshift.io", "v1", "Template")
 }
+/// `config.openshift.io/v1` `Authentication` (cluster-scoped).
+pub fn authentication() -> Gvk {
+    gvk("config.openshift.io", "v1", "Authentication")
+}
 
 // KEDA.
 

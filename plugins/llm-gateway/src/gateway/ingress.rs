@@ -4,9 +4,9 @@
 
 use odh_kinds::gvk;
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{Gvk, Object, Value};
+use odh_plugin_sdk::{Object, Value};
 
-use super::refs::GatewayRef;
+use super::gateway_ref::GatewayRef;
 
 /// The ConfigMap of KServe's ingress settings, in the system namespace.
 pub const INFERENCESERVICE_CONFIG: &str = "inferenceservice-config";
@@ -15,11 +15,6 @@ pub const DEFAULT_GATEWAY_NAME: &str = "openshift-ai-inference";
 pub const DEFAULT_ROUTING_HEADER: &str = "x-gateway-model-name";
 pub const DEFAULT_AUDIENCE: &str = "https://kubernetes.default.svc";
 pub const DEFAULT_KUADRANT_NAMESPACE: &str = "kuadrant-system";
-
-/// `config.openshift.io/v1` `Authentication` (cluster-scoped; OpenShift only).
-pub fn authentication() -> Gvk {
-    odh_plugin_sdk::gvk("config.openshift.io", "v1", "Authentication")
-}
 
 /// The parsed `ingress` key; none when the system namespace is unknown, the ConfigMap cannot
 /// be read, or the key is missing, empty or not JSON.
@@ -98,7 +93,7 @@ pub fn audiences(auth_audience: Option<&str>, cluster: &dyn Cluster) -> Vec<Stri
         return list.split(',').map(|a| a.trim().to_string()).collect();
     }
     let issuer = cluster
-        .get_object(&authentication(), None, "cluster")
+        .get_object(&gvk::authentication(), None, "cluster")
         .ok()
         .flatten()
         .and_then(|a| {

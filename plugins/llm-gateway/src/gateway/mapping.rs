@@ -12,9 +12,10 @@ use crate::listeners::needs_namespace_labels;
 use crate::predicates::is_managed_by_open_data_hub;
 use crate::settings::Settings;
 
+use super::gateway_ref::GatewayRef;
 use super::ingress::INFERENCESERVICE_CONFIG;
 use super::objects::GATEWAY_API_GROUP;
-use super::refs::{GatewayRef, effective_refs, own_refs};
+use super::refs::{effective_refs, own_refs};
 
 pub fn map(event: &WatchEvent, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
     let object = event.object()?;

@@ -6,6 +6,7 @@
 //! only when our fields differ from the live object, which stands in for upstream's
 //! get/compare/update (§2.3).
 
+pub mod gateway_ref;
 pub mod ingress;
 pub mod mapping;
 pub mod objects;
@@ -55,7 +56,7 @@ pub fn declare(manifest: Manifest) -> Manifest {
         .watches(Watch::new(gvk::authorino(), Mapping::All).optional());
     manifest
         .controller(controller)
-        .reads([ingress::authentication()])
+        .reads([gvk::authentication()])
         .writes([gvk::envoy_filter(), gvk::auth_policy(), gvk::pod_monitor()])
 }
 

@@ -8,38 +8,8 @@ use odh_plugin_sdk::{Error, Object, Value, log};
 use crate::listeners::{gateway_allows_namespace, needs_namespace_labels};
 use crate::predicates::is_stopped;
 
+use super::gateway_ref::GatewayRef;
 use super::ingress;
-
-/// One entry of `spec.router.gateway.refs`; an empty namespace means the service's own.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GatewayRef {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl GatewayRef {
-    pub fn new(namespace: &str, name: &str) -> GatewayRef {
-        GatewayRef {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-    }
-
-    /// The ref with an empty namespace replaced by `namespace`.
-    pub fn in_namespace(&self, namespace: &str) -> GatewayRef {
-        if self.namespace.is_empty() {
-            GatewayRef::new(namespace, &self.name)
-        } else {
-            self.clone()
-        }
-    }
-
-    /// Whether the ref (its namespace defaulted to `namespace`) names `gateway`.
-    pub fn names(&self, gateway: &Object, namespace: &str) -> bool {
-        let resolved = self.in_namespace(namespace);
-        resolved.name == gateway.name() && Some(resolved.namespace.as_str()) == gateway.namespace()
-    }
-}
 
 /// The `spec.router.gateway.refs` of a service or config object.
 pub fn own_refs(object: &Object) -> Vec<GatewayRef> {
