@@ -123,19 +123,33 @@ impl WatchEvent {
     }
 }
 
-/// `ConfigMap` -> `configmaps`, `Policy` -> `policies`: good enough for test requests.
+/// The resource (plural) of a kind as kube-core's `to_plural` guesses it, which is what the
+/// host's `ApiResource::from_gvk` uses: the kind lowercased; `endpoints` and `endpointslices`
+/// unchanged, `nodemetrics` and `podmetrics` as `nodes` and `pods`; `-es` after `s`, `x`, `z`,
+/// `ch`, `sh`; `y` after a consonant as `-ies`; `-s` otherwise.
 pub(crate) fn guess_resource(kind: &str) -> String {
-    let lower = kind.to_ascii_lowercase();
-    if let Some(stem) = lower
-        .strip_suffix('y')
-        .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
-    {
-        format!("{stem}ies")
-    } else if lower.ends_with('s') || lower.ends_with('x') {
-        format!("{lower}es")
-    } else {
-        format!("{lower}s")
+    let word = kind.to_ascii_lowercase();
+    match word.as_str() {
+        "endpoints" | "endpointslices" => return word,
+        "nodemetrics" => return "nodes".into(),
+        "podmetrics" => return "pods".into(),
+        _ => {}
     }
+    if ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|ending| word.ends_with(ending))
+    {
+        return format!("{word}es");
+    }
+    if let Some(stem) = word.strip_suffix('y') {
+        // kube-core looks at the character whose index is the word's length in bytes minus
+        // two (the one before the `y` for ASCII kinds); a lone `y` has none.
+        let before = word.len().checked_sub(2).and_then(|i| word.chars().nth(i));
+        if before.is_some_and(|c| !matches!(c, 'a' | 'e' | 'i' | 'o' | 'u')) {
+            return format!("{stem}ies");
+        }
+    }
+    format!("{word}s")
 }
 
 #[cfg(test)]
@@ -163,5 +177,43 @@ mod tests {
         assert_eq!(guess_resource("NetworkPolicy"), "networkpolicies");
         assert_eq!(guess_resource("Gateway"), "gateways");
         assert_eq!(guess_resource("Ingress"), "ingresses");
+    }
+
+    /// kube-core's `to_plural`, case by case, where a simpler rule would differ.
+    #[test]
+    fn plurals_are_kubes() {
+        for (kind, plural) in [
+            ("ConfigMap", "configmaps"),
+            ("Pod", "pods"),
+            ("InferenceService", "inferenceservices"),
+            ("ServingRuntime", "servingruntimes"),
+            ("LLMInferenceService", "llminferenceservices"),
+            ("PodSecurityPolicy", "podsecuritypolicies"),
+            ("CSIStorageCapacity", "csistoragecapacities"),
+            ("ComponentStatus", "componentstatuses"),
+            ("IngressClass", "ingressclasses"),
+            ("Gateway", "gateways"),
+            ("Key", "keys"),
+            ("Alloy", "alloys"),
+            ("Guy", "guys"),
+            ("Box", "boxes"),
+            // -ch, -sh, -z take -es.
+            ("Patch", "patches"),
+            ("Branch", "branches"),
+            ("Mesh", "meshes"),
+            ("Quiz", "quizes"),
+            // A y after i is a vowel's y.
+            ("Shiy", "shiys"),
+            // The special cases.
+            ("Endpoints", "endpoints"),
+            ("EndpointSlice", "endpointslices"),
+            ("NodeMetrics", "nodes"),
+            ("PodMetrics", "pods"),
+            // A lone y has nothing before it.
+            ("Y", "ys"),
+            ("", "s"),
+        ] {
+            assert_eq!(guess_resource(kind), plural, "{kind}");
+        }
     }
 }
