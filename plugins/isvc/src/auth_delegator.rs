@@ -1,4 +1,5 @@
-//! The `system:auth-delegator` ClusterRoleBinding of a predictor ServiceAccount (spec §2.2).
+//! The `system:auth-delegator` ClusterRoleBinding of a predictor ServiceAccount
+//! (docs/plugins/isvc.md, "Controller `inferenceservice`", the auth delegation step).
 
 use odh_kinds::{InferenceService, gvk};
 use odh_plugin_sdk::cluster::Cluster;

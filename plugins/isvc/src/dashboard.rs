@@ -1,4 +1,5 @@
-//! Metrics-dashboard ConfigMap data (spec isvc.md §2.6).
+//! Metrics-dashboard ConfigMap data (docs/plugins/isvc.md, "Controller `inferenceservice`",
+//! the dashboard step; scenarios U-D01..U-D28).
 //!
 //! Every InferenceService gets a `<isvc>-metrics-dashboard` ConfigMap telling the ODH dashboard
 //! whether metrics are available for the model and, if so, which Prometheus queries to graph.

@@ -1,5 +1,6 @@
-//! The InferenceGraph admission webhooks (spec core §3.2): the defaulter changes nothing; the
-//! validator keeps `serviceUrl` steps inside the cluster and the graph's own namespace.
+//! The InferenceGraph admission webhooks (docs/plugins/isvc.md, "Webhooks"): the defaulter changes
+//! nothing; the validator keeps `serviceUrl` steps inside the cluster and the graph's own
+//! namespace.
 //!
 //! They live in this plugin because upstream registers them right after the InferenceService
 //! webhooks, on the same API group, and they need nothing the InferenceService plugin does not

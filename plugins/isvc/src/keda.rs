@@ -1,4 +1,5 @@
-//! The KEDA Prometheus-auth objects an autoscaled InferenceService needs (spec §2.7): five
+//! The KEDA Prometheus-auth objects an autoscaled InferenceService needs (docs/plugins/isvc.md,
+//! "Controller `inferenceservice`", the autoscaling step): five
 //! per-namespace objects named `inference-prometheus-auth`, co-owned by every InferenceService
 //! of the namespace that scales on a Prometheus metric.
 

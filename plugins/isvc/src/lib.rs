@@ -1,7 +1,6 @@
-//! The InferenceService plugin (spec isvc.md): the `inferenceservice` controller, which adds
-//! platform integrations around KServe's RawDeployment InferenceServices, and the
-//! InferenceService admission webhooks; and the InferenceGraph admission webhooks (spec core
-//! §3.2).
+//! The InferenceService plugin (docs/plugins/isvc.md): the `inferenceservice` controller, which
+//! adds platform integrations around KServe's RawDeployment InferenceServices, and the
+//! InferenceService admission webhooks; and the InferenceGraph admission webhooks.
 
 pub mod auth_delegator;
 pub mod dashboard;
@@ -146,8 +145,9 @@ odh_plugin_sdk::plugin!(Isvc);
 /// ([`AdmissionDecision::or_forbidden`]).
 const EXPECT: Expect = Expect::any().with_old_object();
 
-/// The custom mappings of §3: a ServingRuntime change concerns every InferenceService of its
-/// namespace; a managed Secret concerns the InferenceService of the same name, if any.
+/// The custom mappings (docs/plugins/isvc.md, "Watches"): a ServingRuntime change concerns every
+/// InferenceService of its namespace; a managed Secret concerns the InferenceService of the same
+/// name, if any.
 pub fn map_event(event: &WatchEvent, cluster: &dyn Cluster) -> Result<Vec<RequestKey>, Error> {
     let object = event.object()?;
     let namespace = object.namespace();

@@ -1,5 +1,6 @@
 //! Metrics plumbing that follows the ServingRuntime: the `<isvc>-metrics` Service and
-//! ServiceMonitor (spec §2.4, §2.5) and the metrics-dashboard ConfigMap (§2.6).
+//! ServiceMonitor and the metrics-dashboard ConfigMap (docs/plugins/isvc.md, "Controller
+//! `inferenceservice`", the metrics and dashboard steps).
 
 use odh_kinds::annotation::{PROMETHEUS_PATH, PROMETHEUS_PORT};
 use odh_kinds::label::{INFERENCE_SERVICE_NAME, SCRAPE};

@@ -1,4 +1,4 @@
-//! Model Registry synchronisation (spec isvc.md §1.4 step 2 and §1.8).
+//! Model Registry synchronisation (docs/plugins/isvc.md, "Model Registry sync").
 //!
 //! Mirrors the external Go library `kubeflow/hub/pkg/inferenceservice-controller` (v0.3.9) as
 //! wired by odh-model-controller: for every InferenceService request the single
@@ -10,8 +10,8 @@
 //! production, a fake in tests), while the writes the Go library makes to the ISVC itself
 //! (adding/removing the MR finalizer, setting the `inference-service-id` label, each a full
 //! UPDATE there) become a patch of the primary's metadata in the [`Plan`]. The library never
-//! asks for a requeue; if it did, [`Plan::requeue_within`] would keep the soonest (§1.4 step
-//! 2.3).
+//! asks for a requeue; if it did, [`Plan::requeue_within`] would keep the soonest, as
+//! upstream merges the two results.
 
 use odh_kinds::annotation::{MR_EXTERNAL_ADDRESS_REST, MR_URL};
 use odh_kinds::finalizer::MODEL_REGISTRY as MR_FINALIZER;
@@ -40,8 +40,8 @@ pub const API_PREFIX: &str = "/api/model_registry/v1alpha3";
 /// Name of the Model Registry Service port serving the REST API.
 pub const HTTP_API_PORT_NAME: &str = "http-api";
 
-/// Step 2 of §1.4 (the `DataScienceCluster` lookup, with its exact error texts) followed by the
-/// Model Registry reconcile of §1.8. `isvc` is none when the request's ISVC does not exist (the
+/// The `DataScienceCluster` lookup (with upstream's exact error texts) followed by the Model
+/// Registry reconcile. `isvc` is none when the request's ISVC does not exist (the
 /// DSC lookup still runs and can still fail).
 pub fn reconcile(
     isvc: Option<&Object>,
@@ -85,7 +85,7 @@ pub fn registries_namespace(cluster: &dyn Cluster) -> Result<String, Error> {
     }
 }
 
-/// §1.8 for one existing ISVC.
+/// The Model Registry reconcile of one existing ISVC.
 fn sync(
     isvc: &Object,
     default_namespace: &str,

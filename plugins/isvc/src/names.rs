@@ -1,4 +1,4 @@
-//! Names this plugin gives or recognises (spec §5). The keys other plugins share (labels,
+//! Names this plugin gives or recognises. The keys other plugins share (labels,
 //! annotations, finalizers, kinds) are in `odh_kinds`.
 
 /// The controller's name (metrics, logs).

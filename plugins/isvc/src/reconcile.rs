@@ -1,5 +1,6 @@
-//! One InferenceService reconcile (spec §1.4): the finalizer, the six steps in upstream's
-//! order, the deletion path, the namespace cleanup and the Model Registry sync.
+//! One InferenceService reconcile (docs/plugins/isvc.md, "Controller `inferenceservice`"): the
+//! finalizer, the six steps in upstream's order, the deletion path, the namespace cleanup and the
+//! Model Registry sync.
 
 use odh_kinds::{finalizer, gvk, resolve_runtime};
 use odh_plugin_sdk::cluster::Cluster;
@@ -61,7 +62,8 @@ fn serving_steps(isvc: &Object, cluster: &dyn Cluster, plan: &mut Plan) {
     plan.step(|plan| keda::reconcile(isvc, cluster, plan));
 }
 
-/// With no active InferenceService left in the namespace, the shared objects go (§1.6).
+/// With no active InferenceService left in the namespace, the shared objects go
+/// (docs/plugins/isvc.md, "Deletion and the namespace cleanup").
 fn namespace_cleanup(namespace: &str, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
     let isvcs = cluster.list_objects(&gvk::inference_service(), Some(namespace), None)?;
     if isvcs.iter().all(Object::is_deleting) {

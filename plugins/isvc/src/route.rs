@@ -1,4 +1,5 @@
-//! The OpenShift Route of an exposed InferenceService (spec §2.3).
+//! The OpenShift Route of an exposed InferenceService (docs/plugins/isvc.md, "Controller
+//! `inferenceservice`", the route step).
 
 use odh_kinds::{InferenceService, annotation, gvk, label};
 use odh_plugin_sdk::cluster::Cluster;

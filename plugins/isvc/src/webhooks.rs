@@ -1,5 +1,6 @@
-//! The InferenceService admission webhooks (spec §4): validation of names, the protected
-//! namespace and canaries; defaulting of connection credentials and hardware profiles.
+//! The InferenceService admission webhooks (docs/plugins/isvc.md, "Webhooks"): validation of names,
+//! the protected namespace and canaries; defaulting of connection credentials and hardware
+//! profiles.
 
 use odh_kinds::{DscInitialization, InferenceService, gvk};
 use odh_plugin_sdk::cluster::Cluster;

@@ -1,4 +1,4 @@
-//! The auth-delegator ClusterRoleBinding (spec §2.2; C-02…C-04, C-12, C-13, D-13).
+//! The auth-delegator ClusterRoleBinding (scenarios C-02…C-04, C-12, C-13, D-13).
 
 mod common;
 

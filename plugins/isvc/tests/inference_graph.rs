@@ -1,4 +1,5 @@
-//! The InferenceGraph webhooks (spec core §3.2; scenarios IG-1…IG-7 and X-12), through the
+//! The InferenceGraph webhooks (docs/plugins/isvc.md, "Webhooks"; scenarios IG-1…IG-7 and
+//! X-12), through the
 //! plugin's exports as the host calls them.
 
 use isvc::Isvc;

@@ -1,4 +1,4 @@
-//! The KEDA Prometheus-auth objects (spec §2.7; C-14…C-26, D-14). The host's side (owner
+//! The KEDA Prometheus-auth objects (scenarios C-14…C-26, D-14). The host's side (owner
 //! references merged, released, deleted) is covered by the integration tests.
 
 mod common;

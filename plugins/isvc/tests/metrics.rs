@@ -1,5 +1,5 @@
 //! Runtime resolution, the metrics Service, the ServiceMonitor and the dashboard ConfigMap
-//! (spec §2.1, §2.4–§2.6; scenarios C-09, U-S*, D-09…D-12, U-D01…U-D06 end to end).
+//! (scenarios C-09, U-S*, D-09…D-12, U-D01…U-D06 end to end).
 
 mod common;
 

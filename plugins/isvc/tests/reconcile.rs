@@ -1,4 +1,5 @@
-//! The reconcile as a whole (spec §1.4–§1.6, §3; D-15…D-18) and the plugin's manifest.
+//! The reconcile as a whole (docs/plugins/isvc.md, "Controller `inferenceservice`" and its
+//! subsections; scenarios D-15…D-18) and the plugin's manifest.
 
 mod common;
 

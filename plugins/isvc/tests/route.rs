@@ -1,4 +1,4 @@
-//! The Route sub-reconciler (spec §2.3, scenarios U-R*, C-06/C-07 timeouts, D-01…D-08).
+//! The Route sub-reconciler (scenarios U-R*, C-06/C-07 timeouts, D-01…D-08).
 
 mod common;
 

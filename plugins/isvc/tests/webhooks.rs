@@ -1,4 +1,5 @@
-//! The validating and mutating webhooks (spec §4; W-V*, D-05, D-19, D-20). The defaulting
+//! The validating and mutating webhooks (docs/plugins/isvc.md, "Webhooks"; W-V*, D-05, D-19,
+//! D-20). The defaulting
 //! logic itself is tested scenario by scenario in odh-serving-admission.
 
 mod common;

@@ -1,8 +1,8 @@
-//! The LLM serving plugin (spec llm.md). Part 1: the `llminferenceservice` controller
-//! (`baseRefs` merge, the anonymous HTTPRoute AuthPolicies, the routing-group auth posture
-//! check) and the LLMInferenceService mutating webhooks (ConnectionsAPI, HardwareProfile).
-//! Part 2: the `gateway-auth-bootstrap` controller ([`gateway`]), the MaaS RBAC cleanup
-//! ([`maas`]) and the model-serving-api routes ([`api`]).
+//! The LLM serving plugin (docs/plugins/llm-gateway.md). Part 1: the `llminferenceservice`
+//! controller (`baseRefs` merge, the anonymous HTTPRoute AuthPolicies, the routing-group auth
+//! posture check) and the LLMInferenceService mutating webhooks (ConnectionsAPI, HardwareProfile).
+//! Part 2: the `gateway-auth-bootstrap` controller ([`gateway`]), the MaaS RBAC cleanup ([`maas`])
+//! and the model-serving-api routes ([`api`]).
 
 pub mod api;
 pub mod gateway;

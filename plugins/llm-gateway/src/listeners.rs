@@ -1,5 +1,7 @@
-//! Which namespaces a Gateway's listeners accept routes from (spec §5.4 `listenerAllowsNamespace`
-//! and its model-serving-api copy, §8.4): shared by the Gateway controller's "referenced" rule
+//! Which namespaces a Gateway's listeners accept routes from (upstream's
+//! `listenerAllowsNamespace` and its model-serving-api copy; docs/plugins/llm-gateway.md,
+//! "Gateway controller `gateway-auth-bootstrap`", step 2): shared by the Gateway controller's
+//! "referenced" rule
 //! and the gateway discovery API, which upstream keeps as two copies of one table.
 
 use odh_plugin_sdk::{Object, Value};

@@ -1,6 +1,6 @@
-//! The MaaS RBAC cleanup (spec §6): the Roles `*-model-post-access` and RoleBindings
-//! `*-model-post-access-tier-binding` the 3.3 release made (labelled
-//! `app.kubernetes.io/managed-by: odh-model-controller`) are deleted.
+//! The MaaS RBAC cleanup (docs/plugins/llm-gateway.md, "MaaS RBAC cleanup"): the Roles
+//! `*-model-post-access` and RoleBindings `*-model-post-access-tier-binding` the 3.3 release made
+//! (labelled `app.kubernetes.io/managed-by: odh-model-controller`) are deleted.
 //!
 //! Upstream runs it once on the leader at start-up and a failure stops the process. Here two
 //! controllers (they run on the leader only) reconcile the labelled Roles and RoleBindings and

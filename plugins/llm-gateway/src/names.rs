@@ -1,6 +1,7 @@
-//! Child-object names (spec §2.1): knative's `kmeta.ChildName`, which keeps a name within 63
-//! characters by cutting the parent and adding the parent's MD5, so long names stay unique and
-//! stable across releases (upstream-made objects are found again under the same names).
+//! Child-object names (docs/plugins/llm-gateway.md, "Shared building blocks"): knative's
+//! `kmeta.ChildName`, which keeps a name within 63 characters by cutting the parent and adding the
+//! parent's MD5, so long names stay unique and stable across releases (upstream-made objects are
+//! found again under the same names).
 
 use crate::md5::md5_hex;
 

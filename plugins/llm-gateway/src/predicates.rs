@@ -1,4 +1,4 @@
-//! Management and auth predicates (spec §2.2).
+//! Management and auth predicates (docs/plugins/llm-gateway.md, "Shared building blocks").
 
 use odh_plugin_sdk::Object;
 
@@ -55,7 +55,7 @@ pub fn is_owned_by_platform_controller(gateway: &Object) -> bool {
     })
 }
 
-/// §2.2 `ShouldCreateEnvoyFilterForGateway`: the bootstrap annotation wins; else not for a
+/// Upstream's `ShouldCreateEnvoyFilterForGateway`: the bootstrap annotation wins; else not for a
 /// platform-owned gateway; else unless explicitly unmanaged.
 pub fn should_create_envoy_filter(gateway: &Object) -> bool {
     if is_authorino_tls_bootstrap_enabled(gateway) {

@@ -15,16 +15,18 @@ pub struct Settings {
     /// namespace lacks them. Unset or empty: a missing config is skipped.
     #[serde(default)]
     pub pod_namespace: Option<String>,
-    /// `KUADRANT_NAMESPACE`: where Kuadrant is looked for first (spec §2.7); unset means
+    /// `KUADRANT_NAMESPACE`: where Kuadrant is looked for first (docs/plugins/llm-gateway.md,
+    /// "Shared building blocks"); unset means
     /// `kuadrant-system`.
     #[serde(default)]
     pub kuadrant_namespace: Option<String>,
     /// `AUTH_AUDIENCE`: comma-separated token-review audiences of the Gateway AuthPolicy
-    /// (spec §2.8); unset or empty means discovered.
+    /// (docs/plugins/llm-gateway.md, "Shared building blocks"); unset or empty means discovered.
     #[serde(default)]
     pub auth_audience: Option<String>,
     /// `GATEWAY_LABEL_SELECTOR`: `key=value` pairs every Gateway the model-serving-api lists
-    /// must carry (spec §8.1); checked by [`Validatable::validate`].
+    /// must carry (docs/plugins/llm-gateway.md, "Running it"); checked by
+    /// [`Validatable::validate`].
     #[serde(default)]
     pub gateway_label_selector: Option<String>,
 }

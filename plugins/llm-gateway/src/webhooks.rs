@@ -1,6 +1,6 @@
-//! The LLMInferenceService mutating webhooks (spec §7), v1alpha2 and v1alpha1: ConnectionsAPI
-//! then HardwareProfile, both from the `odh-serving-admission` library the InferenceService
-//! webhook shares.
+//! The LLMInferenceService mutating webhooks (docs/plugins/llm-gateway.md, "Webhooks"), v1alpha2
+//! and v1alpha1: ConnectionsAPI then HardwareProfile, both from the `odh-serving-admission` library
+//! the InferenceService webhook shares.
 
 use odh_kinds::gvk;
 use odh_plugin_sdk::admission::Expect;

@@ -1,8 +1,8 @@
-//! The Gateway AuthPolicy (spec §3.2) evaluated as Authorino does: the AE-01..AE-37 scenarios
-//! of §10.13, which upstream runs on a live cluster with Kuadrant, here against the policy that
-//! the `gateway-auth-bootstrap` controller applies for the default Gateway (rendered by the
-//! plugin, not copied), an Authorino test double (`support/authorino.rs`) and a small model of
-//! ServiceAccount tokens and RBAC grants.
+//! The Gateway AuthPolicy evaluated as Authorino does (docs/plugins/llm-gateway.md, "The Gateway
+//! AuthPolicy evaluated as Authorino does"): the AE-01..AE-37 scenarios, which upstream runs on a
+//! live cluster with Kuadrant, here against the policy that the `gateway-auth-bootstrap` controller
+//! applies for the default Gateway (rendered by the plugin, not copied), an Authorino test double
+//! (`support/authorino.rs`) and a small model of ServiceAccount tokens and RBAC grants.
 //!
 //! Each scenario asserts the status (200/401/403), for a 403 the set of rules that denied, for
 //! a 200 the injected headers, and for some the SubjectAccessReviews sent. The negative
@@ -64,7 +64,7 @@ fn sa(ns: &str, name: &str) -> String {
     authorino::service_account_user(ns, name)
 }
 
-/// The ServiceAccounts of §10.13's fixtures and their grants; returns the cluster and the
+/// The ServiceAccounts of the AE scenarios' fixtures and their grants; returns the cluster and the
 /// tokens by `<ns>/<name>`.
 fn fixtures() -> (Cluster, BTreeMap<String, String>) {
     let mut cluster = Cluster::default();
@@ -74,7 +74,7 @@ fn fixtures() -> (Cluster, BTreeMap<String, String>) {
         tokens.insert(format!("{ns}/{name}"), token);
         sa(ns, name)
     };
-    // RBAC helpers of §10.13.
+    // RBAC helpers of the AE scenarios' fixtures.
     let instance = |c: &mut Cluster, user: &str, ns: &str| {
         c.grant(user, "get", KSERVE, "llminferenceservices", ns)
     };
@@ -188,7 +188,7 @@ fn review_line(r: &authorino::Review) -> String {
     )
 }
 
-/// §10.13 AE-01..AE-37, one entry per request (AE-14 and AE-31 have several).
+/// AE-01..AE-37, one entry per request (AE-14 and AE-31 have several).
 fn scenarios(tokens: &BTreeMap<String, String>) -> Vec<Scenario> {
     let token = |ns: &str, name: &str| tokens[&format!("{ns}/{name}")].clone();
     let req = |path: &str, ns: &str, name: &str| Request::post(path).bearer(&token(ns, name));
@@ -473,7 +473,8 @@ fn scenarios(tokens: &BTreeMap<String, String>) -> Vec<Scenario> {
     all
 }
 
-/// Supplementary scenarios (not in §10.13): the request-flow table of the design note (§3.5),
+/// Supplementary scenarios (FT-01..FT-09, not among the AE ids): the request-flow table of
+/// upstream's design note (`internal/controller/resources/template/*.md`),
 /// forwarded groups (BATCH.md: `x-maas-groups` split on commas, none without it), and
 /// requests that pin the `when` entries no AE request depends on.
 fn supplementary(tokens: &BTreeMap<String, String>) -> Vec<Scenario> {
@@ -511,7 +512,7 @@ fn supplementary(tokens: &BTreeMap<String, String>) -> Vec<Scenario> {
             forbidden(&["deny-misrouted-model-header"]),
         ),
         // Row "/v1/models | any | authn-only" holds for any header but a valid model
-        // routing header: the template (§3.2) denies that one, as on every path that is
+        // routing header: the template denies that one, as on every path that is
         // neither a publisher nor a batch path.
         s(
             "FT-04",
@@ -657,7 +658,7 @@ fn failed_ae_ids(policy: &Value) -> BTreeSet<String> {
     ids
 }
 
-/// AE-01..AE-37: every scenario of §10.13 against the rendered policy.
+/// AE-01..AE-37: every AE scenario against the rendered policy.
 #[test]
 fn ae_01_to_ae_37_rendered_policy_as_authorino_evaluates_it() {
     let policy = rendered_policy();

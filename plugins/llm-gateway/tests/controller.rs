@@ -1,5 +1,6 @@
-//! The `llminferenceservice` controller natively (spec §4, §3.1; scenarios of §10.1, §10.4,
-//! §10.6). The same flows run through the real API server in
+//! The `llminferenceservice` controller natively (docs/plugins/llm-gateway.md, "Controller
+//! `llminferenceservice`"; scenarios LC-*, AP-* and the anonymous policy's RA ids).
+//! The same flows run through the real API server in
 //! `tests/integration/tests/llm_controller.rs`.
 
 use llm_gateway::LlmGateway;
@@ -104,8 +105,8 @@ fn warnings(outcome: &Outcome, reason: &str) -> Vec<String> {
         .collect()
 }
 
-/// LC-02, RA-09, RA-10, RA-16, RA-17, RA-22 (created): auth off and the default route present: the anonymous
-/// policy of §3.1, exactly, owned by the service as controller.
+/// LC-02, RA-09, RA-10, RA-16, RA-17, RA-22 (created): auth off and the default route present: the
+/// anonymous policy, exactly, owned by the service as controller.
 #[test]
 fn lc_02_anonymous_policy_for_the_default_route() {
     let cluster = cluster().with(http_route(DEFAULT_ROUTE));
@@ -206,8 +207,8 @@ fn lc_06_custom_routes_each_get_a_policy() {
     );
 }
 
-/// LC-07, LC-08, RA-25, RA-26: the policy is declared in full on every reconcile of an anonymous service,
-/// whatever the live one holds (a drifted targetRef is restored, a deleted one re-made).
+/// LC-07, LC-08, RA-25, RA-26: the policy is declared in full on every reconcile of an anonymous
+/// service, whatever the live one holds (a drifted targetRef is restored, a deleted one re-made).
 #[test]
 fn lc_07_lc_08_drift_and_deletion_are_undone() {
     let mut drifted = live_policy(DEFAULT_POLICY, ours());
@@ -233,7 +234,7 @@ fn lc_11_stopped_service_does_nothing() {
     assert!(outcome.error.is_none());
 }
 
-/// §4.3: an anonymous service whose HTTPRoute does not exist fails (retried) with upstream's
+/// Step 5: an anonymous service whose HTTPRoute does not exist fails (retried) with upstream's
 /// text and a `ReconcileError` Warning; later routes are not reached.
 #[test]
 fn missing_http_route_fails_the_reconcile_with_an_event() {
@@ -253,8 +254,9 @@ fn missing_http_route_fails_the_reconcile_with_an_event() {
     );
 }
 
-/// §11.2 (our decision): without Kuadrant an anonymous service gets the Warning and a slow
-/// recheck, not a failure; a service with auth on has nothing to remove and stays quiet.
+/// Kuadrant not installed (our decision, the doc's paragraph of that name): without Kuadrant an
+/// anonymous service gets the Warning and a slow recheck, not a failure; a service with auth on has
+/// nothing to remove and stays quiet.
 #[test]
 fn kuadrant_missing_is_a_warning_and_a_slow_recheck() {
     let no_match =
@@ -288,7 +290,7 @@ fn failing_policy_read_is_an_error() {
     );
 }
 
-/// §4.5: a service being deleted has its policies (named by its own, unmerged spec) claimed
+/// Step 2: a service being deleted has its policies (named by its own, unmerged spec) claimed
 /// and deleted, whoever labelled them; no Event.
 #[test]
 fn deletion_removes_policies_by_name() {
@@ -309,7 +311,7 @@ fn deletion_removes_policies_by_name() {
     assert!(outcome.events.is_empty() && outcome.error.is_none());
 }
 
-// ── baseRefs (§4.2 steps 3–4): LC-12..LC-19 check which config's refs win through the
+// ── baseRefs (step 3): LC-12..LC-19 check which config's refs win through the
 // Gateway AuthPolicy of part 2; here the same resolution is checked through the HTTPRoute refs
 // the merged spec names.
 
@@ -354,7 +356,7 @@ fn lc_13_lc_14_system_namespace_fallback() {
 }
 
 /// LC-15, LC-18: without a system namespace a missing config is skipped; with one, a config
-/// missing everywhere fails the reconcile without an Event (§11.6).
+/// missing everywhere fails the reconcile without an Event (as upstream).
 #[test]
 fn lc_15_lc_18_missing_configs() {
     let cluster = cluster()
@@ -401,7 +403,7 @@ fn lc_19_annotations_are_the_services_own() {
     assert!(policies(&outcome).is_empty());
 }
 
-// ── Auth posture (§4.4, §10.4) ──
+// ── Auth posture (step 6) ──
 
 fn member(name: &str, auth: &str) -> Value {
     let mut v = with_auth(service(name), auth);
@@ -540,8 +542,8 @@ fn ra_32_other_owner_maps_to_nothing() {
     assert!(policy_event(json!([owner("apps/v1", "Deployment", "d")]), ours(), false).is_empty());
 }
 
-/// §4.1 predicates: a policy we do not manage (no managed-by label, or opted out) maps to
-/// nothing, even with a service owner.
+/// The AuthPolicy watch's predicates: a policy we do not manage (no managed-by label, or opted out)
+/// maps to nothing, even with a service owner.
 #[test]
 fn unmanaged_policies_map_to_nothing() {
     let owners = json!([owner(

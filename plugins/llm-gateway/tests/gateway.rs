@@ -1,6 +1,7 @@
-//! The `gateway-auth-bootstrap` controller natively (spec §5, shapes §3.2–§3.4; scenarios of
-//! §10.2 at the plugin level, RA ids of §10.6 for the Gateway AuthPolicy, RE-* of §10.7,
-//! CP-06..CP-10 of §10.8). The same flows run through the real API server in
+//! The `gateway-auth-bootstrap` controller natively (docs/plugins/llm-gateway.md, "Gateway
+//! controller `gateway-auth-bootstrap`"; "step n" below is that section's; scenarios GC-* at the
+//! plugin level, the Gateway AuthPolicy's RA ids, RE-*, CP-06..CP-10). The same flows run
+//! through the real API server in
 //! `tests/integration/tests/llm_gateway_controller.rs`.
 
 use llm_gateway::LlmGateway;
@@ -200,7 +201,7 @@ fn no_match(kind: &str, version: &str) -> Error {
     ))
 }
 
-/// The EnvoyFilter of §3.3 for a gateway, with Authorino in `kuadrant`, as the spec writes it.
+/// The EnvoyFilter for a gateway, with Authorino in `kuadrant`, as upstream's template renders it.
 fn expected_envoy_filter(ns: &str, gw: &str, kuadrant: &str) -> Value {
     let service = format!("authorino-authorino-authorization.{kuadrant}.svc.cluster.local");
     json!({
@@ -247,7 +248,7 @@ fn expected_envoy_filter(ns: &str, gw: &str, kuadrant: &str) -> Value {
     })
 }
 
-/// The Gateway AuthPolicy of §3.2, as the spec writes it (CEL strings byte for byte).
+/// The Gateway AuthPolicy, as upstream's template renders it (CEL strings byte for byte).
 fn expected_auth_policy(
     ns: &str,
     gw: &str,
@@ -397,12 +398,12 @@ fn expected_pod_monitor(ns: &str, gw: &str) -> Value {
 }
 
 // ---------------------------------------------------------------------------------------
-// Shapes (§3.2–§3.4) and the default gateway.
+// Shapes (step 4) and the default gateway.
 
 /// GC-08, GC-01, GC-21, GC-22 (controller ownership), RA-08, RA-13, RA-14, RA-15, RA-18,
 /// RA-19, RA-25 (no existing policy: made), RE-01, RE-02, RE-03, RE-04, RE-05 (no Kuadrant:
 /// kuadrant-system), RE-10, RE-11 (no existing filter: made): the default gateway is always
-/// referenced and gets the three objects, exactly §3.2–§3.4, each controlled by the Gateway,
+/// referenced and gets the three objects, exactly upstream's, each controlled by the Gateway,
 /// with no LLMInferenceService anywhere.
 #[test]
 fn gc_08_default_gateway_gets_the_three_objects_exactly() {
@@ -438,7 +439,8 @@ fn gc_08_default_gateway_gets_the_three_objects_exactly() {
     assert!(outcome.delete.is_empty() && outcome.events.is_empty() && outcome.error.is_none());
 }
 
-/// RA-18 (the title says 4, the rules are 5), RA-19, §11.14: the authorization keys and the
+/// RA-18 (the title says 4, the rules are 5), RA-19 (CEL strings byte for byte): the
+/// authorization keys and the
 /// multi-line resolvedGroups CEL, byte for byte.
 #[test]
 fn ra_18_ra_19_five_rules_and_resolved_identity() {
@@ -492,7 +494,8 @@ fn ra_18_ra_19_five_rules_and_resolved_identity() {
     assert_eq!(rule, "request.path.split(\"/\")[1]");
 }
 
-/// RE-06, RE-07, RE-08 (the namespaces they mean, §2.7): Kuadrant detection picks where
+/// RE-06, RE-07, RE-08 (the namespaces they mean; docs/plugins/llm-gateway.md, "Shared building
+/// blocks"): Kuadrant detection picks where
 /// Authorino is addressed.
 #[test]
 fn re_06_to_re_08_kuadrant_namespace() {
@@ -562,8 +565,9 @@ fn authorino(ns: &str, name: &str, tls: Option<bool>) -> Value {
     v
 }
 
-/// §2.7 IsAuthorinoTLSEnabled and §5.5: Authorino TLS off means no EnvoyFilter, and an existing
-/// one is not deleted; none listed (or a failed list) means on; the first by name decides.
+/// IsAuthorinoTLSEnabled ("Shared building blocks") and step 4: Authorino TLS off means no
+/// EnvoyFilter, and an existing one is not deleted; none listed (or a failed list) means on; the
+/// first by name decides.
 #[test]
 fn authorino_tls_detection_gates_the_envoy_filter() {
     let has_filter = |cluster: &FakeCluster| {
@@ -617,7 +621,7 @@ fn authorino_tls_detection_gates_the_envoy_filter() {
 }
 
 // ---------------------------------------------------------------------------------------
-// "In use" (§5.3 step 4).
+// "In use" (step 3).
 
 /// GC-02, GC-23: a managed gateway nobody references gets nothing.
 #[test]
@@ -691,7 +695,7 @@ fn gc_07_bootstrap_removed_deletes_the_filter() {
 
 /// GC-13 and the acceptance "opting out deletes only the objects we manage": a referenced
 /// gateway labelled unmanaged loses our EnvoyFilter and AuthPolicy; its PodMonitor stays
-/// (referenced, §11.9); an object the user opted out is kept.
+/// (referenced, as upstream); an object the user opted out is kept.
 #[test]
 fn gc_13_opting_out_deletes_only_what_we_manage() {
     let gw = with_label(default_gateway(), MANAGED, "false");
@@ -733,7 +737,7 @@ fn gc_13_opting_out_deletes_only_what_we_manage() {
     assert!(outcome.delete.is_empty());
 }
 
-/// §5.3 step 4: the scrape label `false` (exactly) keeps the PodMonitor away (GC-26); other
+/// Step 3: the scrape label `false` (exactly) keeps the PodMonitor away (GC-26); other
 /// values do not.
 #[test]
 fn gc_26_scrape_false_means_no_pod_monitor() {
@@ -764,7 +768,7 @@ fn gc_26_scrape_false_means_no_pod_monitor() {
 }
 
 // ---------------------------------------------------------------------------------------
-// "Referenced" (§5.4) through services.
+// "Referenced" (step 2) through services.
 
 /// GC-01, GC-16, GC-21: a service in the gateway's namespace referencing it (listener without
 /// allowedRoutes): the three objects.
@@ -870,9 +874,9 @@ fn gc_19_gc_20_refs_added_and_reordered() {
     }
 }
 
-/// §5.4 effective refs: a service without own refs takes the last config that has some (read
+/// Step 2, effective refs: a service without own refs takes the last config that has some (read
 /// from its namespace, then the system namespace; missing ones skipped); own refs win; own
-/// refs all filtered out fall back to the configs' (§11.5).
+/// refs all filtered out fall back to the configs' (as upstream).
 #[test]
 fn effective_refs_through_configs() {
     let sys = Settings {
@@ -926,8 +930,9 @@ fn effective_refs_through_configs() {
     assert!(run(&gateway(NS, "cfg-gw"), &cluster).apply.is_empty());
 }
 
-/// §2.8: the default gateway comes from `kserveIngressGateway` in the system namespace; a
-/// malformed value (or no system namespace) falls back to openshift-ingress/openshift-ai-inference.
+/// "Shared building blocks": the default gateway comes from `kserveIngressGateway` in the system
+/// namespace; a malformed value (or no system namespace) falls back to
+/// openshift-ingress/openshift-ai-inference.
 #[test]
 fn default_gateway_from_the_ingress_config() {
     let sys = Settings {
@@ -976,7 +981,7 @@ fn default_gateway_from_the_ingress_config() {
 }
 
 // ---------------------------------------------------------------------------------------
-// AuthPolicy inputs (§2.8, §5.5).
+// AuthPolicy inputs ("Shared building blocks", step 4).
 
 fn gateway_policy(settings: &Settings, gw: &Value, cluster: &FakeCluster) -> Object {
     let outcome = run_with(settings, gw, cluster);
@@ -984,8 +989,9 @@ fn gateway_policy(settings: &Settings, gw: &Value, cluster: &FakeCluster) -> Obj
     outcome.applied_object("AuthPolicy", &name)
 }
 
-/// §2.8 GetAuthAudience and WithAudiences: AUTH_AUDIENCE split and trimmed (empty entries
-/// kept), the fairness value its first entry; else the OpenShift issuer; else the default.
+/// GetAuthAudience and WithAudiences ("Shared building blocks"): AUTH_AUDIENCE split and trimmed
+/// (empty entries kept), the fairness value its first entry; else the OpenShift issuer; else the
+/// default.
 #[test]
 fn audiences_from_setting_issuer_or_default() {
     let settings = Settings {
@@ -1036,7 +1042,7 @@ fn audiences_from_setting_issuer_or_default() {
     }
 }
 
-/// §5.5 step 3: the gateway's objective-expression annotation replaces the default (empty
+/// Step 4, AuthPolicy: the gateway's objective-expression annotation replaces the default (empty
 /// means the default).
 #[test]
 fn objective_expression_annotation() {
@@ -1067,8 +1073,9 @@ fn objective_expression_annotation() {
     );
 }
 
-/// §2.8 model routing header: `modelBasedRoutingHeaderName` lowercased into the deny rule when
-/// it is a safe token; otherwise (or without POD_NAMESPACE) `x-gateway-model-name`.
+/// The model routing header ("Shared building blocks"): `modelBasedRoutingHeaderName` lowercased
+/// into the deny rule when it is a safe token; otherwise (or without POD_NAMESPACE)
+/// `x-gateway-model-name`.
 #[test]
 fn routing_header_from_the_ingress_config() {
     let sys = Settings {
@@ -1106,7 +1113,7 @@ fn routing_header_from_the_ingress_config() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The template loader (§3.2 loader rules; RA ids of §10.6).
+// The template loader (upstream's loader rules; RA ids).
 
 fn target<'a>(kind: &'a str, ns: &'a str, name: &'a str) -> Target<'a> {
     Target {
@@ -1285,9 +1292,9 @@ fn apply_over(live: &Value, desired: &Value) -> (bool, Value) {
     (&result != live, result)
 }
 
-/// CP-06..CP-10 (the EnvoyFilter comparator, §2.3) as what the applied filter holds: our
-/// labels and spec are declared, so a live filter equal to them (CP-06, CP-08) or with extra
-/// labels (CP-09, which survive) is not written; a differing label of ours (CP-07) or a
+/// CP-06..CP-10 (the EnvoyFilter comparator; the section's "Writes") as what the applied filter
+/// holds: our labels and spec are declared, so a live filter equal to them (CP-06, CP-08) or with
+/// extra labels (CP-09, which survive) is not written; a differing label of ours (CP-07) or a
 /// missing one (CP-10) is written back.
 #[test]
 fn cp_06_to_cp_10_envoy_filter_comparison() {
@@ -1367,7 +1374,7 @@ fn gc_09_to_gc_12_gc_25_drift_is_undone() {
     );
 }
 
-/// §5.5: an existing AuthPolicy or PodMonitor we do not manage is skipped; an EnvoyFilter of
+/// Step 4: an existing AuthPolicy or PodMonitor we do not manage is skipped; an EnvoyFilter of
 /// that name is made ours whoever made it (upstream overwrites it).
 #[test]
 fn unmanaged_existing_objects() {
@@ -1410,7 +1417,7 @@ fn re_17_re_18_rendering_is_deterministic() {
     assert_ne!(spec(&cluster()), spec(&other), "RE-17");
 }
 
-/// §5.3 step 5: a failed step records a Warning `ReconcileError` with the spec's text, fails
+/// Step 5: a failed step records a Warning `ReconcileError` with upstream's text, fails
 /// the reconcile and stops the later steps; earlier steps' writes stand.
 #[test]
 fn step_errors_are_warnings_and_stop_later_steps() {
@@ -1480,7 +1487,7 @@ fn step_errors_are_warnings_and_stop_later_steps() {
     );
 }
 
-/// §5.3 step 5, §11.2: a kind that is not served (Istio, Kuadrant or Prometheus CRD missing) is
+/// Step 5: a kind that is not served (Istio, Kuadrant or Prometheus CRD missing) is
 /// skipped without an Event or error; the other steps run.
 #[test]
 fn missing_kinds_are_skipped() {
@@ -1521,7 +1528,7 @@ fn missing_kinds_are_skipped() {
     }
 }
 
-/// §5.3 steps 1–3: a gone or deleting gateway is left to garbage collection; a failed service
+/// Steps 1 and 2: a gone or deleting gateway is left to garbage collection; a failed service
 /// list fails the reconcile without an Event.
 #[test]
 fn gone_deleting_and_list_failure() {
@@ -1546,7 +1553,7 @@ fn gone_deleting_and_list_failure() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Mappings (§5.2).
+// Mappings (the watches' table).
 
 fn map_with(settings: &Settings, object: Value, cluster: &FakeCluster) -> Vec<RequestKey> {
     let event = WatchEvent::for_object(CONTROLLER, &Object(object), false);

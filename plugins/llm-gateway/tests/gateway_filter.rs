@@ -1,4 +1,5 @@
-//! Gateway filtering (spec §5.4; scenarios GF-01..GF-36 of §10.3): `filterAllowedRefs`,
+//! Gateway filtering (docs/plugins/llm-gateway.md, "Gateway controller `gateway-auth-bootstrap`",
+//! step 2; scenarios GF-01..GF-36): `filterAllowedRefs`,
 //! `listenerAllowsNamespace` and `gatewayAllowsNamespace`.
 
 use llm_gateway::gateway::gateway_ref::GatewayRef;

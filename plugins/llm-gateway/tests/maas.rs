@@ -1,4 +1,5 @@
-//! The MaaS RBAC cleanup natively (spec §6; MR-01..MR-05 of §10.5 at the plugin level, the same
+//! The MaaS RBAC cleanup natively (docs/plugins/llm-gateway.md, "MaaS RBAC cleanup"; MR-01..MR-05
+//! at the plugin level, the same
 //! scenarios run on the real API server in `tests/integration/tests/maas_rbac_cleanup.rs`).
 
 use llm_gateway::LlmGateway;

@@ -1,5 +1,6 @@
-//! The LLMInferenceService mutating webhooks through the plugin's `mutate` export (spec §7;
-//! scenarios WC-01..WC-44 of §10.9 and LLM-1..LLM-22, HR-1, HR-2 of §10.10).
+//! The LLMInferenceService mutating webhooks through the plugin's `mutate` export
+//! (docs/plugins/llm-gateway.md, "Webhooks"; scenarios WC-01..WC-44 and LLM-1..LLM-22, HR-1,
+//! HR-2).
 
 use llm_gateway::LlmGateway;
 use llm_gateway::settings::Settings;
@@ -151,7 +152,7 @@ fn pull_secrets(v: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-// ── ConnectionsAPI (§7.3, §10.9) ──
+// ── ConnectionsAPI (WC-*) ──
 
 /// WC-01, WC-40: no annotation (CREATE, and UPDATE on both sides): nothing changes.
 #[test]
@@ -220,7 +221,7 @@ fn wc_08_dry_run_no_service_account() {
 }
 
 /// WC-09, WC-10, WC-31: S3 data errors; the ServiceAccount is still asked for (upstream
-/// creates it before it validates the data, §11.12).
+/// creates it before it validates the data; kept, as the doc's "Divergences" says).
 #[test]
 fn wc_09_wc_10_wc_31_s3_data_errors() {
     let no_bucket = secret("s3-secret", "s3", &[]);
@@ -265,8 +266,9 @@ fn wc_11_wc_12_wc_30_uri_injection() {
     assert_eq!(uri(&review.run(&cluster([both]))), "https://preferred.com");
 }
 
-/// WC-13, and §11.12: no key is denied; an empty or unparsable value is a clear denial (upstream
-/// panics on the empty one).
+/// WC-13, and our decision on empty values (docs/plugins/llm-gateway.md, "Divergences"): no
+/// key is denied; an empty or unparsable value is a clear denial (upstream panics on the empty
+/// one).
 #[test]
 fn wc_13_uri_errors_never_panic() {
     let review = create(llm(&[(CONNECTIONS, "uri-secret")]));
@@ -519,7 +521,7 @@ fn wc_44_v1alpha1_object() {
     assert_eq!(uri(&review.run(&c)), "hf://meta-llama/Llama-4");
 }
 
-/// §7.1: a failing Secret read is denied 403 with upstream's prefix.
+/// A failing Secret read is denied 403 with upstream's prefix.
 #[test]
 fn failing_secret_read_is_denied() {
     let c = cluster([]).fail(gvk::secret(), Error::Transient("etcd timeout".into()));
@@ -529,7 +531,7 @@ fn failing_secret_read_is_denied() {
     );
 }
 
-// ── HardwareProfile (§7.4, §10.10; namespace test-llm-hwp-ns, profile test-llm-hwp) ──
+// ── HardwareProfile (LLM-*, HR-*; namespace test-llm-hwp-ns, profile test-llm-hwp) ──
 
 const HNS: &str = "test-llm-hwp-ns";
 const HWP: &str = "test-llm-hwp";
@@ -777,7 +779,7 @@ fn llm_12_llm_19_llm_20_removal() {
     );
     let empty = with_template(hwp_llm(&[]), json!({}));
     assert_eq!(template(&update(old.clone(), empty).run(&c)), &json!({}));
-    // §11.12: injected resources are not taken back.
+    // Injected resources are not taken back (as upstream; the doc's "Divergences").
     let resources = json!({"requests": {"cpu": "4"}, "limits": {"cpu": "4"}});
     let injected = with_template(
         hwp_llm(&[]),
@@ -851,7 +853,7 @@ fn hr_1_empty_name_reads_nothing() {
     );
 }
 
-/// §7.1: a body that does not decode is a 400; another kind is refused.
+/// A body that does not decode is a 400; another kind is refused.
 #[test]
 fn undecodable_and_foreign_objects() {
     let mut request = AdmissionRequest::new(

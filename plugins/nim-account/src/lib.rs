@@ -1,4 +1,4 @@
-//! The NVIDIA NIM Account plugin (spec nim-process part 1): the `odh-nim-controller`
+//! The NVIDIA NIM Account plugin (docs/plugins/nim-account.md): the `odh-nim-controller`
 //! controller, which validates an Account's NGC API key against NVIDIA's APIs and generates
 //! the model-info ConfigMap, the NIM runtime Template and the `nvcr.io` pull Secret; the
 //! NIM-disabled cleanup when `NIM_STATE=removed`; and the one-Account-per-namespace webhook.
@@ -123,8 +123,9 @@ pub fn reconcile_at(
     plan
 }
 
-/// `NIM_STATE=removed` (§1.13): the generated objects deleted and the "disabled" status
-/// written; the finalizer is left alone, as upstream's cleanup runner leaves it.
+/// `NIM_STATE=removed` (docs/plugins/nim-account.md, "`NIM_STATE=removed`"): the generated objects
+/// deleted and the "disabled" status written; the finalizer is left alone, as upstream's cleanup
+/// runner leaves it.
 pub fn disable(plan: &mut Plan, account: &Object, now: &str) {
     let current = status::Status::of(account);
     reconcile::cleanup(plan, account, &current);

@@ -1,4 +1,4 @@
-//! The names, keys and strings upstream's NIM Account controller uses (spec nim-process §1.2).
+//! The names, keys and strings upstream's NIM Account controller uses, exactly.
 
 /// The controller's name.
 pub const CONTROLLER: &str = "odh-nim-controller";

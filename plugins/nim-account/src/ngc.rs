@@ -1,5 +1,6 @@
-//! NVIDIA's APIs (spec nim-process §1.11): the NGC catalog of NIM runtimes, API-key validation
-//! (personal `nvapi-` keys and legacy keys) and the per-model data of the model-info ConfigMap.
+//! NVIDIA's APIs (docs/plugins/nim-account.md, "NVIDIA's APIs"): the NGC catalog of NIM runtimes,
+//! API-key validation (personal `nvapi-` keys and legacy keys) and the per-model data of the
+//! model-info ConfigMap.
 
 use std::collections::BTreeMap;
 
@@ -137,7 +138,7 @@ pub fn filter_runtimes(runtimes: Vec<Runtime>, models: &[String]) -> Vec<Runtime
         .collect()
 }
 
-/// Validates the key (§1.11.2): a personal key with call B, a legacy key by pulling a manifest
+/// Validates the key: a personal key with call B, a legacy key by pulling a manifest
 /// of the first runtime whose content is available (calls C and D).
 pub fn validate_key(http: &dyn Client, key: &str, runtimes: &[Runtime]) -> Result<(), Error> {
     if is_personal(key) {
@@ -223,7 +224,7 @@ pub struct ModelData {
     pub updated_date: String,
 }
 
-/// The model-info data (§1.11.3): one compact JSON value per model, keyed by model name. A
+/// The model-info data (calls E and F): one compact JSON value per model, keyed by model name. A
 /// model whose data cannot be fetched is skipped; none at all is an error.
 pub fn model_data(
     http: &dyn Client,

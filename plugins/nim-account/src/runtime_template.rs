@@ -1,4 +1,5 @@
-//! The NIM `ServingRuntime` the Account's OpenShift Template carries (spec nim-process §1.8.1).
+//! The NIM `ServingRuntime` the Account's OpenShift Template carries (docs/plugins/nim-account.md,
+//! "Controller `odh-nim-controller`", step 5).
 
 use odh_plugin_sdk::{Value, json};
 

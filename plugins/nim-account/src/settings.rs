@@ -9,7 +9,8 @@ pub struct Settings {
     /// The controller's namespace: the applications namespace unless a DSCInitialization names one.
     #[serde(default)]
     pub pod_namespace: Option<String>,
-    /// `removed` turns the controller into the NIM-disabled cleanup (§1.13).
+    /// `removed` turns the controller into the NIM-disabled cleanup (docs/plugins/nim-account.md,
+    /// "`NIM_STATE=removed`").
     #[serde(default)]
     pub nim_state: Option<String>,
 }

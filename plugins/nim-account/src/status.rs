@@ -1,4 +1,5 @@
-//! The Account's status as the controller reads and writes it (spec nim-process §1.1, §1.4.3).
+//! The Account's status as the controller reads and writes it, with upstream's condition types,
+//! reasons and messages (docs/plugins/nim-account.md, "Controller `odh-nim-controller`").
 
 use odh_crd_types::meta::ObjectReference;
 use odh_plugin_sdk::Object;
@@ -127,7 +128,8 @@ pub fn clean_failure(
     status
 }
 
-/// The status the NIM-disabled cleanup writes (§1.13): nothing referenced, no timestamps, the
+/// The status the NIM-disabled cleanup writes (docs/plugins/nim-account.md,
+/// "`NIM_STATE=removed`"): nothing referenced, no timestamps, the
 /// five conditions `Unknown` with their `...NotReconciled` reasons.
 pub fn disabled(generation: Option<i64>, now: &str) -> Status {
     use crate::names::condition::*;

@@ -1,4 +1,5 @@
-//! The Account validating webhook (spec nim-process §1.14): one Account per namespace.
+//! The Account validating webhook (docs/plugins/nim-account.md, "Webhook"): one Account per
+//! namespace.
 
 use odh_kinds::gvk;
 use odh_plugin_sdk::admission::{Expect, Refusal};

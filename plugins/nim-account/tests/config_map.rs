@@ -1,4 +1,4 @@
-//! ConfigMapHandler scenarios CM1–CM12 (spec nim-process §1.16) and the model data format.
+//! ConfigMapHandler scenarios CM1–CM12 and the model data format.
 
 mod support;
 

@@ -1,4 +1,5 @@
-//! The controller as a whole (spec nim-process §1.4, §1.13, §1.14): C1–C3, a new Account
+//! The controller as a whole (docs/plugins/nim-account.md: the controller, `NIM_STATE=removed`,
+//! the webhook): C1–C3, a new Account
 //! driven to healthy through a simulated host, the NIM-disabled cleanup (U1, U2), the webhook
 //! (W1), the watch mappings and the manifest.
 

@@ -1,5 +1,5 @@
-//! PullSecretHandler scenarios PS1–PS6 and TemplateHandler scenarios T1–T6 (spec
-//! nim-process §1.16), and the generated ServingRuntime (§1.8.1).
+//! PullSecretHandler scenarios PS1–PS6 and TemplateHandler scenarios T1–T6, and the generated
+//! ServingRuntime (docs/plugins/nim-account.md, "Controller `odh-nim-controller`", step 5).
 
 mod support;
 
@@ -351,7 +351,7 @@ fn t6_dangling_reference_replaced() {
         .applied_object("Template", &format!("{TNS}-template"));
 }
 
-/// §1.8.1: the ServingRuntime's fields; air-gapped drops the NGC key and pull secret.
+/// The ServingRuntime's fields; air-gapped drops the NGC key and pull secret.
 #[test]
 fn serving_runtime_shape() {
     let online = nim_account::runtime_template::serving_runtime(false);

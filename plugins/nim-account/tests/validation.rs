@@ -1,4 +1,5 @@
-//! ValidationHandler scenarios V2–V10 (spec nim-process §1.16) and the NVIDIA calls of §1.11.
+//! ValidationHandler scenarios V2–V10 and the NVIDIA calls (docs/plugins/nim-account.md,
+//! "NVIDIA's APIs").
 
 mod support;
 

@@ -1,4 +1,5 @@
-//! The Pod plugin (spec core.md §3.1, §2.7): the Pod mutating webhook `/mutate--v1-pod`,
+//! The Pod plugin (docs/plugins/pod-mutator.md; its place in the Ray TLS flow:
+//! docs/plugins/servingruntime.md, "The Ray TLS flow"): the Pod mutating webhook `/mutate--v1-pod`,
 //! which prepares Pods that run Ray with TLS. Such a Pod gets the volumes `ray-tls`
 //! (emptyDir) and `ray-tls-secret` (the namespace's `ray-tls` Secret), a mount of `ray-tls`
 //! on its first `kserve-container`/`worker-container`, and the `ray-tls-generator` init

@@ -1,4 +1,5 @@
-//! The Pod mutation (spec §3.1): which Pods run Ray with TLS, and what they get.
+//! The Pod mutation (docs/plugins/pod-mutator.md, "Webhook"): which Pods run Ray with TLS, and
+//! what they get.
 
 use odh_kinds::{Pod, label};
 use odh_plugin_sdk::{Object, Value, json};
@@ -72,10 +73,10 @@ fn append(parent: &mut Value, key: &str, item: Value) {
     }
 }
 
-/// Adds what a Ray TLS Pod needs, as upstream does: the two volumes appended (no
-/// de-duplication, §6 item 7), the mount on the FIRST `kserve-container`/`worker-container`
-/// only, and the init container after any existing ones. A Pod without a `spec` object is left
-/// as it is ([`needs_ray_tls_generator`] is false for it).
+/// Adds what a Ray TLS Pod needs, as upstream does: the two volumes appended (no de-duplication, an
+/// upstream quirk the doc keeps), the mount on the FIRST `kserve-container`/`worker-container`
+/// only, and the init container after any existing ones. A Pod without a `spec` object is left as
+/// it is ([`needs_ray_tls_generator`] is false for it).
 pub fn add_ray_tls(pod: &mut Value, image: &str) {
     let Some(spec) = pod.get_mut("spec") else {
         return;

@@ -1,10 +1,10 @@
 //! The shell script of the `ray-tls-generator` init container.
 //!
-//! An externally visible string: it lands in every mutated Pod's spec, so it is upstream's
-//! text byte for byte (a leading and two trailing newlines included). Two of its quirks are
-//! kept on purpose (spec §3.1, §6 item 7): the second loop's initialiser assigns `retires`,
-//! not `retries`, so both waits share one budget of 25 attempts; and it is bash (`(( ))`,
-//! `[[ ]]`) run by `sh -c`, which works where `/bin/sh` is bash, as in UBI images.
+//! An externally visible string: it lands in every mutated Pod's spec, so it is upstream's text
+//! byte for byte (a leading and two trailing newlines included). Two of its quirks are kept on
+//! purpose (docs/plugins/pod-mutator.md, "Webhook"): the second loop's initialiser assigns
+//! `retires`, not `retries`, so both waits share one budget of 25 attempts; and it is bash (`((
+//! ))`, `[[ ]]`) run by `sh -c`, which works where `/bin/sh` is bash, as in UBI images.
 
 /// The script, run as `sh -c <script>`.
 pub const RAY_TLS_GENERATOR_SCRIPT: &str = r#"

@@ -1,5 +1,5 @@
-//! The Pod mutating webhook as the host calls it (spec core.md §3.1; scenarios PW-1..PW-6 of
-//! §5.6 and X-11 of §5.8): the plugin's `mutate` export over a fake cluster.
+//! The Pod mutating webhook as the host calls it (docs/plugins/pod-mutator.md, "Webhook";
+//! scenarios PW-1..PW-6 and X-11): the plugin's `mutate` export over a fake cluster.
 
 use odh_plugin_sdk::testing::{Case, FakeCluster};
 use odh_plugin_sdk::{
@@ -107,7 +107,7 @@ fn pw_1_a_ray_tls_pod_gets_the_init_container_volumes_and_mount() {
     assert_eq!(pod["spec"]["initContainers"][0], init_container(IMAGE));
 }
 
-/// The init container exactly as upstream builds it (§3.1 step 5).
+/// The init container exactly as upstream builds it (the doc's step 3, "Mutate").
 #[test]
 fn pw_1_the_init_container_is_upstreams() {
     let c = init_container(IMAGE);
@@ -185,8 +185,8 @@ fn pw_4_pw_5_pw_6_need_to_add_the_generator() {
     assert!(!need(Value::Null), "PW-6");
 }
 
-/// The rule of §3.1 step 1 (the same as the Pod controller's): any literal value but `0`
-/// counts, an empty one and a `valueFrom` too, at any position of `env`, only on
+/// The rule of the doc's step 1, "Decide" (the same as the Pod controller's): any literal value but
+/// `0` counts, an empty one and a `valueFrom` too, at any position of `env`, only on
 /// `kserve-container`/`worker-container`, only in the main containers.
 #[test]
 fn ray_tls_is_on_for_every_value_but_zero_on_the_ray_containers() {

@@ -1,6 +1,6 @@
-//! The Ray TLS certificates (spec core §2.6): a self-signed RSA-4096 CA whose key is PKCS#1
-//! DER under a `PRIVATE KEY` PEM header (upstream's encoding, read and written as is), and
-//! per-pod server certificates it signs, whose keys are PKCS#8.
+//! The Ray TLS certificates (docs/plugins/servingruntime.md, "Certificates"): a self-signed
+//! RSA-4096 CA whose key is PKCS#1 DER under a `PRIVATE KEY` PEM header (upstream's encoding, read
+//! and written as is), and per-pod server certificates it signs, whose keys are PKCS#8.
 //!
 //! Everything here is pure: the clock and the random source are arguments, so native tests
 //! pin them and the guest passes WASI's.

@@ -1,4 +1,5 @@
-//! The servingruntime plugin (spec core §2.1, §2.5–§2.7): the `servingruntime` controller
+//! The servingruntime plugin (docs/plugins/servingruntime.md; "The Ray TLS flow" shows how its
+//! two controllers and the pod-mutator webhook fit together): the `servingruntime` controller
 //! (the monitoring RoleBinding; the Ray TLS CA `ray-ca-tls` and the per-namespace `ray-tls`)
 //! and the `core-pod` controller (per-pod Ray TLS certificates in `ray-tls`).
 //!
@@ -108,7 +109,8 @@ pub fn decide(
     Ok(plan.into_outcome())
 }
 
-/// Spec core §2.1.2: the request is a namespace/name pair, whatever kind it came from.
+/// The request is a namespace/name pair, whatever kind it came from
+/// (docs/plugins/servingruntime.md, "Controller `servingruntime`").
 fn servingruntime(
     namespace: &str,
     name: &str,
@@ -146,7 +148,8 @@ fn servingruntime(
     )
 }
 
-/// Spec core §2.1.1: the Ray Secrets by name, the monitoring namespaces, and RoleBindings
+/// The watches' table of docs/plugins/servingruntime.md ("Controller `servingruntime`"): the
+/// Ray Secrets by name, the monitoring namespaces, and RoleBindings
 /// carrying the managed label key (any value). Upstream also maps an update's old object, so
 /// removing the label still triggers; the host hands over the new object only, so the
 /// monitoring RoleBinding is mapped by its name too.

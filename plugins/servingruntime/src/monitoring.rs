@@ -1,4 +1,5 @@
-//! The monitoring RoleBinding `prometheus-ns-access` (spec core §2.1.3): Prometheus
+//! The monitoring RoleBinding `prometheus-ns-access` (docs/plugins/servingruntime.md,
+//! "Controller `servingruntime`", step 2): Prometheus
 //! federation access in `openshift-monitoring` and in the monitoring namespace.
 
 use odh_kinds::{gvk, label};

@@ -1,4 +1,4 @@
-//! Names, keys and labels the ServingRuntime and Pod controllers use (spec core §4.3, §4.4).
+//! Names, keys and labels the ServingRuntime and Pod controllers use, upstream's exactly.
 
 /// The controllers (upstream's controller names).
 pub const SERVINGRUNTIME_CONTROLLER: &str = "servingruntime";

@@ -1,6 +1,6 @@
-//! The Pod controller (spec core §2.5): a server certificate for each Ray TLS predictor pod,
-//! signed by `ray-ca-tls`, stored in its namespace's `ray-tls` under the pod IP, and the
-//! entries of IPs no predictor pod has any more pruned.
+//! The Pod controller (docs/plugins/servingruntime.md, "Controller `core-pod`"): a server
+//! certificate for each Ray TLS predictor pod, signed by `ray-ca-tls`, stored in its namespace's
+//! `ray-tls` under the pod IP, and the entries of IPs no predictor pod has any more pruned.
 //!
 //! Level-based where upstream is edge-triggered: upstream's predicates (create with an IP,
 //! update that changes the IP) become "a Ray TLS pod with an IP whose entry is missing or not

@@ -1,4 +1,5 @@
-//! The ServingRuntime controller's Ray TLS part (spec core §2.1.4): the CA Secret
+//! The ServingRuntime controller's Ray TLS part (docs/plugins/servingruntime.md, "Controller
+//! `servingruntime`", steps 3–6): the CA Secret
 //! `ray-ca-tls` in the controller namespace, its fan-out to every multi-node namespace, and
 //! `ray-tls` in the request's namespace while it has a multi-node runtime.
 

@@ -1,4 +1,5 @@
-//! Certificate formats (spec core §2.6), parsed back with the same crates.
+//! Certificate formats (docs/plugins/servingruntime.md, "Certificates"), parsed back with the
+//! same crates.
 
 mod common;
 

@@ -1,4 +1,5 @@
-//! The Pod controller's decisions (spec core §2.5; scenarios PC-1..PC-16, X-9, X-10).
+//! The Pod controller's decisions (docs/plugins/servingruntime.md, "Controller `core-pod`";
+//! scenarios PC-1..PC-16, X-9, X-10).
 
 mod common;
 

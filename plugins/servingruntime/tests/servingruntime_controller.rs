@@ -1,4 +1,5 @@
-//! The ServingRuntime controller's decisions (spec core §2.1; scenarios SR-1..SR-6, X-1..X-4).
+//! The ServingRuntime controller's decisions (docs/plugins/servingruntime.md, "Controller
+//! `servingruntime`"; scenarios SR-1..SR-6, X-1..X-4).
 
 mod common;
 
@@ -260,7 +261,7 @@ fn an_unlabelled_ca_secret_fails_as_already_existing() {
     );
 }
 
-/// Spec §2.1.2 step 2: a namespace that does not exist fails the reconcile (retried).
+/// Step 1: a namespace that does not exist fails the reconcile (retried).
 #[test]
 fn a_missing_namespace_fails_the_reconcile() {
     let (outcome, _) = reconcile_sr(
@@ -363,7 +364,7 @@ fn x_2_no_monitoring_namespace_no_role_binding() {
     assert!(outcome.error.is_none());
 }
 
-/// Spec §2.1.1: what the watches enqueue.
+/// What the watches enqueue (the table of the doc's controller section).
 #[test]
 fn watch_mapping() {
     let s = monitoring("mon");

@@ -1,4 +1,5 @@
-//! The ConfigMap controller (spec core.md §2.3): `odh-kserve-custom-ca-bundle` in each
+//! The ConfigMap controller (docs/plugins/storage.md, "Controller `core-configmap`"):
+//! `odh-kserve-custom-ca-bundle` in each
 //! namespace, joined from `odh-trusted-ca-bundle` and `openshift-service-ca.crt`; when it
 //! changes, a managed `storage-config` is deleted so the Secret controller rebuilds it.
 
@@ -103,8 +104,9 @@ pub fn desired(namespace: &str, cert_data: &str) -> Object {
         .with("data", json!({ CA_BUNDLE_KEY: cert_data }))
 }
 
-/// Deletes `storage-config` if it is managed (label exactly `"true"`); an unmanaged one is
-/// never touched (§2.4's normative rule). Upstream ignores the read's errors.
+/// Deletes `storage-config` if it is managed (label exactly `"true"`); an unmanaged one is never
+/// touched (the rule of docs/plugins/storage.md, "Controller `secret`"). Upstream ignores the
+/// read's errors.
 fn invalidate_storage_config(plan: &mut Plan, namespace: &str, cluster: &dyn Cluster) {
     if let Ok(Some(secret)) = cluster.get_object(&gvk::secret(), Some(namespace), STORAGE_CONFIG)
         && is_managed(&secret)

@@ -1,4 +1,4 @@
-//! The storage plugin (spec core.md §2.3, §2.4): two controllers that prepare what KServe's
+//! The storage plugin (docs/plugins/storage.md): two controllers that prepare what KServe's
 //! storage initializer reads in each namespace.
 //!
 //! * `core-configmap`: the ConfigMap `odh-kserve-custom-ca-bundle`, joined from
@@ -28,7 +28,7 @@ impl Plugin for Storage {
 
     fn manifest() -> Manifest {
         // No name filter exists for a primary: every ConfigMap event reaches the plugin, which
-        // drops the names §2.3's filter drops.
+        // drops the names upstream's filter drops.
         let configmaps = Controller::new(CONFIGMAP_CONTROLLER, gvk::config_map());
         // Upstream caches only managed Secrets; the primary's selector is that cache filter.
         let secrets = Controller::new(SECRET_CONTROLLER, gvk::secret())

@@ -1,4 +1,4 @@
-//! Upstream's names, keys and labels for the two controllers (spec core.md §4.3, §4.4), exact.
+//! Upstream's names, keys and labels for the two controllers, exact.
 
 /// The ConfigMap controller (upstream's `core-configmap`).
 pub const CONFIGMAP_CONTROLLER: &str = "core-configmap";

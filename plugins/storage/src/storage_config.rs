@@ -1,5 +1,6 @@
-//! The Secret controller (spec core.md §2.4): `storage-config`, one compact JSON document per
-//! data connection of the namespace (Secrets labelled managed and dashboard).
+//! The Secret controller (docs/plugins/storage.md, "Controller `secret`"): `storage-config`, one
+//! compact JSON document per data connection of the namespace (Secrets labelled managed and
+//! dashboard).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,5 @@
-//! The ConfigMap controller (spec core.md §2.3; scenarios §5.3 CM-1..CM-3, §5.8 ).
+//! The ConfigMap controller (docs/plugins/storage.md, "Controller `core-configmap`"; scenarios
+//! CM-1..CM-3, X-5, X-6).
 
 mod common;
 

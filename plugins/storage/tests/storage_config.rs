@@ -1,4 +1,5 @@
-//! The Secret controller (spec core.md §2.4; scenarios §5.4 SEC-1..SEC-5, §5.8 X-6..X-8).
+//! The Secret controller (docs/plugins/storage.md, "Controller `secret`"; scenarios
+//! SEC-1..SEC-5, X-6..X-8).
 
 mod common;
 
@@ -11,10 +12,10 @@ use odh_plugin_sdk::{Object, json};
 use odh_test_fixtures::secret;
 use storage::storage_config::{concerns, connection_document};
 
-/// The spec's no-CA document (§2.4), byte for byte.
+/// Upstream's document without the CA (as its Go controller writes it), byte for byte.
 const NO_CA_HTTP: &str = r#"{"access_key_id":"admin","bucket":"test-example-models","endpoint_url":"http://minio.minio.svc:9000","region":"us-south","secret_access_key":"password","type":"s3"}"#;
 const NO_CA_HTTPS: &str = r#"{"access_key_id":"admin","bucket":"test-example-models","endpoint_url":"https://minio.minio.svc:9000","region":"us-south","secret_access_key":"password","type":"s3"}"#;
-/// The spec's document with the CA (§2.4), byte for byte.
+/// Upstream's document with the CA, byte for byte.
 const CA_HTTPS: &str = r#"{"access_key_id":"admin","bucket":"test-example-models","cabundle_configmap":"odh-kserve-custom-ca-bundle","endpoint_url":"https://minio.minio.svc:9000","region":"us-south","secret_access_key":"password","type":"s3"}"#;
 
 fn entries(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {

@@ -332,7 +332,7 @@ fn patched(isvc: &Value, outcome: &Outcome) -> Value {
 }
 
 // ------------------------------------------------------------------------------------------
-// §6.9 E-01 … E-05.
+// Scenarios E-01 … E-05.
 
 #[test]
 fn e_01_model_version_only_creates_no_mr_inference_service() {
@@ -599,7 +599,7 @@ fn isvc_without_mr_labels_is_ignored() {
 }
 
 // ------------------------------------------------------------------------------------------
-// §1.4 step 2: the DataScienceCluster lookup.
+// The DataScienceCluster lookup.
 
 #[test]
 fn dsc_list_error_text() {
@@ -690,7 +690,7 @@ fn dsc_namespace_is_the_default_mr_namespace_and_the_label_overrides_it() {
 }
 
 // ------------------------------------------------------------------------------------------
-// §1.8 step 5: the Model Registry base URL.
+// The Model Registry base URL.
 
 fn first_url(isvc: &Value, cluster: &FakeCluster) -> Result<String, Error> {
     let mr = FakeMr::prefilled();
@@ -800,7 +800,7 @@ fn url_external_address_annotation_means_https() {
 }
 
 // ------------------------------------------------------------------------------------------
-// §1.8 steps 7–9: records in the registry.
+// Records in the registry.
 
 fn linked_registry(url: Option<&str>) -> FakeMr {
     let mr = FakeMr::prefilled();

@@ -1,5 +1,6 @@
 //! [`ServingRuntime`]: a view of a KServe ServingRuntime, and which one serves an
-//! InferenceService (spec isvc.md §2.1).
+//! InferenceService (the runtime it names, else the newest one that auto-selects its model
+//! format: [`resolve_runtime`]).
 
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{Error, Object, Value};

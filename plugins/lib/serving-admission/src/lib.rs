@@ -1,5 +1,5 @@
 //! Admission logic shared by the serving webhooks: ConnectionsAPI credential injection and
-//! HardwareProfile scheduling (spec `isvc.md` §4.4–§4.5, `llm.md` §7.3–§7.4).
+//! HardwareProfile scheduling (docs/plugins/isvc.md and docs/plugins/llm-gateway.md, "Webhooks").
 //!
 //! The InferenceService and LLMInferenceService webhooks apply the same rules to differently
 //! shaped objects, so each feature is split in two layers:

@@ -1,4 +1,4 @@
-//! ConnectionsAPI defaulter scenarios W-C01..W-C38 (spec `isvc.md` §6.6; namespace `test-ns`,
+//! ConnectionsAPI defaulter scenarios W-C01..W-C38 (namespace `test-ns`,
 //! InferenceService `test`), plus derived checks.
 
 use odh_kinds::annotation::{

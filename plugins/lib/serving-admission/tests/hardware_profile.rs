@@ -1,4 +1,4 @@
-//! HardwareProfile defaulter scenarios W-H01..W-H31 (spec `isvc.md` §6.7; namespace
+//! HardwareProfile defaulter scenarios W-H01..W-H31 (namespace
 //! `test-hwp-ns`, InferenceService `test-isvc`, profile `test-hwp`), plus derived checks.
 
 use odh_kinds::annotation::{

@@ -1,4 +1,5 @@
-//! `GET /api/v1/gateways?namespace=<ns>` (spec §8.4): the Gateway listeners a caller who may
+//! `GET /api/v1/gateways?namespace=<ns>` (docs/plugins/llm-gateway.md, "Endpoints"): the Gateway
+//! listeners a caller who may
 //! create LLMInferenceServices in `<ns>` can attach a service to.
 //!
 //! Checks in upstream's order (the host has already authenticated the bearer token, so a

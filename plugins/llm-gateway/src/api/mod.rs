@@ -1,7 +1,8 @@
-//! The model-serving-api routes (spec §8): gateway discovery ([`gateways`]) and the llm-d
-//! samples ([`samples`]). The host serves them over TLS, authenticates the bearer route (a
-//! missing or malformed `Authorization` header never reaches the plugin), answers `/healthz`
-//! and `/readyz`, and adds the security headers; everything the routes decide is here.
+//! The model-serving-api routes (docs/plugins/llm-gateway.md, "model-serving-api"): gateway
+//! discovery ([`gateways`]) and the llm-d samples ([`samples`]). The host serves them over TLS,
+//! authenticates the bearer route (a missing or malformed `Authorization` header never reaches the
+//! plugin), answers `/healthz` and `/readyz`, and adds the security headers; everything the routes
+//! decide is here.
 
 pub mod gateways;
 pub mod samples;

@@ -1,4 +1,5 @@
-//! `GET /api/v1/samples/llm-d?type=<t>[&topology=<topo>]` (spec §8.5, no authentication): one
+//! `GET /api/v1/samples/llm-d?type=<t>[&topology=<topo>]` (no authentication;
+//! docs/plugins/llm-gateway.md, "Endpoints"): one
 //! embedded `LLMInferenceServiceConfig` sample as YAML.
 //!
 //! | # | condition | status | body |

@@ -1,6 +1,6 @@
 //! The Gateway controller's inputs from the cluster: the `inferenceservice-config` readers
-//! (spec §2.8: default gateway, model routing header), the token-review audiences, the
-//! Kuadrant namespace and Authorino TLS detection (§2.7).
+//! (default gateway, model routing header), the token-review audiences, the Kuadrant namespace
+//! and Authorino TLS detection (docs/plugins/llm-gateway.md, "Shared building blocks").
 
 use odh_kinds::gvk;
 use odh_plugin_sdk::cluster::Cluster;

@@ -1,4 +1,5 @@
-//! Which Gateways a watched change concerns (spec §5.2). The host calls `map` with the new
+//! Which Gateways a watched change concerns (docs/plugins/llm-gateway.md, "Gateway controller
+//! `gateway-auth-bootstrap`", the watches' table). The host calls `map` with the new
 //! object only (no old one, no per-event predicates), so a mapping enqueues what the new state
 //! names; reconciles are level-based, so an extra one changes nothing.
 

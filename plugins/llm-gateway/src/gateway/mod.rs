@@ -1,10 +1,11 @@
-//! The `gateway-auth-bootstrap` controller (spec §5): per Gateway "in use", the Authorino-TLS
+//! The `gateway-auth-bootstrap` controller (docs/plugins/llm-gateway.md, "Gateway controller
+//! `gateway-auth-bootstrap`"): per Gateway "in use", the Authorino-TLS
 //! EnvoyFilter, the token-review AuthPolicy and the PodMonitor; whichever of them a Gateway no
 //! longer wants is deleted when we manage it.
 //!
 //! Objects are server-side applied by the host with the Gateway as controller owner: it writes
 //! only when our fields differ from the live object, which stands in for upstream's
-//! get/compare/update (§2.3).
+//! get/compare/update (the doc's "Writes").
 
 pub mod gateway_ref;
 pub mod ingress;
@@ -60,7 +61,7 @@ pub fn declare(manifest: Manifest) -> Manifest {
         .writes([gvk::envoy_filter(), gvk::auth_policy(), gvk::pod_monitor()])
 }
 
-/// Which objects a Gateway gets (§5.3 step 4).
+/// Which objects a Gateway gets (the doc's step 3, "Wants").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wants {
     pub envoy_filter: bool,
@@ -190,7 +191,7 @@ fn existing(kind: Kind, gateway: &Object, cluster: &dyn Cluster) -> Result<Optio
         })
 }
 
-/// §5.5: the object applied with the Gateway as controller owner.
+/// The object applied with the Gateway as controller owner (the doc's step 4).
 fn ensure(kind: Kind, gateway: &Object, cx: &Ctx<Settings>, plan: &mut Plan) -> Result<(), Error> {
     let cluster = cx.cluster;
     let settings = cx.settings;
@@ -230,7 +231,8 @@ fn ensure(kind: Kind, gateway: &Object, cx: &Ctx<Settings>, plan: &mut Plan) -> 
     Ok(())
 }
 
-/// §5.6: deleted when it exists and we manage it; a user's (or opted-out) object stays.
+/// Deleted when it exists and we manage it (the doc's step 4, *Delete*); a user's (or opted-out)
+/// object stays.
 fn delete_if_managed(
     kind: Kind,
     gateway: &Object,

@@ -1,6 +1,7 @@
-//! The three Gateway-scoped objects (spec §3.2 AuthPolicy, §3.3 EnvoyFilter, §3.4 PodMonitor),
-//! without the owner reference (the host adds the Gateway's). CEL strings are byte for byte
-//! upstream's template output (§11.14).
+//! The three Gateway-scoped objects, AuthPolicy, EnvoyFilter and PodMonitor
+//! (docs/plugins/llm-gateway.md, "Gateway controller `gateway-auth-bootstrap`", step 4), without
+//! the owner reference (the host adds the Gateway's). CEL strings are byte for byte upstream's
+//! template output: a differing byte would be an update on every reconcile.
 
 use odh_plugin_sdk::{Error, Object, Value, go, json};
 
@@ -53,9 +54,10 @@ pub struct Target<'a> {
     pub name: &'a str,
 }
 
-/// The AuthPolicy template loader: `userdefined` (the token-review policy of §3.2) or
-/// `anonymous` (§3.1), named `ChildName(<target>, "-authn")`. Any other type is refused, and
-/// so is a routing header that is not a safe HTTP token (checked for both types).
+/// The AuthPolicy template loader: `userdefined` (the Gateway's token-review policy) or `anonymous`
+/// (the HTTPRoute policy of an LLMInferenceService with auth off), named
+/// `ChildName(<target>, "-authn")`. Any other type is refused, and so is a routing header that is
+/// not a safe HTTP token (checked for both types).
 pub fn load_policy(
     auth_type: &str,
     target: &Target,
@@ -133,7 +135,7 @@ fn predicate(expression: &str) -> Value {
     json!({ "predicate": expression })
 }
 
-/// §3.2 before the options (template defaults), for `header`.
+/// The userdefined policy before the options (template defaults), for `header`.
 fn userdefined_policy(target: &Target, header: &str) -> Value {
     let pattern = |value: &str| json!({"allOf": [{"selector": "context.request.http.path", "operator": "matches", "value": value}]});
     let (resolved_user, resolved_groups) =
@@ -238,7 +240,7 @@ fn userdefined_policy(target: &Target, header: &str) -> Value {
     })
 }
 
-/// §5.5 step 4: the Gateway's token-review policy, named `app.kubernetes.io/name:
+/// The Gateway's token-review policy, named `app.kubernetes.io/name:
 /// llminferenceservice-auth`, with these audiences, objective and routing header.
 pub fn gateway_policy(
     gateway: &Object,
@@ -260,7 +262,7 @@ pub fn gateway_policy(
     load_policy("userdefined", &target, &options)
 }
 
-/// §3.3: TLS from the gateway's Envoy to Authorino in `kuadrant_ns`.
+/// The EnvoyFilter: TLS from the gateway's Envoy to Authorino in `kuadrant_ns`.
 pub fn envoy_filter(gateway: &Object, kuadrant_ns: &str) -> Value {
     let authorino = format!("authorino-authorino-authorization.{kuadrant_ns}.svc.cluster.local");
     json!({
@@ -308,7 +310,7 @@ pub fn envoy_filter(gateway: &Object, kuadrant_ns: &str) -> Value {
     })
 }
 
-/// §3.4: the gateway's Envoy metrics for Prometheus.
+/// The PodMonitor: the gateway's Envoy metrics for Prometheus.
 pub fn pod_monitor(gateway: &Object) -> Value {
     json!({
         "apiVersion": "monitoring.coreos.com/v1",

@@ -1,4 +1,5 @@
-//! Which Gateways an LLMInferenceService uses (spec §5.4): its effective gateway refs, the
+//! Which Gateways an LLMInferenceService uses (docs/plugins/llm-gateway.md, "Gateway controller
+//! `gateway-auth-bootstrap`", step 2): its effective gateway refs, the
 //! listeners' `allowedRoutes` filtering, and "referenced".
 
 use odh_kinds::gvk;
@@ -50,7 +51,7 @@ pub fn filter_allowed_refs(
         .collect()
 }
 
-/// The effective gateway refs of `service` (§5.4), filtered for `gateway` when given: its own
+/// The effective gateway refs of `service`, filtered for `gateway` when given: its own
 /// refs that survive the filtering, else the refs of the last of its `baseRefs` configs that
 /// has any (each looked for in the service's namespace, then in `system_ns`; a config that
 /// cannot be read is skipped), filtered the same way. Namespaces are left as written.

@@ -1,4 +1,5 @@
-//! The HTTPRoute AuthPolicy sub-reconciler (spec §4.3, §4.5, shape §3.1): an anonymous Kuadrant
+//! The HTTPRoute AuthPolicy sub-reconciler (docs/plugins/llm-gateway.md, "Controller
+//! `llminferenceservice`", steps 2 and 5): an anonymous Kuadrant
 //! AuthPolicy per HTTPRoute of a service that turned auth off; removed again when auth is on.
 //!
 //! Objects are server-side applied: the host writes only when our fields differ from the live
@@ -35,7 +36,8 @@ pub fn route_names(service: &Object) -> Vec<String> {
     }
 }
 
-/// The labels of every AuthPolicy we make (§3.1, §3.2), with `app.kubernetes.io/name: name`.
+/// The labels of every AuthPolicy we make (anonymous and userdefined), with
+/// `app.kubernetes.io/name: name`.
 pub fn policy_labels(name: &str) -> Value {
     json!({
         "app.kubernetes.io/component": COMPONENT,
@@ -45,7 +47,7 @@ pub fn policy_labels(name: &str) -> Value {
     })
 }
 
-/// The flow-control response headers of every AuthPolicy we make (§3.1, §3.2).
+/// The flow-control response headers of every AuthPolicy we make (anonymous and userdefined).
 pub fn flow_control_headers() -> Value {
     let header = |expression: &str| json!({"metrics": false, "plain": {"expression": expression}, "priority": 0});
     json!({
@@ -54,7 +56,7 @@ pub fn flow_control_headers() -> Value {
     })
 }
 
-/// The anonymous AuthPolicy for HTTPRoute `route` of `service` (§3.1, without the owner
+/// The anonymous AuthPolicy for HTTPRoute `route` of `service` (without the owner
 /// reference, which the host adds).
 pub fn anonymous_policy(service: &Object, route: &str) -> Value {
     let unauthenticated = json!({"value": "unauthenticated"});
@@ -128,7 +130,7 @@ pub fn reconcile(merged: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Res
     Ok(())
 }
 
-/// The deletion path (§4.5): the policies of the routes the stored spec names (not the merged
+/// The deletion path: the policies of the routes the stored spec names (not the merged
 /// one) are removed by name, whoever manages them. A cluster without the AuthPolicy kind has
 /// none to remove.
 pub fn delete(service: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {

@@ -1,4 +1,5 @@
-//! `baseRefs` config resolution and the spec merge (spec §4.2 steps 3–4).
+//! `baseRefs` config resolution and the spec merge (docs/plugins/llm-gateway.md, "Controller
+//! `llminferenceservice`", step 3).
 //!
 //! The merged spec lives in a private copy only; the stored object is never written.
 

@@ -1,4 +1,4 @@
-//! Which service an AuthPolicy event concerns (spec §4.1): upstream's
+//! Which service an AuthPolicy event concerns (docs/plugins/llm-gateway.md, "Manifest"): upstream's
 //! `FindLLMServiceFromAuthPolicy` behind its predicates. Only policies we manage count (a user's
 //! policy changing is none of our business); the service is the first owner reference of kind
 //! `LLMInferenceService`, whatever its apiVersion, in the policy's namespace.

@@ -1,4 +1,5 @@
-//! The `llminferenceservice` controller (spec §4): the `baseRefs` merge, then the HTTPRoute
+//! The `llminferenceservice` controller (docs/plugins/llm-gateway.md, "Controller
+//! `llminferenceservice`"): the `baseRefs` merge, then the HTTPRoute
 //! AuthPolicy and auth posture sub-reconcilers; the deletion path.
 
 pub mod authpolicy;
@@ -53,7 +54,8 @@ pub fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outco
     }
     let (missing_kinds, errors): (Vec<Error>, Vec<Error>) =
         errors.into_iter().partition(Error::is_no_match);
-    // §11.2: upstream fails (and retries) every reconcile when Kuadrant is not installed. The
+    // Kuadrant not installed (the doc's paragraph of that name): upstream fails (and retries)
+    // every reconcile. The
     // same Warning is recorded here, but as a standing condition: a slow recheck, not an error
     // loop with back-off and a log line per attempt.
     if !missing_kinds.is_empty() {
@@ -84,9 +86,9 @@ pub fn failure_message(errors: &[Error]) -> String {
     )
 }
 
-/// §4.5: this controller holds no finalizer; the path runs while another one (KServe's) keeps
-/// the service. Upstream's cleanup of a namespace's last service does nothing; only the list
-/// it depends on is kept, so a failing list still fails the reconcile.
+/// The deletion path (the doc's step 2): this controller holds no finalizer; the path runs while
+/// another one (KServe's) keeps the service. Upstream's cleanup of a namespace's last service does
+/// nothing; only the list it depends on is kept, so a failing list still fails the reconcile.
 fn deletion(service: &Object, cluster: &dyn Cluster, plan: &mut Plan) -> Result<(), Error> {
     authpolicy::delete(service, cluster, plan)?;
     cluster.list(&gvk::llm_inference_service(), service.namespace(), None)?;

@@ -1,4 +1,5 @@
-//! The auth posture check (spec §4.4): services of one `serving.kserve.io/routing-group` that
+//! The auth posture check (docs/plugins/llm-gateway.md, "Controller `llminferenceservice`",
+//! step 6): services of one `serving.kserve.io/routing-group` that
 //! disagree on auth get a Warning Event; nothing is blocked or changed.
 
 use odh_kinds::gvk;

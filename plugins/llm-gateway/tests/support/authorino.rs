@@ -1,5 +1,5 @@
 //! A test double of Authorino: evaluates a Kuadrant `AuthPolicy` (the parts of its API that the
-//! Gateway AuthPolicy of spec §3.2 uses) for one HTTP request, against a small model of
+//! Gateway AuthPolicy uses) for one HTTP request, against a small model of
 //! Kubernetes authentication (TokenReview) and RBAC (SubjectAccessReview).
 //!
 //! What it models, after Authorino's documented behaviour:

@@ -1,6 +1,6 @@
-//! The API-key manager (spec nim-process §1.5): the API-key Secret and the key, read once per
-//! pass (a failure cleans up and writes the clean failure status), and the NGC catalog the
-//! handlers share (§1.11.1).
+//! The API-key manager: the API-key Secret and the key, read once per pass (a failure cleans up
+//! and writes the clean failure status), and the NGC catalog the handlers share
+//! (docs/plugins/nim-account.md, "NVIDIA's APIs", call A).
 
 use odh_kinds::gvk;
 use odh_plugin_sdk::log::{Level, log};
@@ -73,7 +73,7 @@ impl Pass<'_> {
         result
     }
 
-    // §1.11.1: the catalog, narrowed by the model list; fetched once per pass.
+    // The catalog, narrowed by the model list; fetched once per pass.
     pub(super) fn runtimes(&mut self) -> Result<Vec<Runtime>, Error> {
         if let Some(result) = &self.runtimes {
             return result.clone();

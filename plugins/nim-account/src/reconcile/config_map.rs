@@ -1,4 +1,5 @@
-//! The ConfigMapHandler (spec nim-process §1.7): the model-info ConfigMap, refreshed when the
+//! The ConfigMapHandler (docs/plugins/nim-account.md, "Controller `odh-nim-controller`", step
+//! 4): the model-info ConfigMap, refreshed when the
 //! key was validated since, the rate says so or the object is not ours; air-gapped, a
 //! reference to the one in the applications namespace.
 
@@ -168,7 +169,7 @@ impl Pass<'_> {
         true
     }
 
-    // §1.9: the applications namespace, POD_NAMESPACE overridden by any DSCInitialization's.
+    // The applications namespace, POD_NAMESPACE overridden by any DSCInitialization's.
     fn applications_namespace(&self) -> Option<String> {
         let mut namespace = self.settings.pod_namespace.clone();
         let list = self

@@ -1,4 +1,5 @@
-//! The Account reconcile (spec nim-process §1.4–§1.10): the finalizer, then the validation,
+//! The Account reconcile (docs/plugins/nim-account.md, "Controller `odh-nim-controller`"): the
+//! finalizer, then the validation,
 //! model-info ConfigMap, Template and pull-Secret handlers in upstream's order, one status
 //! write and at most one handler's change per pass, as upstream's requeue chain makes them.
 //!
@@ -201,7 +202,8 @@ impl<'a> Pass<'a> {
         secs as u64 * 1000
     }
 
-    // §1.9: exactly one DataScienceCluster with `spec.components.kserve.nim.airGapped: true`.
+    // Air-gapped (the doc's step 2): exactly one DataScienceCluster with
+    // `spec.components.kserve.nim.airGapped: true`.
     fn air_gapped(&self) -> bool {
         match self.cluster.list(&gvk::data_science_cluster(), None, None) {
             Ok(list) if list.len() == 1 => list[0]

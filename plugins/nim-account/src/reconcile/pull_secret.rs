@@ -1,4 +1,5 @@
-//! The PullSecretHandler (spec nim-process §1.10): the `nvcr.io` pull Secret made from the
+//! The PullSecretHandler (docs/plugins/nim-account.md, "Controller `odh-nim-controller`", step
+//! 6): the `nvcr.io` pull Secret made from the
 //! API key.
 
 use odh_kinds::gvk;

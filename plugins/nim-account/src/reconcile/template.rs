@@ -1,4 +1,5 @@
-//! The TemplateHandler (spec nim-process §1.8): the OpenShift Template holding the NIM
+//! The TemplateHandler (docs/plugins/nim-account.md, "Controller `odh-nim-controller`", step 5):
+//! the OpenShift Template holding the NIM
 //! ServingRuntime.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,5 @@
-//! The ValidationHandler (spec nim-process §1.6): the API key validated against NVIDIA's APIs,
+//! The ValidationHandler (docs/plugins/nim-account.md, "Controller `odh-nim-controller`", step
+//! 3): the API key validated against NVIDIA's APIs,
 //! when forced or due.
 
 use odh_plugin_sdk::conditions::Condition;

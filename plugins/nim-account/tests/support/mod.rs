@@ -31,7 +31,7 @@ pub fn later(secs: u64) -> String {
     rfc3339(NOW_SECS + secs)
 }
 
-/// NVIDIA as §1.15.1 stubs it: anything unstubbed fails like a transport error.
+/// NVIDIA as upstream's test double stubs it: anything unstubbed fails like a transport error.
 pub fn nvidia() -> http::Fake {
     http::Fake::new().handler(|request| {
         let header = |name: &str| request.header_value(name).map(str::to_string);

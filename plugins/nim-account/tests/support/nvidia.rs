@@ -1,4 +1,5 @@
-//! A stand-in for NVIDIA's APIs (spec nim-process §1.15.1): the answers the native tests'
+//! A stand-in for NVIDIA's APIs, as upstream's test double answers (docs/plugins/nim-account.md,
+//! "Tests"): the answers the native tests'
 //! `http::Fake` and the integration tests' local TLS server both give. Plain functions over a
 //! request's parts, so either transport can use them; no dependency beyond `serde_json`.
 

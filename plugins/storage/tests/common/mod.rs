@@ -80,7 +80,8 @@ pub fn config_map(name: &str, data: &[(&str, &str)]) -> Value {
            "data": data})
 }
 
-/// A data connection of §5.4 (`aws-connection-minio-http(s)`): both labels, type `s3`.
+/// A data connection of scenarios SEC-1..SEC-5 (`aws-connection-minio-http(s)`): both labels, type
+/// `s3`.
 pub fn data_connection(name: &str, endpoint: &str) -> Value {
     secret(name)
         .managed()
@@ -99,7 +100,7 @@ pub fn data_connection(name: &str, endpoint: &str) -> Value {
 pub const HTTP: &str = "aws-connection-minio-http";
 pub const HTTPS: &str = "aws-connection-minio-https";
 
-/// The two data connections of §5.4.
+/// The two data connections of scenarios SEC-1..SEC-5.
 pub fn both_connections() -> [Value; 2] {
     [
         data_connection(HTTP, "http://minio.minio.svc:9000"),

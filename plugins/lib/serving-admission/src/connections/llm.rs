@@ -1,6 +1,6 @@
-//! ConnectionsAPI on an LLMInferenceService (spec `llm.md` §7.3): S3 sets the pod template's
-//! ServiceAccount and an `s3://` model URI, URI the model URI, OCI an image pull secret on the
-//! template.
+//! ConnectionsAPI on an LLMInferenceService (docs/plugins/llm-gateway.md, "Webhooks"): S3 sets the
+//! pod template's ServiceAccount and an `s3://` model URI, URI the model URI, OCI an image pull
+//! secret on the template.
 //!
 //! Only `spec.model.uri` and `spec.template.{serviceAccountName, imagePullSecrets}` are ever
 //! touched.

@@ -1,5 +1,6 @@
 //! ConnectionsAPI: credentials from a data-connection Secret named by the
-//! `opendatahub.io/connections` annotation (spec `isvc.md` §4.4, `llm.md` §7.3).
+//! `opendatahub.io/connections` annotation (docs/plugins/isvc.md and
+//! docs/plugins/llm-gateway.md, "Webhooks").
 //!
 //! The generic part ([`validate_connection`], [`old_connection`], [`determine_action`], the
 //! Secret data helpers) decides *what* to do; [`isvc`] applies it to an InferenceService. An

@@ -1,6 +1,6 @@
-//! HardwareProfile on an LLMInferenceService (spec `llm.md` §7.4): resources on the `main`
-//! container of `spec.template`, node scheduling on `spec.template`, the Kueue label on the
-//! object. A template whose containers include none named `main` gets nothing but a Warning
+//! HardwareProfile on an LLMInferenceService (docs/plugins/llm-gateway.md, "Webhooks"): resources
+//! on the `main` container of `spec.template`, node scheduling on `spec.template`, the Kueue label
+//! on the object. A template whose containers include none named `main` gets nothing but a Warning
 //! Event saying why.
 
 use odh_plugin_sdk::cluster::Cluster;

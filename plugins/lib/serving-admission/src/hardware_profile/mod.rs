@@ -1,6 +1,6 @@
 //! HardwareProfile injection: resources, node scheduling or a Kueue queue from the
-//! `infrastructure.opendatahub.io/v1` HardwareProfile named by an annotation (spec `isvc.md`
-//! §4.5, `llm.md` §7.4).
+//! `infrastructure.opendatahub.io/v1` HardwareProfile named by an annotation
+//! (docs/plugins/isvc.md and docs/plugins/llm-gateway.md, "Webhooks").
 //!
 //! [`resolve`] reads and parses a profile; [`apply_resources`] and the scheduling functions
 //! work on the JSON fragments both workload kinds share (a container-like object with
