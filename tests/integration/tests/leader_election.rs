@@ -25,7 +25,10 @@ fn config(t: &TestContext, identity: &str) -> LeaseConfig {
         lease_duration: LEASE,
         renew_deadline: RENEW,
         retry_period: RETRY,
-        ..LeaseConfig::new(t.namespace.clone())
+        ..LeaseConfig::new(
+            t.namespace.clone(),
+            odh_model_controller::builtins::DEPLOYMENT.lease_name,
+        )
     }
 }
 

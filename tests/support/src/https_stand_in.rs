@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
-use odh_model_controller::webhook::{TlsServerConfig, serve_on};
+use odh_model_controller::tls::{TlsServerConfig, serve_on};
 use tokio_util::sync::CancellationToken;
 
 /// One request as the stand-in received it.

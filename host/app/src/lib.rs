@@ -1,0 +1,33 @@
+//! The odh-model-controller application: the command line, `run` (build, then serve), the
+//! standalone model-serving-api, the offline plugin tools, and the registration list — every
+//! fact about the built-in plugins and the deployment (`builtins/list.rs`), the only place the
+//! host names a product.
+//!
+//! The crates below, each depending only on those below it:
+//! `odh-serve` (servers) → `odh-reconcile` (caches, controllers, applier, leader election) and
+//! `odh-plugin-sources` (plugin sources and swap) → `odh-plugin-runtime` (sandbox, the one call
+//! path) → `odh-host-metrics` (docs/decisions.md, "The host's crates"). They are re-exported
+//! under their module names here for tests, benches and tools.
+
+pub mod builtins;
+pub mod cli;
+pub mod crd;
+pub mod deploy_manifests;
+pub mod logging;
+pub mod model_serving_api;
+pub mod plugin_cli;
+pub mod plugin_publish;
+pub mod profile;
+pub mod run;
+mod shutdown;
+pub mod startup;
+
+pub use odh_host_metrics as metrics;
+pub use odh_label_selector as label_selector;
+pub use odh_plugin_runtime as plugin;
+pub use odh_plugin_runtime::{dispatch, gvk};
+pub use odh_plugin_sources as registry;
+pub use odh_reconcile::{
+    api_client, applier, cache, controller, discovery, kinds, leader, side_effects,
+};
+pub use odh_serve::{api_routes, probes, tls, webhook};

@@ -1,0 +1,441 @@
+//! `odh-model-controller run`, in two steps as a policy server is: [`Host::build`] connects,
+//! loads the plugins and binds every listener (an address in use stops the process there, with
+//! its server named, as controller-runtime does); [`Host::serve`] serves probes, metrics,
+//! webhooks and the plugins' API routes on every replica, follows the plugins ConfigMap, runs the
+//! controllers on the leader, and stops gracefully. The process environment is read once, by
+//! the build ([`crate::profile`], [`crate::builtins`], [`crate::startup`]).
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use kube::{Client, Config};
+use odh_host_metrics::Metrics;
+use odh_plugin_runtime::{LoadedPlugin, PluginEngine, PluginSet, PluginSlot};
+use odh_plugin_sources::Registry;
+use odh_plugin_sources::swap::ServeCheck;
+use odh_reconcile::applier::Applier;
+use odh_reconcile::cache::{CacheFilters, Caches};
+use odh_reconcile::controller::{self, ControllerContext};
+use odh_reconcile::leader::{ElectionEnd, LeaderElector, LeaseConfig, lease_namespace};
+use odh_serve::api_routes::{AccessReviewer, ApiRoutes};
+use odh_serve::model_serving_api::{self as msa, metrics::ApiMetrics};
+use odh_serve::probes::{self, Readiness, Server, parse_bind_address};
+use odh_serve::tls::{self, ReloadingCert, TlsServer, TlsServerConfig};
+use odh_serve::webhook::config_sync::{CaSource, Endpoint, WebhookConfigSync};
+use odh_serve::webhook::{self, LiveWebhookTable, WebhookTable};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::builtins::{self, DEPLOYMENT};
+use crate::cli::RunArgs;
+use crate::profile::{ProcessEnv, Profile};
+use crate::shutdown::{Draining, Servers, Stopping};
+use crate::startup::{self, REGISTRY_RETRY};
+
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    Host::build(args).await?.serve().await
+}
+
+/// A TLS server bound and the router it will serve.
+type Bound = (TlsServer, axum::Router);
+
+/// Everything the controller serves with, built and bound; nothing serves yet.
+pub struct Host {
+    args: RunArgs,
+    env: ProcessEnv,
+    /// Cancelled on SIGTERM or SIGINT (listened to from the start of the build on).
+    terminated: CancellationToken,
+    client: Client,
+    engine: PluginEngine,
+    plugins: Vec<LoadedPlugin>,
+    set: Arc<PluginSet>,
+    caches: Arc<Caches>,
+    applier: Arc<Applier>,
+    live_table: LiveWebhookTable,
+    webhooks: Option<Bound>,
+    api: Option<Bound>,
+    probes: Vec<Server>,
+    draining: Draining,
+    ready: watch::Sender<bool>,
+}
+
+impl Host {
+    /// Connects, loads the plugins the process starts with (a built-in refusing the settings
+    /// the environment gives it stops the start) and binds every listener.
+    pub async fn build(args: RunArgs) -> anyhow::Result<Self> {
+        let env = ProcessEnv::from_env();
+        let terminated = startup::termination()?;
+        let (config, client, bearer_token) = startup::connect(args.kubeconfig.as_deref()).await?;
+        let version = client
+            .apiserver_version()
+            .await
+            .context("unable to reach the API server")?;
+        info!(version = %version.git_version, "connected to the API server");
+        info!("{}", env.profile.describe());
+
+        let (engine, plugins) = startup::load_plugins(&args, bearer_token.as_deref())?;
+        // Webhooks, API routes and controllers call whatever version a slot holds: the registry
+        // swaps them, and adds and removes plugins in the set.
+        let slots: Vec<PluginSlot> = plugins.iter().cloned().map(PluginSlot::new).collect();
+        let set = PluginSet::new(slots.iter().cloned());
+        let caches = Caches::new(
+            client.clone(),
+            CacheFilters::from_manifests(plugins.iter().map(LoadedPlugin::manifest)),
+        );
+        let applier = Arc::new(
+            Applier::new(
+                client.clone(),
+                caches.clone(),
+                std::env::var("POD_NAME").ok(),
+            )
+            .adopting(args.adopt_field_managers.clone()),
+        );
+
+        let (ready, ready_flag) = watch::channel(false);
+        let mut readiness = Readiness::new(ready_flag);
+        let live_table = LiveWebhookTable::default();
+        let draining = Draining::default();
+        readiness = readiness.with_check("shutting-down", draining.ready_check());
+        let webhooks = if env.webhooks_enabled {
+            bind_webhooks(&args, env.profile, &slots, &caches, &applier, &live_table).await?
+        } else {
+            info!("Webhooks are disabled via environment variable.");
+            None
+        };
+        if let Some((server, _)) = &webhooks {
+            let cert = server.certificate();
+            readiness =
+                readiness.with_check("webhook-certificate", Arc::new(move || cert.is_loaded()));
+        }
+        let api = bind_model_serving_api(&args, &config, &slots, &caches).await?;
+        if let Some((server, _)) = &api {
+            let cert = server.certificate();
+            readiness = readiness.with_check(
+                "model-serving-api-certificate",
+                Arc::new(move || cert.is_loaded()),
+            );
+        }
+        let mut bound_probes = Vec::new();
+        if let Some(addr) = parse_bind_address(&args.health_probe_bind_address)? {
+            bound_probes.push(probes::bind_health(addr, readiness).await?);
+        }
+        if let Some(addr) = parse_bind_address(&args.metrics_bind_address)? {
+            bound_probes.push(probes::bind_metrics(addr, Metrics::global().clone()).await?);
+        }
+        Ok(Self {
+            args,
+            env,
+            terminated,
+            client,
+            engine,
+            plugins,
+            set,
+            caches,
+            applier,
+            live_table,
+            webhooks,
+            api,
+            probes: bound_probes,
+            draining,
+            ready,
+        })
+    }
+
+    /// Serves until SIGTERM or SIGINT (a graceful stop) or until another replica takes the
+    /// lead (an error, as controller-runtime exits).
+    pub async fn serve(self) -> anyhow::Result<()> {
+        let Self {
+            args,
+            env,
+            terminated,
+            client,
+            engine,
+            plugins,
+            set,
+            caches,
+            applier,
+            live_table,
+            webhooks,
+            api,
+            probes,
+            draining,
+            ready,
+        } = self;
+        let shutdown = CancellationToken::new();
+        // The servers stop after the controllers: they drain first (see `Stopping`).
+        let servers_stop = CancellationToken::new();
+        let mut servers = Servers::new();
+        for server in probes {
+            servers.spawn(server.serve(servers_stop.clone().cancelled_owned()));
+        }
+        let webhooks_served = webhooks.is_some();
+        let drain = if webhooks.is_some() || api.is_some() {
+            args.shutdown_drain_duration
+        } else {
+            std::time::Duration::ZERO
+        };
+        for (server, router) in webhooks.into_iter().chain(api) {
+            let stop = servers_stop.clone();
+            let router = draining.closing_connections(router);
+            servers.spawn(async move { server.serve(router, stop.cancelled_owned()).await });
+        }
+        let stopping = Stopping {
+            shutdown: shutdown.clone(),
+            servers_stop,
+            servers,
+            draining,
+            drain,
+        };
+
+        if webhooks_served {
+            tokio::spawn(keep_webhook_table(
+                set.clone(),
+                live_table.clone(),
+                env.profile,
+                shutdown.clone(),
+            ));
+            if args.sync_webhook_configurations {
+                let sync = config_sync(&args, &env, client.clone())?;
+                tokio::spawn(sync.run(live_table, shutdown.clone()));
+            }
+        } else if args.sync_webhook_configurations {
+            info!("no webhook is served: the webhook configurations are not synced");
+        }
+        // Every replica follows the plugins ConfigMap: a standby's webhooks serve the versions
+        // the leader's controllers run.
+        match &env.pod_namespace {
+            Some(namespace) => {
+                let check = serve_check(env.profile, webhooks_served, caches.clone());
+                let registry = Registry::new(
+                    client.clone(),
+                    namespace.clone(),
+                    engine,
+                    set.clone(),
+                    builtins::catalog(),
+                )
+                .with_extra_roots(startup::plugin_source_roots()?)
+                .with_serve_check(check);
+                tokio::spawn(Arc::new(registry).run(REGISTRY_RETRY, shutdown.clone()));
+            }
+            None => info!("POD_NAMESPACE is not set: the plugins ConfigMap is not watched"),
+        }
+
+        // With the plugins ConfigMap watched, a plugin with controllers may arrive at any time.
+        let controllers_wanted = env.profile.runs_controllers()
+            && (env.pod_namespace.is_some()
+                || plugins.iter().any(|p| !p.manifest().controllers.is_empty()));
+        let ctx = ControllerContext::new(caches.clone(), applier, args.max_concurrent_reconciles);
+        // The election ends after the controllers stopped, so a lease released on shutdown is
+        // released when nothing of ours reconciles any more.
+        let election_stop = CancellationToken::new();
+        let mut election = None;
+        let mut controllers = None;
+        if controllers_wanted {
+            if args.leader_elect {
+                let namespace = lease_namespace(env.pod_namespace.clone())?;
+                let lease = LeaseConfig {
+                    lease_duration: args.leader_elect_lease_duration,
+                    renew_deadline: args.leader_elect_renew_deadline,
+                    retry_period: args.leader_elect_retry_period,
+                    release_on_cancel: args.leader_elect_release_on_cancel,
+                    ..LeaseConfig::new(namespace, DEPLOYMENT.lease_name)
+                };
+                let elector = LeaderElector::new(client.clone(), lease)?;
+                let (mut leader, handle) = elector.run(election_stop.clone().cancelled_owned());
+                election = Some(handle);
+                // Not ready to reconcile yet, but plugins and webhooks are: a standby is ready.
+                let _ = ready.send(true);
+                tokio::select! {
+                    _ = leader.wait_for(|l| *l) => {}
+                    _ = terminated.cancelled() => {
+                        return stopping.stop(None, election_stop, election).await;
+                    }
+                }
+                Metrics::global().set_leader(true);
+                info!("became the leader; starting controllers");
+            }
+            controllers = Some(controller::supervise(ctx, set.clone(), shutdown.clone()).await?);
+            // A stop asked for meanwhile does not wait for every cache to sync.
+            tokio::select! {
+                _ = caches.wait_all_synced() => {}
+                _ = terminated.cancelled() => {}
+            }
+        }
+        let _ = ready.send(true);
+        info!(plugins = plugins.len(), "starting manager");
+
+        let lost = match &mut election {
+            Some(handle) => tokio::select! {
+                end = handle => matches!(end, Ok(ElectionEnd::LostLeadership)),
+                _ = terminated.cancelled() => false,
+            },
+            None => {
+                terminated.cancelled().await;
+                false
+            }
+        };
+        if lost {
+            // Another replica leads now: stop at once, reconciling nothing more (as
+            // controller-runtime exits), and say so with a non-zero status.
+            stopping.shutdown.cancel();
+            stopping.servers_stop.cancel();
+            anyhow::bail!("leader election lost");
+        }
+        stopping.stop(controllers, election_stop, election).await
+    }
+}
+
+/// The admission webhooks the profile serves, bound (none when no plugin serves one).
+async fn bind_webhooks(
+    args: &RunArgs,
+    profile: Profile,
+    slots: &[PluginSlot],
+    caches: &Arc<Caches>,
+    applier: &Arc<Applier>,
+    live: &LiveWebhookTable,
+) -> anyhow::Result<Option<Bound>> {
+    let table =
+        profile.webhooks(WebhookTable::from_slots(slots).context("unable to create webhookSetup")?);
+    if table.is_empty() {
+        return Ok(None);
+    }
+    live.set(table);
+    let bind = parse_bind_address(&args.webhook_bind_address)?
+        .context("the webhook server needs an address")?;
+    let config = TlsServerConfig {
+        bind,
+        cert_dir: args.webhook_cert_dir.clone(),
+        enable_http2: args.enable_http2,
+        ..Default::default()
+    };
+    let router = webhook::live_webhook_router(live.clone(), caches.clone(), applier.clone());
+    Ok(Some((TlsServer::bind(config).await?, router)))
+}
+
+/// Rebuilds the served webhook table whenever a plugin is added, removed or moved to a new
+/// slot.
+async fn keep_webhook_table(
+    set: Arc<PluginSet>,
+    live: LiveWebhookTable,
+    profile: Profile,
+    shutdown: CancellationToken,
+) {
+    let mut changes = set.changes();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+        match WebhookTable::from_slots(&set.slots()) {
+            Ok(table) => {
+                let table = profile.webhooks(table);
+                info!(
+                    paths = ?table.routes().map(|r| r.path.as_str()).collect::<Vec<_>>(),
+                    "webhook routes updated"
+                );
+                live.set(table);
+            }
+            // The registry checks a plugin's paths before adding it; this is a defect.
+            Err(e) => tracing::error!("the webhook routes were not updated: {e}"),
+        }
+    }
+}
+
+/// What a plugin added at run time (or moved to a new slot) must fit: its webhook paths next to
+/// the others' (and a webhook server to serve them), its watches within what the caches hold.
+fn serve_check(profile: Profile, webhooks_served: bool, caches: Arc<Caches>) -> ServeCheck {
+    Arc::new(move |candidate: &LoadedPlugin, others: &[PluginSlot]| {
+        let mut slots = others.to_vec();
+        slots.push(PluginSlot::new(candidate.clone()));
+        let table = profile.webhooks(WebhookTable::from_slots(&slots).map_err(|e| e.to_string())?);
+        let serves = table.routes().any(|r| r.plugin.name() == candidate.name());
+        if serves && !webhooks_served {
+            return Err("the plugin has webhooks and this host serves none (webhooks are disabled or no plugin served one at start-up); restart it with the plugin".into());
+        }
+        caches.admit(
+            slots
+                .iter()
+                .map(|s| s.current().manifest().clone())
+                .collect::<Vec<_>>()
+                .iter(),
+        )
+    })
+}
+
+/// The webhook-configuration sync `args` ask for.
+fn config_sync(
+    args: &RunArgs,
+    env: &ProcessEnv,
+    client: kube::Client,
+) -> anyhow::Result<WebhookConfigSync> {
+    let endpoint = match &args.webhook_url {
+        Some(url) => Endpoint::Url(url.clone()),
+        None => Endpoint::Service {
+            namespace: env
+                .pod_namespace
+                .clone()
+                .context("--sync-webhook-configurations needs POD_NAMESPACE (the webhook Service's namespace) or --webhook-url")?,
+            name: args.webhook_service.clone(),
+            port: args.webhook_service_port,
+        },
+    };
+    let ca = if args.webhook_ca_injected {
+        CaSource::Injected
+    } else {
+        CaSource::CertDir(args.webhook_cert_dir.clone())
+    };
+    Ok(WebhookConfigSync::new(
+        client,
+        builtins::webhook_names(),
+        endpoint,
+        ca,
+    ))
+}
+
+/// The model-serving-api server with the plugins' API routes, bound (none when disabled):
+/// the standalone server's routes, middleware, TLS parameters and certificate reloading
+/// ([`odh_serve::model_serving_api`]), reads from the controller's caches, its metrics on the
+/// controller's `/metrics`. Unlike the standalone server it starts without a certificate
+/// (the controller's `/readyz` waits for one).
+async fn bind_model_serving_api(
+    args: &RunArgs,
+    config: &Config,
+    slots: &[PluginSlot],
+    caches: &Arc<Caches>,
+) -> anyhow::Result<Option<Bound>> {
+    let Some(bind) = parse_bind_address(&args.model_serving_api_bind_address)? else {
+        return Ok(None);
+    };
+    let routes = ApiRoutes::from_slots(slots).map_err(anyhow::Error::msg)?;
+    info!(routes = ?routes.paths().collect::<Vec<_>>(), "plugin API routes");
+    let cert = ReloadingCert::with_interval(
+        &args.model_serving_api_cert_dir,
+        tls::crypto_provider(),
+        tls::DEBOUNCE_INTERVAL,
+    )
+    .debounced();
+    let server = TlsServer::bind(TlsServerConfig {
+        name: "model-serving-api",
+        bind,
+        cert_dir: args.model_serving_api_cert_dir.clone(),
+        enable_http2: args.enable_http2,
+        ..Default::default()
+    })
+    .await?
+    .with_certificate(Arc::new(cert))
+    .tuned(msa::tuning());
+    let api_metrics = ApiMetrics::new(false);
+    {
+        let api_metrics = api_metrics.clone();
+        Metrics::global().add_source(Arc::new(move || api_metrics.render()));
+    }
+    let router = msa::router(
+        routes.router(caches.clone(), AccessReviewer::new(config.clone())?),
+        msa::RouterOptions {
+            metrics: api_metrics,
+            ..Default::default()
+        },
+    );
+    Ok(Some((server, router)))
+}

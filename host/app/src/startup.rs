@@ -1,0 +1,225 @@
+//! What every command that serves needs first: the kube client, the termination signal, and
+//! the plugins it starts with (built-ins with the settings their registration entries derive
+//! from the environment, and `--plugin` files).
+
+use anyhow::Context;
+use kube::{Client, Config, config::KubeConfigOptions};
+use odh_plugin_runtime::{EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, Source};
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::builtins;
+use crate::cli::RunArgs;
+
+/// Extra certificate authorities for `https://` plugin sources: the PEM file named by
+/// `ODH_PLUGIN_SOURCE_CA_FILE` (a private mirror), if set.
+pub(crate) fn plugin_source_roots()
+-> anyhow::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
+    use rustls::pki_types::pem::PemObject;
+    let Some(path) = std::env::var_os("ODH_PLUGIN_SOURCE_CA_FILE") else {
+        return Ok(Vec::new());
+    };
+    rustls::pki_types::CertificateDer::pem_file_iter(&path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .with_context(|| {
+            format!(
+                "reading ODH_PLUGIN_SOURCE_CA_FILE {}",
+                std::path::Path::new(&path).display()
+            )
+        })
+}
+
+/// How often a rejected plugin candidate (e.g. an unreachable source) is tried again.
+pub(crate) const REGISTRY_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The plugins this process starts with: the default built-ins (what upstream runs) unless
+/// `--no-default-plugins`, and the `--plugin` names (built-in) or `.wasm` files. A built-in starts with the settings
+/// its registration entry derives from the environment.
+pub(crate) fn load_plugins(
+    args: &RunArgs,
+    bearer_token: Option<&str>,
+) -> anyhow::Result<(PluginEngine, Vec<LoadedPlugin>)> {
+    let mut wanted: Vec<String> = if args.no_default_plugins {
+        Vec::new()
+    } else {
+        builtins::defaults().map(|b| b.name.to_string()).collect()
+    };
+    for plugin in &args.plugins {
+        if !wanted.contains(plugin) {
+            wanted.push(plugin.clone());
+        }
+    }
+    let options = EngineOptions {
+        cache_dir: args.plugin_cache_dir.clone(),
+        precompiled_dir: Some(args.plugin_precompiled_dir.clone()),
+        ..Default::default()
+    };
+    load_plugins_named(&wanted, options, bearer_token)
+}
+
+/// Loads `wanted` (built-in names or `.wasm` files), each built-in with the settings its
+/// registration entry derives from the environment.
+pub fn load_plugins_named(
+    wanted: &[String],
+    options: EngineOptions,
+    bearer_token: Option<&str>,
+) -> anyhow::Result<(PluginEngine, Vec<LoadedPlugin>)> {
+    let engine = PluginEngine::new(options)?;
+    let mut sources = Vec::new();
+    for spec in wanted {
+        let path = std::path::Path::new(spec);
+        if path.exists() {
+            sources.push((Source::File(path.to_path_buf()), std::fs::read(path)?));
+        } else if let Some(bytes) = builtins::component(spec) {
+            sources.push((Source::Builtin(spec.clone()), bytes.to_vec()));
+        } else {
+            anyhow::bail!("--plugin {spec:?} is neither a file nor a built-in plugin");
+        }
+    }
+    // Compile every distinct component in parallel, then load each.
+    let bytes: Vec<&[u8]> = sources.iter().map(|(_, b)| b.as_slice()).collect();
+    for compiled in engine.compile_all(&bytes) {
+        compiled?;
+    }
+    let mut plugins = Vec::new();
+    for (source, bytes) in &sources {
+        let settings = match source {
+            Source::Builtin(name) => builtins::find(name)
+                .map(|b| b.starting_settings(|k| std::env::var(k).ok(), bearer_token))
+                .unwrap_or_default(),
+            _ => serde_json::json!({}),
+        };
+        let (grants, limits) = match source {
+            Source::Builtin(name) => (
+                builtins::default_grants(name),
+                builtins::default_limits(name),
+            ),
+            _ => Default::default(),
+        };
+        let plugin = LoadedPlugin::load(
+            &engine,
+            LoadRequest::new(source.clone(), bytes)
+                .settings(settings)
+                .grants(grants)
+                .limits(limits),
+        )
+        .map_err(|e| match settings_refusal(&e) {
+            Some(message) => anyhow::Error::new(SettingsRefused {
+                plugin: source.to_string(),
+                message: message.to_string(),
+            }),
+            None => anyhow::anyhow!("loading plugin {source}: {e}"),
+        })?;
+        info!(
+            plugin = plugin.name(),
+            version = plugin.manifest().version,
+            sha256 = plugin.sha256(),
+            "plugin loaded"
+        );
+        plugins.push(plugin);
+    }
+    // A `--plugin` file carrying a default built-in's name serves in its place.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut unique = Vec::new();
+    for plugin in plugins.into_iter().rev() {
+        if seen.insert(plugin.name().to_string()) {
+            unique.push(plugin);
+        } else {
+            info!(
+                plugin = plugin.name(),
+                "a later --plugin of the same name replaces this one"
+            );
+        }
+    }
+    unique.reverse();
+    if unique.is_empty() {
+        info!("no plugins enabled (use --plugin)");
+    }
+    Ok((engine, unique))
+}
+
+/// A plugin the process starts with refused its starting settings. A built-in's come from the
+/// process environment, so this is a configuration error of the process, in the plugin's words.
+#[derive(Debug, thiserror::Error)]
+#[error("loading plugin {plugin}: {message}")]
+pub struct SettingsRefused {
+    pub plugin: String,
+    /// The plugin's message, without the SDK's `invalid plugin settings: ` prefix.
+    pub message: String,
+}
+
+/// The plugin's own words when `e` is its refusal of the settings.
+fn settings_refusal(e: &odh_plugin_runtime::LoadError) -> Option<&str> {
+    use odh_plugin_runtime::{CallError, Export, GuestError, LoadError};
+    match e {
+        LoadError::Call(CallError::Guest {
+            op,
+            error: GuestError::Invalid(message),
+            ..
+        }) if *op == Export::ValidateSettings.as_str() => Some(
+            message
+                .strip_prefix("invalid plugin settings: ")
+                .unwrap_or(message),
+        ),
+        _ => None,
+    }
+}
+
+/// The bearer token of the process's own identity, captured once as upstream does: a
+/// kubeconfig's static token, else the in-cluster ServiceAccount token file.
+fn bearer_token(config: &Config) -> Option<String> {
+    use secrecy::ExposeSecret;
+    config
+        .auth_info
+        .token
+        .as_ref()
+        .map(|t| t.expose_secret().to_string())
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/token")
+                .ok()
+                .map(|t| t.trim().to_string())
+        })
+        .filter(|t| !t.is_empty())
+}
+
+/// Kube config resolution as upstream: `--kubeconfig`, then KUBECONFIG, in-cluster, ~/.kube/config.
+pub async fn connect(
+    kubeconfig: Option<&std::path::Path>,
+) -> anyhow::Result<(Config, Client, Option<String>)> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
+        }
+        None => Config::infer()
+            .await
+            .context("unable to load kube config")?,
+    };
+    let token = bearer_token(&config);
+    Ok((
+        config.clone(),
+        odh_reconcile::api_client::counted_client(config)?,
+        token,
+    ))
+}
+
+/// Cancelled on SIGTERM or SIGINT. Both are listened to from the call on, for the life of the
+/// process: once a handler is installed the default action (exit) is gone, so a signal that came
+/// while nothing listened (e.g. between winning the lease and starting the controllers) would be
+/// lost and the process would hold its lease until SIGKILL.
+pub fn termination() -> anyhow::Result<CancellationToken> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+        cancel.cancel();
+    });
+    Ok(token)
+}

@@ -1,0 +1,509 @@
+//! Hot swap from the plugins ConfigMap on the real apiserver: a good candidate replaces the
+//! serving version; each bad candidate leaves the last good version serving and is reported
+//! (status ConfigMap + Warning Event); a removed entry reverts to the default; an unreachable
+//! source is retried.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
+use odh_model_controller::gvk::Gvk;
+use odh_model_controller::plugin::wire::{Operation, WebhookType};
+use odh_model_controller::plugin::{CallEnv, NoCluster, PluginSlot};
+use odh_model_controller::registry::{Registry, STATUS_CONFIGMAP_NAME, SwapResult};
+use odh_test_support::TestContext;
+use serde_json::{Value, json};
+
+struct Fixture {
+    t: TestContext,
+    slot: PluginSlot,
+    registry: Registry,
+    misbehave: Vec<u8>,
+}
+
+async fn fixture(name: &str) -> anyhow::Result<Fixture> {
+    let t = TestContext::new(name).await?;
+    let (engine, slot, misbehave) = common::misbehave_slot()?;
+    let registry = common::registry(&t, engine, &slot);
+    Ok(Fixture {
+        t,
+        slot,
+        registry,
+        misbehave,
+    })
+}
+
+use common::{gzip, sha};
+
+impl Fixture {
+    fn configmaps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.t.client.clone(), &self.t.namespace)
+    }
+
+    async fn put(&self, name: &str, cm: ConfigMap) -> anyhow::Result<ConfigMap> {
+        let mut cm = cm;
+        cm.metadata.name = Some(name.into());
+        Ok(self
+            .configmaps()
+            .patch(
+                name,
+                &PatchParams::apply("test").force(),
+                &Patch::Apply(&cm),
+            )
+            .await?)
+    }
+
+    async fn put_component(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let cm = ConfigMap {
+            binary_data: Some(BTreeMap::from([(
+                "plugin.wasm.gz".to_string(),
+                ByteString(gzip(bytes)),
+            )])),
+            ..Default::default()
+        };
+        self.put(name, cm).await.map(|_| ())
+    }
+
+    /// Writes the plugins ConfigMap with `entry` for misbehave and applies it.
+    async fn configure(&self, entry: &str) -> anyhow::Result<SwapResult> {
+        let cm = ConfigMap {
+            metadata: ObjectMeta::default(),
+            data: Some(BTreeMap::from([(
+                "plugins.yaml".to_string(),
+                format!("plugins:\n  misbehave:\n{entry}"),
+            )])),
+            ..Default::default()
+        };
+        let cm = self.put("odh-model-controller-plugins", cm).await?;
+        let mut results = self
+            .registry
+            .apply_configmap(Some(&cm))
+            .await
+            .map_err(anyhow::Error::msg)?;
+        Ok(results.remove("misbehave").unwrap_or(SwapResult::Unchanged))
+    }
+
+    /// The value the serving version gives the `misbehave/ok` label.
+    fn decision(&self) -> String {
+        let input = odh_test_support::host::admission(
+            "/mutate-misbehave",
+            Operation::Create,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}}),
+        );
+        let d = self
+            .slot
+            .current()
+            .admit_blocking(
+                WebhookType::Mutating,
+                &input,
+                &CallEnv::live(Arc::new(NoCluster)),
+            )
+            .expect("mutate");
+        d.mutated.unwrap()["metadata"]["labels"]["misbehave/ok"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    async fn status(&self) -> anyhow::Result<Value> {
+        let cm = self.configmaps().get(STATUS_CONFIGMAP_NAME).await?;
+        Ok(serde_json::from_str(&cm.data.unwrap()["misbehave"])?)
+    }
+
+    fn entry(&self, source: &str, digest: &str, extra: &str) -> String {
+        format!("    source: {source}\n    sha256: {digest}\n{extra}")
+    }
+}
+
+#[tokio::test]
+async fn a_good_candidate_swaps_in_and_a_removed_entry_reverts() -> anyhow::Result<()> {
+    let f = fixture("swap-good").await?;
+    assert_eq!(f.decision(), "true");
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let digest = sha(&f.misbehave);
+    let entry = f.entry(
+        "configmap://misbehave-plugin/plugin.wasm.gz",
+        &digest,
+        "    settings:\n      okLabel: v2\n    failurePolicy: Ignore\n",
+    );
+    assert_eq!(
+        f.configure(&entry).await?,
+        SwapResult::Swapped(digest.clone())
+    );
+    assert_eq!(f.decision(), "v2");
+    assert!(f.slot.fail_open());
+    let status = f.status().await?;
+    assert_eq!(status["activeDigest"], digest);
+    assert_eq!(status["lastError"], Value::Null);
+    assert_eq!(
+        f.configure(&entry).await?,
+        SwapResult::Unchanged,
+        "an unchanged entry is not fetched again"
+    );
+
+    // Without an entry the plugin goes back to the version it started with.
+    let cm = f
+        .put(
+            "odh-model-controller-plugins",
+            ConfigMap {
+                data: Some(BTreeMap::from([(
+                    "plugins.yaml".to_string(),
+                    "plugins: {}\n".to_string(),
+                )])),
+                ..Default::default()
+            },
+        )
+        .await?;
+    f.registry
+        .apply_configmap(Some(&cm))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    assert_eq!(f.decision(), "true");
+    assert!(
+        !f.slot.fail_open(),
+        "the starting version fails closed again"
+    );
+    Ok(())
+}
+
+/// One grants rule: a grant narrows what the manifest declares (kinds by equality, HTTP hosts by
+/// coverage); a candidate that declares more is swapped in with the narrower capabilities, not
+/// refused.
+#[tokio::test]
+async fn grants_narrow_a_candidate_instead_of_refusing_it() -> anyhow::Result<()> {
+    let f = fixture("swap-narrow").await?;
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let digest = sha(&f.misbehave);
+    let entry = f.entry(
+        "configmap://misbehave-plugin/plugin.wasm.gz",
+        &digest,
+        "    settings:\n      okLabel: narrow\n    grants:\n      reads: []\n      httpHosts: [\"127.0.0.1:8443\"]\n",
+    );
+    assert_eq!(f.configure(&entry).await?, SwapResult::Swapped(digest));
+    assert_eq!(f.decision(), "narrow");
+    let serving = f.slot.current();
+    let caps = serving.capabilities();
+    let cm = Gvk::new("", "v1", "ConfigMap");
+    assert!(serving.manifest().reads.contains(&cm), "still declared");
+    assert!(!caps.may_read(&cm), "but not granted");
+    assert!(caps.may_connect("127.0.0.1:8443"));
+    assert!(
+        !caps.may_connect("127.0.0.1:9000"),
+        "the declared host narrowed to one port"
+    );
+    assert_eq!(
+        caps.withheld(serving.manifest()),
+        [
+            "reads ConfigMap/v1",
+            "HTTP host 127.0.0.1",
+            "HTTP host localhost"
+        ]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported()
+-> anyhow::Result<()> {
+    let f = fixture("swap-bad").await?;
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let digest = sha(&f.misbehave);
+    let good = f.entry(
+        "configmap://misbehave-plugin/plugin.wasm.gz",
+        &digest,
+        "    settings:\n      okLabel: good\n",
+    );
+    assert!(matches!(f.configure(&good).await?, SwapResult::Swapped(_)));
+
+    let corrupt = b"\0asm\x0d\0\x01\0 but not really a component".to_vec();
+    f.put_component("corrupt-plugin", &corrupt).await?;
+    let (_, hello) = odh_test_support::host::component("hello");
+    f.put_component("hello-plugin", &hello).await?;
+    // A valid component that does not export odh:controller@0.1.0 (another WIT version or world).
+    let foreign = b"\0asm\x0d\0\x01\0".to_vec();
+    f.put_component("foreign-plugin", &foreign).await?;
+    // Decompresses past the size cap (a ConfigMap itself cannot exceed 1 MiB; a gzip bomb can).
+    let bomb = vec![0u8; odh_model_controller::registry::fetch::MAX_COMPONENT_BYTES + 1];
+    f.put_component("bomb-plugin", &bomb).await?;
+    let cases = [
+        (
+            "corrupt bytes",
+            f.entry(
+                "configmap://corrupt-plugin/plugin.wasm.gz",
+                &sha(&corrupt),
+                "",
+            ),
+            "not a valid WebAssembly component",
+        ),
+        (
+            "wrong digest",
+            f.entry(
+                "configmap://misbehave-plugin/plugin.wasm.gz",
+                &"0".repeat(64),
+                "",
+            ),
+            "digest mismatch",
+        ),
+        (
+            "another plugin",
+            f.entry("configmap://hello-plugin/plugin.wasm.gz", &sha(&hello), ""),
+            "is plugin \"hello\", not \"misbehave\"",
+        ),
+        (
+            "another WIT version",
+            f.entry(
+                "configmap://foreign-plugin/plugin.wasm.gz",
+                &sha(&foreign),
+                "",
+            ),
+            "does not export the odh:controller@0.1.2 plugin interface",
+        ),
+        (
+            "oversized component",
+            f.entry("configmap://bomb-plugin/plugin.wasm.gz", &sha(&bomb), ""),
+            "larger than 32 MiB",
+        ),
+        (
+            "invalid settings",
+            f.entry(
+                "configmap://misbehave-plugin/plugin.wasm.gz",
+                &digest,
+                "    settings:\n      bogus: 1\n",
+            ),
+            "invalid plugin settings",
+        ),
+        (
+            "unreadable source",
+            f.entry("file:///nonexistent/misbehave.wasm", &digest, ""),
+            "reading /nonexistent/misbehave.wasm",
+        ),
+    ];
+    for (i, (case, entry, want)) in cases.iter().enumerate() {
+        match f.configure(entry).await? {
+            SwapResult::Rejected(message) => assert!(message.contains(want), "{case}: {message}"),
+            other => panic!("{case}: expected a rejection, got {other:?}"),
+        }
+        assert_eq!(
+            f.decision(),
+            "good",
+            "{case}: the last good version keeps serving"
+        );
+        let status = f.status().await?;
+        assert!(
+            status["lastError"].as_str().unwrap_or("").contains(want),
+            "{case}: status {status}"
+        );
+        assert_eq!(status["activeDigest"], digest, "{case}");
+        let events = common::rejection_notes(&f.t).await?;
+        assert!(
+            events.iter().any(|n| n.contains(want)),
+            "{case}: events {events:?}"
+        );
+        assert!(events.len() > i, "{case}: one Event per rejection");
+    }
+
+    // A configuration that does not even parse changes nothing.
+    let cm = f
+        .put(
+            "odh-model-controller-plugins",
+            ConfigMap {
+                data: Some(BTreeMap::from([(
+                    "plugins.yaml".to_string(),
+                    "plugins: [not, a, map]\n".to_string(),
+                )])),
+                ..Default::default()
+            },
+        )
+        .await?;
+    assert!(f.registry.apply_configmap(Some(&cm)).await.is_err());
+    assert_eq!(f.decision(), "good");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_unreachable_source_is_retried_until_it_comes_back() -> anyhow::Result<()> {
+    let f = fixture("swap-retry").await?;
+    let digest = sha(&f.misbehave);
+    let entry = f.entry(
+        "configmap://later-plugin/plugin.wasm.gz",
+        &digest,
+        "    settings:\n      okLabel: later\n",
+    );
+    match f.configure(&entry).await? {
+        SwapResult::Rejected(m) => assert!(m.contains("does not exist"), "{m}"),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    assert_eq!(
+        f.decision(),
+        "true",
+        "the version it started with serves meanwhile"
+    );
+    f.put_component("later-plugin", &f.misbehave).await?;
+    let results = f.registry.retry_rejected().await;
+    assert_eq!(results.get("misbehave"), Some(&SwapResult::Swapped(digest)));
+    assert_eq!(f.decision(), "later");
+    Ok(())
+}
+
+/// Grants cannot widen silently: a candidate from a ConfigMap without `grants` that declares a
+/// read the version it replaces did not hold is refused with a status saying what and how to
+/// allow it; with the read granted it goes live and the status lists what the grant widened.
+#[tokio::test]
+async fn a_candidate_reading_more_than_its_predecessor_needs_an_explicit_grant()
+-> anyhow::Result<()> {
+    use odh_model_controller::plugin::{Grants, PluginSet};
+    let t = odh_test_support::TestContext::new("swap-widen").await?;
+    let narrowed = odh_test_support::host::load_with("misbehave", |r| {
+        r.grants(Grants {
+            reads: Some(Default::default()),
+            ..Default::default()
+        })
+    });
+    let slot = PluginSlot::new(narrowed);
+    let (_, misbehave) = odh_test_support::host::component("misbehave");
+    let f = Fixture {
+        registry: Registry::new(
+            t.client.clone(),
+            t.namespace.clone(),
+            odh_test_support::host::engine(),
+            PluginSet::new([slot.clone()]),
+            odh_model_controller::builtins::catalog(),
+        ),
+        t,
+        slot,
+        misbehave,
+    };
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let digest = sha(&f.misbehave);
+    let source = "configmap://misbehave-plugin/plugin.wasm.gz";
+    match f
+        .configure(&f.entry(source, &digest, "    settings:\n      okLabel: wide\n"))
+        .await?
+    {
+        SwapResult::Rejected(m) => assert!(
+            m.contains("declares reads ConfigMap/v1 beyond what the version it replaces holds")
+                && m.contains("grants"),
+            "{m}"
+        ),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    assert_eq!(f.decision(), "true", "the narrowed version keeps serving");
+    let status = f.status().await?;
+    assert!(
+        status["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("reads ConfigMap/v1")),
+        "{status}"
+    );
+    let granted = f.entry(
+        source,
+        &digest,
+        "    settings:\n      okLabel: wide\n    grants:\n      reads: [{group: \"\", version: v1, kind: ConfigMap}]\n",
+    );
+    assert_eq!(
+        f.configure(&granted).await?,
+        SwapResult::Swapped(digest.clone())
+    );
+    assert_eq!(f.decision(), "wide");
+    assert!(
+        f.slot
+            .current()
+            .capabilities()
+            .may_read(&Gvk::new("", "v1", "ConfigMap"))
+    );
+    let status = f.status().await?;
+    assert_eq!(status["grantsWidened"], json!(["reads ConfigMap/v1"]));
+    assert_eq!(status["lastError"], Value::Null);
+    Ok(())
+}
+
+/// A bad entry left alone for an hour of 30 s retry ticks: retried with back-off (1, 2, 4 …
+/// up to 20 ticks apart) and reported by one Event whose series counts the attempts, not one
+/// Event per attempt.
+#[tokio::test]
+async fn a_bad_entry_left_alone_makes_one_event_and_is_retried_with_back_off() -> anyhow::Result<()>
+{
+    let f = fixture("swap-storm").await?;
+    let entry = f.entry("file:///nonexistent/misbehave.wasm", &sha(&f.misbehave), "");
+    assert!(matches!(
+        f.configure(&entry).await?,
+        SwapResult::Rejected(_)
+    ));
+    let mut attempts = 1;
+    for _ in 0..120 {
+        if f.registry.retry_rejected().await.contains_key("misbehave") {
+            attempts += 1;
+        }
+    }
+    // Retries at ticks 1, 3, 7, 15, 31, 51, 71, 91, 111.
+    assert_eq!(attempts, 10);
+    let events: Api<Event> = Api::namespaced(f.t.client.clone(), &f.t.namespace);
+    let rejections: Vec<Event> = events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("PluginRejected"))
+        .collect();
+    assert_eq!(rejections.len(), 1, "{rejections:?}");
+    assert_eq!(
+        rejections[0].series.as_ref().map(|s| s.count),
+        Some(attempts)
+    );
+    assert_eq!(f.status().await?["failures"], json!(attempts));
+    Ok(())
+}
+
+/// An entry naming a plugin the host does not serve adds it; removing the entry removes it
+/// and its status.
+#[tokio::test]
+async fn a_new_plugin_joins_with_its_entry_and_leaves_without_it() -> anyhow::Result<()> {
+    let f = fixture("swap-add").await?;
+    let (_, hello) = odh_test_support::host::component("hello");
+    f.put_component("hello-plugin", &hello).await?;
+    let set = f.registry.plugins().clone();
+    let f = &f;
+    let write = |yaml: String| async move {
+        let cm = f
+            .put(
+                "odh-model-controller-plugins",
+                ConfigMap {
+                    data: Some(BTreeMap::from([("plugins.yaml".to_string(), yaml)])),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        f.registry
+            .apply_configmap(Some(&cm))
+            .await
+            .map_err(anyhow::Error::msg)
+    };
+    let results = write(format!(
+        "plugins:\n  hello:\n    source: configmap://hello-plugin/plugin.wasm.gz\n    sha256: {}\n",
+        sha(&hello)
+    ))
+    .await?;
+    assert_eq!(results["hello"], SwapResult::Swapped(sha(&hello)));
+    assert_eq!(
+        set.slots()
+            .iter()
+            .map(|s| s.name().to_string())
+            .collect::<Vec<_>>(),
+        ["hello", "misbehave"]
+    );
+    let cm = f.configmaps().get(STATUS_CONFIGMAP_NAME).await?;
+    assert!(cm.data.unwrap().contains_key("hello"));
+
+    let results = write("plugins: {}\n".into()).await?;
+    assert_eq!(results["hello"], SwapResult::Removed);
+    assert!(set.get("hello").is_none());
+    assert!(set.get("misbehave").is_some(), "a built-in stays");
+    let cm = f.configmaps().get(STATUS_CONFIGMAP_NAME).await?;
+    assert!(!cm.data.unwrap_or_default().contains_key("hello"));
+    Ok(())
+}

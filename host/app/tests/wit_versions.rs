@@ -1,0 +1,126 @@
+//! The host loads components of older WIT releases of the same line unchanged: a `hello`
+//! built against `odh:controller@0.1.0` (kept as a fixture) loads, reconciles and admits, and
+//! serves no API (0.1.0 has no `http-api`); one built against 0.1.1 (another fixture) serves
+//! its routes and, without `webhook-selectors`, reviews every object; plugins built now (0.1.2)
+//! scope their webhooks.
+
+use std::sync::Arc;
+
+use odh_model_controller::plugin::wire::{Operation, RequestKey, WebhookType};
+use odh_model_controller::plugin::{
+    CallEnv, LoadRequest, LoadedPlugin, MemoryCluster, ReconcileInput, Source,
+};
+use serde_json::json;
+
+fn load_fixture(version: &str) -> LoadedPlugin {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../runtime/tests/fixtures/hello-wit-{version}.wasm"
+    ));
+    let bytes = std::fs::read(&path).expect("the fixture");
+    LoadedPlugin::load(
+        &odh_test_support::host::engine(),
+        LoadRequest::new(Source::File(path), &bytes),
+    )
+    .unwrap_or_else(|e| panic!("a {version} component loads: {e}"))
+}
+
+fn unscoped(plugin: &LoadedPlugin) -> bool {
+    plugin
+        .manifest()
+        .webhooks
+        .iter()
+        .all(|w| w.object_selector.is_none() && w.namespace_selector.is_none())
+}
+
+#[test]
+fn a_component_of_wit_0_1_0_keeps_loading_and_serving() {
+    let plugin = load_fixture("0.1.0");
+    assert_eq!(plugin.manifest().name, "hello");
+    assert!(plugin.routes().is_empty(), "0.1.0 serves no API");
+    assert!(unscoped(&plugin));
+    let env = CallEnv::live(Arc::new(MemoryCluster::default()));
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "demo", "namespace": "ns", "uid": "u"}, "data": {}});
+    let outcome = plugin
+        .reconcile_blocking(
+            &ReconcileInput {
+                controller: "hello".into(),
+                key: RequestKey {
+                    namespace: Some("ns".into()),
+                    name: "demo".into(),
+                },
+                object: Some(cm.to_string()),
+            },
+            &env,
+        )
+        .expect("reconcile");
+    assert_eq!(outcome.apply[0].object["data"]["greeting"], "Hello, demo!");
+    let decision = plugin
+        .admit_blocking(
+            WebhookType::Validating,
+            &odh_test_support::host::admission(
+                "/validate-hello-configmap",
+                Operation::Create,
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "demo", "namespace": "ns"}, "data": {"forbidden": "1"}}),
+            ),
+            &env,
+        )
+        .expect("validate");
+    assert!(!decision.allowed);
+
+    let current = odh_test_support::host::load("hello");
+    assert_eq!(current.manifest().name, "hello");
+    assert!(
+        !current.routes().is_empty(),
+        "built now with the SDK's scoped-policy world"
+    );
+}
+
+#[test]
+fn a_component_of_wit_0_1_1_serves_its_routes_and_reviews_every_object() {
+    let plugin = load_fixture("0.1.1");
+    assert_eq!(plugin.manifest().name, "hello");
+    assert_eq!(plugin.routes()[0].path, "/api/v1/hello");
+    assert!(unscoped(&plugin), "0.1.1 has no webhook-selectors");
+    let env = CallEnv::live(Arc::new(MemoryCluster::default()));
+    let decision = plugin
+        .admit_blocking(
+            WebhookType::Mutating,
+            &odh_test_support::host::admission(
+                "/mutate-hello-configmap",
+                Operation::Create,
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "demo", "namespace": "ns"}}),
+            ),
+            &env,
+        )
+        .expect("mutate");
+    assert!(
+        decision.allowed && decision.mutated.is_some(),
+        "{decision:?}"
+    );
+
+    // Built now (0.1.2), a plugin's selectors reach its manifest.
+    let vendor =
+        odh_test_support::host::load_with("vendor-runtime", |r| r.without_settings_check());
+    let scopes: Vec<_> = vendor
+        .manifest()
+        .webhooks
+        .iter()
+        .map(|w| (w.path.as_str(), w.object_selector.as_deref()))
+        .collect();
+    assert_eq!(
+        scopes,
+        [
+            (
+                "/mutate-example-com-servingruntime",
+                Some("runtimes.example.com/vendor=example")
+            ),
+            (
+                "/validate-example-com-servingruntime",
+                Some("runtimes.example.com/vendor=example")
+            ),
+        ]
+    );
+}

@@ -1,0 +1,919 @@
+//! Process metrics, exposed in the Prometheus text format on `/metrics`.
+//!
+//! The controller metrics keep controller-runtime's names, labels and buckets (v0.19, the version
+//! upstream pins) so dashboards and alerts written for the Go controller keep working:
+//!
+//! | metric | labels |
+//! |---|---|
+//! | `controller_runtime_reconcile_total` | `controller`, `result` (`success`, `error`, `requeue`, `requeue_after`) |
+//! | `controller_runtime_reconcile_errors_total` | `controller` |
+//! | `controller_runtime_terminal_reconcile_errors_total` | `controller` |
+//! | `controller_runtime_reconcile_panics_total` | `controller` |
+//! | `controller_runtime_reconcile_time_seconds` (histogram) | `controller` |
+//! | `controller_runtime_max_concurrent_reconciles` | `controller` |
+//! | `controller_runtime_active_workers` | `controller` |
+//! | `workqueue_depth`, `workqueue_adds_total`, `workqueue_retries_total` | `name`, `controller` (both the controller's name, as controller-runtime sets them) |
+//!
+//! Ours, for the plugin host:
+//!
+//! | metric | labels |
+//! |---|---|
+//! | `odh_plugin_calls_total` | `plugin`, `op`, `result` (`success`, `error`) |
+//! | `odh_plugin_call_duration_seconds` (histogram) | `plugin`, `op` |
+//! | `odh_plugin_failures_total` | `plugin`, `op`, `reason` (`CallError::metric_label`) |
+//! | `odh_refused_writes_total` | `plugin`, `kind` |
+//! | `odh_plugin_swaps_total` | `plugin`, `result` (`swapped`, `rejected`) |
+//! | `odh_plugin_shadow_differences_total` | `plugin`, `op` |
+//! | `odh_plugin_shadow_calls_total`, `odh_plugin_shadow_call_duration_seconds`, `odh_plugin_shadow_failures_total` | as `odh_plugin_calls_total`, `odh_plugin_call_duration_seconds`, `odh_plugin_failures_total`, for the calls of shadow candidates (which those never count) |
+//! | `odh_leader` (gauge, 1 while this replica leads) | — |
+//!
+//! And client-go's, which controller-runtime exposes too:
+//!
+//! | metric | labels |
+//! |---|---|
+//! | `rest_client_requests_total` | `code` (`<error>` when no response came), `host`, `method` |
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// The `Content-Type` of [`Metrics::render`]'s output (Prometheus text format 0.0.4), the same
+/// as Go's `promhttp` sends by default.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// controller-runtime's buckets for `controller_runtime_reconcile_time_seconds`.
+pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+/// Buckets for `odh_plugin_call_duration_seconds`: plugin calls are short (sub-millisecond to
+/// the call deadline, seconds at most).
+pub const PLUGIN_CALL_BUCKETS: [f64; 15] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+/// How a reconcile ended, as controller-runtime counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReconcileResult {
+    Success,
+    /// An error; the request is retried with backoff.
+    Error,
+    /// An error that retrying cannot fix (controller-runtime's `TerminalError`): counted as
+    /// `error` and in `controller_runtime_terminal_reconcile_errors_total`.
+    TerminalError,
+    /// Requeued with rate limiting (`Result{Requeue: true}`).
+    Requeue,
+    /// Requeued after a fixed delay (`Result{RequeueAfter: d}`).
+    RequeueAfter,
+}
+
+impl ReconcileResult {
+    /// The `result` label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error | Self::TerminalError => "error",
+            Self::Requeue => "requeue",
+            Self::RequeueAfter => "requeue_after",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ControllerLabels {
+    controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ControllerResultLabels {
+    controller: String,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    name: String,
+    controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginOpLabels {
+    plugin: String,
+    op: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginResultLabels {
+    plugin: String,
+    op: String,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginReasonLabels {
+    plugin: String,
+    op: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginSwapLabels {
+    plugin: String,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RestClientLabels {
+    code: String,
+    host: String,
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabels {
+    plugin: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginKindLabels {
+    plugin: String,
+    kind: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn reconcile_time_histogram() -> Histogram {
+    Histogram::new(RECONCILE_TIME_BUCKETS)
+}
+
+fn plugin_call_histogram() -> Histogram {
+    Histogram::new(PLUGIN_CALL_BUCKETS)
+}
+
+/// Count, duration and failures of plugin calls, by plugin and operation.
+#[derive(Clone)]
+struct CallMetrics {
+    calls: Family<PluginResultLabels, Counter>,
+    duration: HistogramFamily<PluginOpLabels>,
+    failures: Family<PluginReasonLabels, Counter>,
+}
+
+impl CallMetrics {
+    /// Registers the three families as `<prefix>calls`, `<prefix>call_duration_seconds` and
+    /// `<prefix>failures`, with `whose` in their help texts.
+    fn register(registry: &mut Registry, prefix: &str, whose: &str) -> Self {
+        let calls = Family::default();
+        registry.register(
+            format!("{prefix}calls"),
+            format!("Total number of {whose} per plugin, operation and result"),
+            calls.clone(),
+        );
+        let duration: HistogramFamily<PluginOpLabels> =
+            Family::new_with_constructor(plugin_call_histogram);
+        registry.register(
+            format!("{prefix}call_duration_seconds"),
+            format!("Duration of {whose} per plugin and operation"),
+            duration.clone(),
+        );
+        let failures = Family::default();
+        registry.register(
+            format!("{prefix}failures"),
+            format!("Total number of failed {whose} per plugin, operation and reason"),
+            failures.clone(),
+        );
+        Self {
+            calls,
+            duration,
+            failures,
+        }
+    }
+
+    fn record(&self, plugin: &str, op: &str, failure_reason: Option<&str>, duration: Duration) {
+        self.calls
+            .get_or_create(&PluginResultLabels {
+                plugin: plugin.to_string(),
+                op: op.to_string(),
+                result: if failure_reason.is_some() {
+                    "error"
+                } else {
+                    "success"
+                },
+            })
+            .inc();
+        self.duration
+            .get_or_create(&PluginOpLabels {
+                plugin: plugin.to_string(),
+                op: op.to_string(),
+            })
+            .observe(duration.as_secs_f64());
+        if let Some(reason) = failure_reason {
+            self.failures
+                .get_or_create(&PluginReasonLabels {
+                    plugin: plugin.to_string(),
+                    op: op.to_string(),
+                    reason: reason.to_string(),
+                })
+                .inc();
+        }
+    }
+}
+
+/// Every metric the process exposes. Cloning is cheap and clones share the values.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Registry>,
+    reconcile_total: Family<ControllerResultLabels, Counter>,
+    reconcile_errors: Family<ControllerLabels, Counter>,
+    terminal_reconcile_errors: Family<ControllerLabels, Counter>,
+    reconcile_panics: Family<ControllerLabels, Counter>,
+    reconcile_time: HistogramFamily<ControllerLabels>,
+    max_concurrent_reconciles: Family<ControllerLabels, Gauge>,
+    active_workers: Family<ControllerLabels, Gauge>,
+    workqueue_depth: Family<QueueLabels, Gauge>,
+    workqueue_adds: Family<QueueLabels, Counter>,
+    workqueue_retries: Family<QueueLabels, Counter>,
+    /// The calls that decide (the active versions').
+    plugin_calls: CallMetrics,
+    /// The calls of shadow candidates, in series of their own: counted with the active calls
+    /// they would double a plugin's call rate and mix a candidate's failures into its alerts.
+    shadow_calls: CallMetrics,
+    refused_writes: Family<PluginKindLabels, Counter>,
+    log_lines_dropped: Family<PluginLabels, Counter>,
+    host_calls_refused: Family<PluginLabels, Counter>,
+    swaps: Family<PluginSwapLabels, Counter>,
+    shadow_differences: Family<PluginOpLabels, Counter>,
+    leader: Gauge,
+    rest_client_requests: Family<RestClientLabels, Counter>,
+    /// More metrics rendered after the registry's (a server's own, added while running).
+    sources: Arc<std::sync::RwLock<Vec<Source>>>,
+}
+
+/// Renders more metrics in the Prometheus text format.
+pub type Source = Arc<dyn Fn() -> String + Send + Sync>;
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh set of metrics in a registry of its own (tests use this; the process uses
+    /// [`Metrics::global`]).
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        // Counter names are registered without `_total`: the encoder appends it.
+        let reconcile_total = Family::default();
+        registry.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            reconcile_total.clone(),
+        );
+        let reconcile_errors = Family::default();
+        registry.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            reconcile_errors.clone(),
+        );
+        let terminal_reconcile_errors = Family::default();
+        registry.register(
+            "controller_runtime_terminal_reconcile_errors",
+            "Total number of terminal reconciliation errors per controller",
+            terminal_reconcile_errors.clone(),
+        );
+        let reconcile_panics = Family::default();
+        registry.register(
+            "controller_runtime_reconcile_panics",
+            "Total number of reconciliation panics per controller",
+            reconcile_panics.clone(),
+        );
+        let reconcile_time: HistogramFamily<ControllerLabels> =
+            Family::new_with_constructor(reconcile_time_histogram);
+        registry.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            reconcile_time.clone(),
+        );
+        let max_concurrent_reconciles = Family::default();
+        registry.register(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            max_concurrent_reconciles.clone(),
+        );
+        let active_workers = Family::default();
+        registry.register(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            active_workers.clone(),
+        );
+        let workqueue_depth = Family::default();
+        registry.register(
+            "workqueue_depth",
+            "Current depth of workqueue",
+            workqueue_depth.clone(),
+        );
+        let workqueue_adds = Family::default();
+        registry.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            workqueue_adds.clone(),
+        );
+        let workqueue_retries = Family::default();
+        registry.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            workqueue_retries.clone(),
+        );
+        let plugin_calls = CallMetrics::register(&mut registry, "odh_plugin_", "plugin calls");
+        let refused_writes = Family::default();
+        registry.register(
+            "odh_refused_writes",
+            "Total number of writes proposed by a plugin and refused by the host",
+            refused_writes.clone(),
+        );
+        let log_lines_dropped = Family::default();
+        registry.register(
+            "odh_plugin_log_lines_dropped",
+            "Total number of log lines a plugin wrote past its per-call log budget, dropped",
+            log_lines_dropped.clone(),
+        );
+        let host_calls_refused = Family::default();
+        registry.register(
+            "odh_plugin_host_call_limit_hits",
+            "Total number of plugin calls refused further host calls past the per-call limit",
+            host_calls_refused.clone(),
+        );
+        let swaps = Family::default();
+        registry.register(
+            "odh_plugin_swaps",
+            "Total number of plugin version changes per plugin and result (swapped or rejected)",
+            swaps.clone(),
+        );
+        let shadow_differences = Family::default();
+        registry.register(
+            "odh_plugin_shadow_differences",
+            "Total number of inputs on which a shadow candidate decided differently from the active version",
+            shadow_differences.clone(),
+        );
+        let shadow_calls = CallMetrics::register(
+            &mut registry,
+            "odh_plugin_shadow_",
+            "calls of shadow candidates",
+        );
+        let leader = Gauge::default();
+        registry.register(
+            "odh_leader",
+            "1 while this replica holds the leader election lease, else 0",
+            leader.clone(),
+        );
+        let rest_client_requests = Family::default();
+        registry.register(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            rest_client_requests.clone(),
+        );
+        Self {
+            registry: Arc::new(registry),
+            reconcile_total,
+            reconcile_errors,
+            terminal_reconcile_errors,
+            reconcile_panics,
+            reconcile_time,
+            max_concurrent_reconciles,
+            active_workers,
+            workqueue_depth,
+            workqueue_adds,
+            workqueue_retries,
+            plugin_calls,
+            shadow_calls,
+            refused_writes,
+            log_lines_dropped,
+            host_calls_refused,
+            swaps,
+            shadow_differences,
+            leader,
+            rest_client_requests,
+            sources: Default::default(),
+        }
+    }
+
+    /// Adds metrics rendered after this registry's (e.g. the model-serving-api's).
+    pub fn add_source(&self, source: Source) {
+        self.sources
+            .write()
+            .expect("metrics sources lock")
+            .push(source);
+    }
+
+    /// One request to the API server answered with `code` (`None`: no response).
+    pub fn rest_client_request(&self, host: &str, method: &str, code: Option<u16>) {
+        self.rest_client_requests
+            .get_or_create(&RestClientLabels {
+                code: code.map_or_else(|| "<error>".into(), |c| c.to_string()),
+                host: host.into(),
+                method: method.into(),
+            })
+            .inc();
+    }
+
+    /// The process-wide metrics, created on first use.
+    pub fn global() -> &'static Metrics {
+        static GLOBAL: OnceLock<Metrics> = OnceLock::new();
+        GLOBAL.get_or_init(Metrics::new)
+    }
+
+    /// Announces a controller as controller-runtime does when it starts: every result counter
+    /// at 0, `max_concurrent_reconciles` set, no active workers; and its work queue at depth 0.
+    pub fn register_controller(&self, controller: &str, max_concurrent_reconciles: usize) {
+        for result in [
+            ReconcileResult::Error,
+            ReconcileResult::RequeueAfter,
+            ReconcileResult::Requeue,
+            ReconcileResult::Success,
+        ] {
+            self.reconcile_total
+                .get_or_create(&controller_result(controller, result))
+                .inc_by(0);
+        }
+        let c = controller_labels(controller);
+        self.reconcile_errors.get_or_create(&c).inc_by(0);
+        self.terminal_reconcile_errors.get_or_create(&c).inc_by(0);
+        self.reconcile_panics.get_or_create(&c).inc_by(0);
+        self.max_concurrent_reconciles
+            .get_or_create(&c)
+            .set(i64::try_from(max_concurrent_reconciles).unwrap_or(i64::MAX));
+        self.active_workers.get_or_create(&c).set(0);
+        let q = queue_labels(controller);
+        self.workqueue_depth.get_or_create(&q).set(0);
+        self.workqueue_adds.get_or_create(&q).inc_by(0);
+        self.workqueue_retries.get_or_create(&q).inc_by(0);
+    }
+
+    /// Records one finished reconcile: its result and how long it took.
+    pub fn reconcile_done(&self, controller: &str, result: ReconcileResult, duration: Duration) {
+        self.reconcile_total
+            .get_or_create(&controller_result(controller, result))
+            .inc();
+        let c = controller_labels(controller);
+        if matches!(
+            result,
+            ReconcileResult::Error | ReconcileResult::TerminalError
+        ) {
+            self.reconcile_errors.get_or_create(&c).inc();
+        }
+        if result == ReconcileResult::TerminalError {
+            self.terminal_reconcile_errors.get_or_create(&c).inc();
+        }
+        self.reconcile_time
+            .get_or_create(&c)
+            .observe(duration.as_secs_f64());
+    }
+
+    /// A reconcile panicked (counted in addition to its `error` result).
+    pub fn reconcile_panicked(&self, controller: &str) {
+        self.reconcile_panics
+            .get_or_create(&controller_labels(controller))
+            .inc();
+    }
+
+    /// Marks one worker of `controller` busy until the guard is dropped.
+    pub fn active_worker(&self, controller: &str) -> ActiveWorker {
+        let gauge = self
+            .active_workers
+            .get_or_create_owned(&controller_labels(controller));
+        gauge.inc();
+        ActiveWorker { gauge }
+    }
+
+    /// The work queue of `queue` (the controller's name) holds `depth` items.
+    pub fn workqueue_depth(&self, queue: &str, depth: usize) {
+        self.workqueue_depth
+            .get_or_create(&queue_labels(queue))
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
+    }
+
+    /// An item was added to the work queue of `queue`.
+    pub fn workqueue_add(&self, queue: &str) {
+        self.workqueue_adds
+            .get_or_create(&queue_labels(queue))
+            .inc();
+    }
+
+    /// An item was re-added to the work queue of `queue` with rate limiting.
+    pub fn workqueue_retry(&self, queue: &str) {
+        self.workqueue_retries
+            .get_or_create(&queue_labels(queue))
+            .inc();
+    }
+
+    /// Records one plugin call: how long it took and, when it failed, why (the reason label,
+    /// e.g. `timeout`).
+    pub fn plugin_call(
+        &self,
+        plugin: &str,
+        op: &str,
+        failure_reason: Option<&str>,
+        duration: Duration,
+    ) {
+        self.plugin_calls
+            .record(plugin, op, failure_reason, duration);
+    }
+
+    /// Records one call of a shadow candidate, as [`Metrics::plugin_call`] does an active one.
+    pub fn shadow_call(
+        &self,
+        plugin: &str,
+        op: &str,
+        failure_reason: Option<&str>,
+        duration: Duration,
+    ) {
+        self.shadow_calls
+            .record(plugin, op, failure_reason, duration);
+    }
+
+    /// The host refused a write a plugin proposed (outside its declared kinds, ...).
+    pub fn refused_write(&self, plugin: &str, kind: &str) {
+        self.refused_writes
+            .get_or_create(&PluginKindLabels {
+                plugin: plugin.to_string(),
+                kind: kind.to_string(),
+            })
+            .inc();
+    }
+
+    /// A plugin's log line was dropped: its call had logged its budget already.
+    pub fn plugin_log_lines_dropped(&self, plugin: &str, lines: u64) {
+        self.log_lines_dropped
+            .get_or_create(&PluginLabels {
+                plugin: plugin.to_string(),
+            })
+            .inc_by(lines);
+    }
+
+    /// A plugin call went past the per-call host-call limit.
+    pub fn host_calls_refused(&self, plugin: &str) {
+        self.host_calls_refused
+            .get_or_create(&PluginLabels {
+                plugin: plugin.to_string(),
+            })
+            .inc();
+    }
+
+    /// A plugin candidate was swapped in (`true`) or rejected, the last good version serving on.
+    pub fn plugin_swap(&self, plugin: &str, swapped: bool) {
+        let result = if swapped { "swapped" } else { "rejected" };
+        self.swaps
+            .get_or_create(&PluginSwapLabels {
+                plugin: plugin.to_string(),
+                result,
+            })
+            .inc();
+    }
+
+    /// A shadow candidate decided differently from the active version.
+    pub fn shadow_difference(&self, plugin: &str, op: &str) {
+        self.shadow_differences
+            .get_or_create(&PluginOpLabels {
+                plugin: plugin.to_string(),
+                op: op.to_string(),
+            })
+            .inc();
+    }
+
+    /// Whether this replica currently leads.
+    pub fn set_leader(&self, leader: bool) {
+        self.leader.set(i64::from(leader));
+    }
+
+    /// Every metric in the Prometheus text format (version 0.0.4, see [`CONTENT_TYPE`]).
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        for source in self.sources.read().expect("metrics sources lock").iter() {
+            out.push_str(&source());
+        }
+        out
+    }
+}
+
+/// Keeps `controller_runtime_active_workers` raised while alive.
+#[derive(Debug)]
+#[must_use = "the worker counts as active only while the guard lives"]
+pub struct ActiveWorker {
+    gauge: Gauge,
+}
+
+impl Drop for ActiveWorker {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
+}
+
+fn controller_labels(controller: &str) -> ControllerLabels {
+    ControllerLabels {
+        controller: controller.to_string(),
+    }
+}
+
+fn controller_result(controller: &str, result: ReconcileResult) -> ControllerResultLabels {
+    ControllerResultLabels {
+        controller: controller.to_string(),
+        result: result.label(),
+    }
+}
+
+/// controller-runtime names a controller's queue after the controller and sets both labels.
+fn queue_labels(queue: &str) -> QueueLabels {
+    QueueLabels {
+        name: queue.to_string(),
+        controller: queue.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value of the sample line that starts with `prefix` (name and labels).
+    fn sample(text: &str, prefix: &str) -> Option<f64> {
+        text.lines()
+            .find(|l| l.starts_with(prefix) && l[prefix.len()..].starts_with(' '))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+
+    #[test]
+    fn registered_controller_exposes_zeroed_series_like_controller_runtime() {
+        let m = Metrics::new();
+        m.register_controller("widget", 1);
+        let text = m.render();
+        for result in ["success", "error", "requeue", "requeue_after"] {
+            let line = format!(
+                r#"controller_runtime_reconcile_total{{controller="widget",result="{result}"}}"#
+            );
+            assert_eq!(sample(&text, &line), Some(0.0), "{line} in\n{text}");
+        }
+        assert_eq!(
+            sample(
+                &text,
+                r#"controller_runtime_max_concurrent_reconciles{controller="widget"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"controller_runtime_active_workers{controller="widget"}"#
+            ),
+            Some(0.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"workqueue_depth{name="widget",controller="widget"}"#
+            ),
+            Some(0.0)
+        );
+        // Prometheus 0.0.4 text: the TYPE line names the sample, `_total` included.
+        assert!(text.contains("# TYPE controller_runtime_reconcile_total counter\n"));
+        assert!(!text.contains("# EOF"), "no OpenMetrics EOF marker");
+        assert!(text.contains("# TYPE odh_leader gauge\nodh_leader 0\n"));
+    }
+
+    #[test]
+    fn reconcile_results_count_errors_and_observe_time() {
+        let m = Metrics::new();
+        m.reconcile_done("secret", ReconcileResult::Success, Duration::from_millis(3));
+        m.reconcile_done("secret", ReconcileResult::Error, Duration::from_millis(70));
+        m.reconcile_done(
+            "secret",
+            ReconcileResult::TerminalError,
+            Duration::from_secs(2),
+        );
+        m.reconcile_done(
+            "secret",
+            ReconcileResult::RequeueAfter,
+            Duration::from_secs(90),
+        );
+        let text = m.render();
+        let total = |r: &str| {
+            sample(
+                &text,
+                &format!(
+                    r#"controller_runtime_reconcile_total{{controller="secret",result="{r}"}}"#
+                ),
+            )
+        };
+        assert_eq!(total("success"), Some(1.0));
+        assert_eq!(total("error"), Some(2.0));
+        assert_eq!(total("requeue_after"), Some(1.0));
+        assert_eq!(
+            sample(
+                &text,
+                r#"controller_runtime_reconcile_errors_total{controller="secret"}"#
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"controller_runtime_terminal_reconcile_errors_total{controller="secret"}"#
+            ),
+            Some(1.0)
+        );
+        // controller-runtime's buckets: 0.005 holds the 3 ms reconcile, 0.1 the 70 ms one,
+        // 60 everything but the 90 s one, +Inf all four. `le` values print as Go prints them.
+        assert!(text.contains("# TYPE controller_runtime_reconcile_time_seconds histogram\n"));
+        let bucket = |le: &str| {
+            sample(
+                &text,
+                &format!(
+                    r#"controller_runtime_reconcile_time_seconds_bucket{{controller="secret",le="{le}"}}"#
+                ),
+            )
+        };
+        assert_eq!(bucket("0.005"), Some(1.0), "{text}");
+        assert_eq!(bucket("0.1"), Some(2.0));
+        assert_eq!(bucket("1.25"), Some(2.0));
+        assert_eq!(bucket("60"), Some(3.0));
+        assert_eq!(bucket("+Inf"), Some(4.0));
+        let buckets = text
+            .lines()
+            .filter(|l| l.starts_with("controller_runtime_reconcile_time_seconds_bucket{"))
+            .count();
+        assert_eq!(
+            buckets,
+            RECONCILE_TIME_BUCKETS.len() + 1,
+            "40 buckets and +Inf"
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"controller_runtime_reconcile_time_seconds_count{controller="secret"}"#
+            ),
+            Some(4.0)
+        );
+        assert_eq!(RECONCILE_TIME_BUCKETS.len(), 40);
+    }
+
+    #[test]
+    fn workers_and_queue_metrics() {
+        let m = Metrics::new();
+        m.register_controller("core-pod", 4);
+        let a = m.active_worker("core-pod");
+        let b = m.active_worker("core-pod");
+        let busy = m.render();
+        assert_eq!(
+            sample(
+                &busy,
+                r#"controller_runtime_active_workers{controller="core-pod"}"#
+            ),
+            Some(2.0)
+        );
+        drop((a, b));
+        m.workqueue_add("core-pod");
+        m.workqueue_add("core-pod");
+        m.workqueue_retry("core-pod");
+        m.workqueue_depth("core-pod", 5);
+        let text = m.render();
+        assert_eq!(
+            sample(
+                &text,
+                r#"controller_runtime_active_workers{controller="core-pod"}"#
+            ),
+            Some(0.0)
+        );
+        let q = r#"{name="core-pod",controller="core-pod"}"#;
+        assert_eq!(
+            sample(&text, &format!("workqueue_adds_total{q}")),
+            Some(2.0)
+        );
+        assert_eq!(
+            sample(&text, &format!("workqueue_retries_total{q}")),
+            Some(1.0)
+        );
+        assert_eq!(sample(&text, &format!("workqueue_depth{q}")), Some(5.0));
+    }
+
+    #[test]
+    fn shadow_calls_have_series_of_their_own() {
+        let m = Metrics::new();
+        m.plugin_call("isvc", "mutate", None, Duration::from_micros(300));
+        m.shadow_call("isvc", "mutate", Some("trap"), Duration::from_micros(500));
+        let text = m.render();
+        let active = r#"{plugin="isvc",op="mutate",result="success"}"#;
+        assert_eq!(
+            sample(&text, &format!("odh_plugin_calls_total{active}")),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_calls_total{plugin="isvc",op="mutate",result="error"}"#
+            ),
+            None,
+            "the shadow's failure is not the active version's"
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_call_duration_seconds_count{plugin="isvc",op="mutate"}"#
+            ),
+            Some(1.0)
+        );
+        assert!(!text.contains("odh_plugin_failures_total{"), "{text}");
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_shadow_calls_total{plugin="isvc",op="mutate",result="error"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_shadow_failures_total{plugin="isvc",op="mutate",reason="trap"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_shadow_call_duration_seconds_count{plugin="isvc",op="mutate"}"#
+            ),
+            Some(1.0)
+        );
+    }
+
+    #[test]
+    fn plugin_calls_failures_refusals_and_leader() {
+        let m = Metrics::new();
+        m.plugin_call("nim", "reconcile", None, Duration::from_micros(400));
+        m.plugin_call("nim", "reconcile", Some("timeout"), Duration::from_secs(1));
+        m.refused_write("nim", "Secret");
+        m.set_leader(true);
+        let text = m.render();
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_calls_total{plugin="nim",op="reconcile",result="success"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_calls_total{plugin="nim",op="reconcile",result="error"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_failures_total{plugin="nim",op="reconcile",reason="timeout"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_plugin_call_duration_seconds_count{plugin="nim",op="reconcile"}"#
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_refused_writes_total{plugin="nim",kind="Secret"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(sample(&text, "odh_leader"), Some(1.0));
+    }
+
+    #[test]
+    fn clones_share_values_and_global_is_one_instance() {
+        let m = Metrics::new();
+        m.clone().refused_write("p", "ConfigMap");
+        assert!(
+            m.render()
+                .contains(r#"odh_refused_writes_total{plugin="p",kind="ConfigMap"} 1"#)
+        );
+        assert!(std::ptr::eq(Metrics::global(), Metrics::global()));
+    }
+}

@@ -1,0 +1,111 @@
+//! Deletes of objects we manage; a shared object other owners still hold is released instead.
+
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, DynamicObject, Preconditions};
+use serde_json::json;
+
+use super::apply::api_for;
+use super::{Applier, ApplyError, Primary};
+use odh_plugin_runtime::wire::ObjectKey;
+
+impl Applier {
+    pub(super) async fn delete_managed(
+        &self,
+        fm: &str,
+        primary: &Primary<'_>,
+        key: &ObjectKey,
+    ) -> Result<(), ApplyError> {
+        let Some(kind) = self.resolve(&key.gvk).await? else {
+            return Ok(());
+        };
+        let namespace = if kind.namespaced {
+            key.namespace.as_deref().or(primary.namespace)
+        } else {
+            None
+        };
+        let api = api_for(&self.client, &kind, namespace);
+        // Read live: the cache strips managedFields, which say whether we manage the object.
+        let existing = match api.get_opt(&key.name).await {
+            Ok(Some(o)) => o,
+            Ok(None) => return Ok(()),
+            Err(source) => {
+                return Err(ApplyError::Kube {
+                    what: format!("reading {} {}", key.gvk, key.name),
+                    source,
+                });
+            }
+        };
+        let primary_uid = primary.object.and_then(|p| p.uid());
+        let owned = primary_uid
+            .as_deref()
+            .is_some_and(|uid| existing.owner_references().iter().any(|r| r.uid == uid));
+        if let Some(uid) = primary_uid.as_deref()
+            && owned
+            && existing.owner_references().iter().any(|r| r.uid != uid)
+        {
+            // A shared object other owners still hold: the primary lets go of it instead.
+            return self.release(&api, &existing, uid, key).await;
+        }
+        // A shared object is applied under a field manager per primary (`<fm>/<uid>`): one
+        // managed only for another primary is that primary's to delete. A reconcile planned on
+        // a cache that did not show the other primary yet must not delete it under that
+        // primary's feet (it would come back, owned by that primary alone).
+        let this_primary = primary_uid.as_deref().map(|uid| format!("{fm}/{uid}"));
+        let ours = existing.managed_fields().iter().any(|m| {
+            m.manager.as_deref().is_some_and(|m| {
+                m == fm
+                    || match &this_primary {
+                        Some(mine) => m == mine,
+                        None => m.starts_with(&format!("{fm}/")),
+                    }
+            }) || super::adopt::is_legacy(m, &self.legacy_managers)
+        });
+        if !owned && !ours {
+            tracing::info!(kind = %key.gvk, name = key.name, "not deleting an object this controller does not manage");
+            return Ok(());
+        }
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: existing.uid(),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        self.wrote();
+        match api.delete(&key.name, &params).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+            Err(source) => Err(ApplyError::Kube {
+                what: format!("deleting {} {}", key.gvk, key.name),
+                source,
+            }),
+        }
+    }
+
+    /// Drops one owner's reference from a shared object (compare-and-swap on the
+    /// resourceVersion, so a concurrent change fails and is retried).
+    async fn release(
+        &self,
+        api: &Api<DynamicObject>,
+        existing: &DynamicObject,
+        uid: &str,
+        key: &ObjectKey,
+    ) -> Result<(), ApplyError> {
+        let remaining: Vec<_> = existing
+            .owner_references()
+            .iter()
+            .filter(|r| r.uid != uid)
+            .collect();
+        match self
+            .patch_metadata(api, existing, json!({"ownerReferences": remaining}))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+            Err(source) => Err(ApplyError::Kube {
+                what: format!("releasing {} {}", key.gvk, key.name),
+                source,
+            }),
+        }
+    }
+}

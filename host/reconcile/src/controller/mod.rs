@@ -1,0 +1,622 @@
+//! Reconcile loops built from plugin manifests: watches on the shared caches, events mapped to
+//! requests, a de-duplicating queue with back-off, workers calling the plugin (through
+//! [`odh_plugin_runtime::dispatch`]) and the applier.
+//!
+//! The host runs its own loop rather than kube-runtime's `Controller`: kinds are dynamic (one
+//! loop per manifest record, on caches shared by every plugin), the queue keeps
+//! controller-runtime's semantics and metric names (what upstream's dashboards read), and a
+//! loop calls whatever plugin version its slot serves at that moment.
+
+pub mod queue;
+mod supervisor;
+
+pub use supervisor::supervise;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use kube::ResourceExt;
+use kube::api::DynamicObject;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::applier::{Applier, ApplyError, Primary};
+use crate::cache::{Caches, Change, KindCache};
+use odh_host_metrics::{Metrics, ReconcileResult};
+use odh_label_selector::LabelSelector;
+use odh_plugin_runtime::dispatch;
+use odh_plugin_runtime::gvk::Gvk;
+use odh_plugin_runtime::wire::{ControllerSpec, Event, EventType, Mapping, RequestKey};
+use odh_plugin_runtime::{
+    CallEnv, CallError, ClusterView, GuestError, PluginSlot, ReconcileInput, WatchEventInput,
+};
+use queue::WorkQueue;
+
+/// What every controller loop shares.
+pub struct ControllerContext {
+    pub caches: Arc<Caches>,
+    pub applier: Arc<Applier>,
+    /// Workers per controller.
+    pub concurrency: usize,
+    /// Reconciles completed (any result), for tests and diagnostics.
+    reconciles: std::sync::atomic::AtomicU64,
+}
+
+impl ControllerContext {
+    pub fn new(caches: Arc<Caches>, applier: Arc<Applier>, concurrency: usize) -> Arc<Self> {
+        Arc::new(Self {
+            caches,
+            applier,
+            concurrency: concurrency.max(1),
+            reconciles: Default::default(),
+        })
+    }
+
+    /// Reconciles completed so far, whatever their result.
+    pub fn reconcile_count(&self) -> u64 {
+        self.reconciles.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Starts every controller of the plugins serving in `slots` (their manifests at this time);
+/// each runs until `shutdown`, calls whatever version its slot holds, and re-reconciles every
+/// primary object when the slot's version is swapped.
+pub async fn start(
+    ctx: Arc<ControllerContext>,
+    slots: &[PluginSlot],
+    shutdown: CancellationToken,
+) -> anyhow::Result<JoinSet<()>> {
+    let mut set = JoinSet::new();
+    for slot in slots {
+        let plugin = slot.current();
+        // The kinds a plugin reads are cached before its first call.
+        for gvk in &plugin.capabilities().reads {
+            if ctx.caches.ensure(gvk).await?.is_none() {
+                tracing::info!(plugin = plugin.name(), kind = %gvk, "a kind the plugin reads is not served; its reads will fail");
+            }
+        }
+        for spec in plugin.manifest().controllers.clone() {
+            let (ctx, slot, shutdown) = (ctx.clone(), slot.clone(), shutdown.clone());
+            set.spawn(async move {
+                let name = spec.name.clone();
+                if let Err(e) = run(ctx, slot, spec, shutdown).await {
+                    tracing::error!(controller = name, "controller stopped: {e:#}");
+                }
+            });
+        }
+    }
+    Ok(set)
+}
+
+struct ControllerLoop {
+    ctx: Arc<ControllerContext>,
+    slot: PluginSlot,
+    spec: ControllerSpec,
+    primary: Arc<KindCache>,
+    selector: LabelSelector,
+    /// The primaries last seen inside `selector` (kept only when it selects less than
+    /// everything): an update or relist that finds one outside is how the loop knows it left.
+    selected: Mutex<HashSet<RequestKey>>,
+    queue: Arc<WorkQueue<RequestKey>>,
+}
+
+/// Runs one controller until `shutdown`.
+async fn run(
+    ctx: Arc<ControllerContext>,
+    slot: PluginSlot,
+    spec: ControllerSpec,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let Some(primary) = ctx.caches.ensure(&spec.primary).await? else {
+        tracing::warn!(controller = spec.name, kind = %spec.primary, "the primary kind is not served; controller disabled");
+        return Ok(());
+    };
+    let selector = match &spec.primary_label_selector {
+        Some(s) => LabelSelector::parse(s)?,
+        None => LabelSelector::everything(),
+    };
+    let ctl = Arc::new(ControllerLoop {
+        ctx,
+        slot,
+        spec,
+        primary,
+        selector,
+        selected: Mutex::default(),
+        queue: WorkQueue::new(),
+    });
+    let mut tasks = JoinSet::new();
+    if !ctl.clone().start_watches(&mut tasks).await? {
+        return Ok(());
+    }
+    ctl.ctx.caches.wait_all_synced().await;
+    ctl.clone().resync_on_swap(&mut tasks);
+    // Everything that exists now gets one reconcile (the queue drops duplicates).
+    ctl.enqueue_all();
+    let mut workers = JoinSet::new();
+    ctl.clone().spawn_workers(&mut workers);
+    shutdown.cancelled().await;
+    // No new work; a reconcile in progress finishes (its writes are not cut in half).
+    ctl.queue.shutdown();
+    tasks.abort_all();
+    let finished = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while workers.join_next().await.is_some() {}
+    })
+    .await;
+    if finished.is_err() {
+        tracing::warn!(
+            controller = ctl.spec.name,
+            "reconciles still running after {SHUTDOWN_GRACE:?}; stopping them"
+        );
+        workers.abort_all();
+    }
+    Ok(())
+}
+
+/// How long reconciles in progress may take to finish once shutdown begins
+/// (controller-runtime's graceful shutdown timeout).
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+#[derive(Clone)]
+enum Source {
+    Primary,
+    /// An owned kind: mapped through its controller owner reference.
+    Owned,
+    /// A watched kind with its mapping and label filter.
+    Watch(Mapping, Option<LabelSelector>),
+}
+
+/// Whether the key of a reconcile names an object that exists outside the selector (handed to
+/// the plugin as gone).
+enum Outside {
+    No,
+    Cached(Arc<DynamicObject>),
+    /// Not in the cache: gone, or outside a cache filtered by the selector.
+    Unknown,
+}
+
+fn key_of(obj: &DynamicObject) -> RequestKey {
+    RequestKey {
+        namespace: obj.namespace(),
+        name: obj.name_any(),
+    }
+}
+
+impl ControllerLoop {
+    /// Subscribes to the primary, owned and watched kinds; false when a required watched kind
+    /// is not served (the controller is then disabled).
+    async fn start_watches(self: Arc<Self>, tasks: &mut JoinSet<()>) -> anyhow::Result<bool> {
+        self.clone()
+            .watch(tasks, self.primary.clone(), Source::Primary);
+        for gvk in self.spec.owns.clone() {
+            match self.ctx.caches.ensure(&gvk).await? {
+                Some(cache) => self.clone().watch(tasks, cache, Source::Owned),
+                None => {
+                    tracing::info!(controller = self.spec.name, kind = %gvk, "owned kind not served; not watched")
+                }
+            }
+        }
+        for w in self.spec.watches.clone() {
+            match self.ctx.caches.ensure(&w.gvk).await? {
+                Some(cache) => {
+                    let filter = w
+                        .label_selector
+                        .as_deref()
+                        .map(LabelSelector::parse)
+                        .transpose()?;
+                    self.clone()
+                        .watch(tasks, cache, Source::Watch(w.mapping, filter))
+                }
+                None if w.optional => {
+                    tracing::info!(controller = self.spec.name, kind = %w.gvk, "optional kind not served; not watched")
+                }
+                None => {
+                    tracing::warn!(controller = self.spec.name, kind = %w.gvk, "a required watched kind is not served; controller disabled");
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// After the slot swaps in another version, every primary is reconciled by it.
+    fn resync_on_swap(self: Arc<Self>, tasks: &mut JoinSet<()>) {
+        let mut swaps = self.slot.swaps();
+        tasks.spawn(async move {
+            while swaps.changed().await.is_ok() {
+                self.enqueue_all();
+            }
+        });
+    }
+
+    fn spawn_workers(self: Arc<Self>, tasks: &mut JoinSet<()>) {
+        Metrics::global().register_controller(&self.spec.name, self.ctx.concurrency);
+        tracing::info!(
+            controller = self.spec.name,
+            workers = self.ctx.concurrency,
+            "controller started"
+        );
+        for _ in 0..self.ctx.concurrency {
+            let ctl = self.clone();
+            tasks.spawn(async move {
+                while let Some(key) = ctl.queue.get().await {
+                    let metrics = Metrics::global();
+                    metrics.workqueue_depth(&ctl.spec.name, ctl.queue.len());
+                    let started = std::time::Instant::now();
+                    let result = {
+                        let _active = metrics.active_worker(&ctl.spec.name);
+                        ctl.reconcile(&key).await
+                    };
+                    if let Some(result) = result {
+                        metrics.reconcile_done(&ctl.spec.name, result, started.elapsed());
+                    }
+                    ctl.ctx
+                        .reconciles
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    ctl.queue.done(&key);
+                }
+            });
+        }
+    }
+
+    fn watch(self: Arc<Self>, tasks: &mut JoinSet<()>, cache: Arc<KindCache>, source: Source) {
+        let mut rx = cache.subscribe();
+        let gvk = cache.gvk.clone();
+        // A relist reports no deletes and no objects that left: the primary's watch compares
+        // what it knows with the cache after each one (and once at start, to learn it).
+        let mut relists = (matches!(source, Source::Primary) && !self.selector.is_everything())
+            .then(|| cache.relists());
+        tasks.spawn(async move {
+            loop {
+                let relisted = async {
+                    match relists.as_mut() {
+                        Some(r) => r.changed().await.is_ok(),
+                        None => std::future::pending().await,
+                    }
+                };
+                let relists_ended = tokio::select! {
+                    biased;
+                    change = rx.recv() => {
+                        match change {
+                            Ok(change) => self.map_change(&gvk, &source, change).await,
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                                // Missed changes: reconcile everything rather than miss one.
+                                tracing::warn!(controller = self.spec.name, kind = %gvk, missed = n, "watch fell behind; re-reconciling all");
+                                if matches!(source, Source::Primary) {
+                                    self.recheck_selection();
+                                }
+                                self.enqueue_all();
+                            }
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        }
+                        false
+                    }
+                    open = relisted => {
+                        if open {
+                            self.recheck_selection();
+                        }
+                        !open
+                    }
+                };
+                if relists_ended {
+                    relists = None;
+                }
+            }
+        });
+    }
+
+    fn enqueue_all(&self) {
+        for obj in self.primary.list() {
+            self.enqueue_primary(&obj);
+        }
+    }
+
+    fn enqueue_primary(&self, obj: &DynamicObject) {
+        if self.selector.matches(obj.labels()) {
+            self.queue.add(key_of(obj));
+        }
+    }
+
+    /// A change of the primary kind. An object inside the selector is reconciled; one that
+    /// leaves it is reconciled once more, as controller-runtime's label-filtered informer
+    /// reports it (deleted). From a cache filtered by the selector that is a delete already,
+    /// reconciled as any delete.
+    fn primary_changed(&self, change: &Change) {
+        let obj = &change.object;
+        if self.selector.is_everything() {
+            return self.enqueue_primary(obj);
+        }
+        let key = key_of(obj);
+        let inside = !change.deleted && self.selector.matches(obj.labels());
+        let was_inside = {
+            let mut selected = self.selected.lock().expect("selected lock");
+            if inside {
+                !selected.insert(key.clone())
+            } else {
+                selected.remove(&key)
+            }
+        };
+        if inside || was_inside || (change.deleted && self.selector.matches(obj.labels())) {
+            self.queue.add(key);
+        }
+    }
+
+    /// Relearns which primaries are inside the selector from the cache, and reconciles those
+    /// that were and no longer are (left it or went while their changes were not seen).
+    fn recheck_selection(&self) {
+        let inside: HashSet<RequestKey> = self
+            .primary
+            .list()
+            .iter()
+            .filter(|o| self.selector.matches(o.labels()))
+            .map(|o| key_of(o))
+            .collect();
+        let left: Vec<RequestKey> = {
+            let mut selected = self.selected.lock().expect("selected lock");
+            let left = selected.difference(&inside).cloned().collect();
+            *selected = inside;
+            left
+        };
+        for key in left {
+            self.queue.add(key);
+        }
+    }
+
+    fn owners_of(&self, obj: &DynamicObject, controller_only: bool) -> Vec<RequestKey> {
+        let primary = &self.primary.kind.resource;
+        obj.owner_references()
+            .iter()
+            .filter(|r| r.kind == primary.kind && r.api_version == primary.api_version)
+            .filter(|r| !controller_only || r.controller == Some(true))
+            .map(|r| RequestKey {
+                namespace: obj.namespace(),
+                name: r.name.clone(),
+            })
+            .collect()
+    }
+
+    async fn map_change(&self, gvk: &Gvk, source: &Source, change: Change) {
+        let obj = &change.object;
+        let keys = match source {
+            Source::Primary => return self.primary_changed(&change),
+            Source::Owned => self.owners_of(obj, true),
+            Source::Watch(mapping, filter) => {
+                // A shared cache may hold more than this watch declared: it sees only its own.
+                if filter.as_ref().is_some_and(|f| !f.matches(obj.labels())) {
+                    return;
+                }
+                match mapping {
+                    Mapping::Owner => self.owners_of(obj, false),
+                    Mapping::SameName => vec![key_of(obj)],
+                    Mapping::All => self
+                        .primary
+                        .list()
+                        .iter()
+                        .filter(|p| self.selector.matches(p.labels()))
+                        .map(|p| key_of(p))
+                        .collect(),
+                    Mapping::Custom => self.custom_map(gvk, &change).await,
+                }
+            }
+        };
+        for k in keys {
+            self.queue.add(k);
+            Metrics::global().workqueue_add(&self.spec.name);
+        }
+    }
+
+    async fn custom_map(&self, gvk: &Gvk, change: &Change) -> Vec<RequestKey> {
+        let input = WatchEventInput {
+            controller: self.spec.name.clone(),
+            gvk: gvk.clone(),
+            object: serde_json::to_string(&*change.object).unwrap_or_default(),
+            deleted: change.deleted,
+        };
+        match dispatch::map(&self.slot, input, CallEnv::live(self.cluster())).await {
+            Ok(keys) => keys,
+            Err(e) => {
+                tracing::error!(
+                    controller = self.spec.name,
+                    "mapping a watched change failed: {e}"
+                );
+                vec![]
+            }
+        }
+    }
+
+    fn cluster(&self) -> Arc<dyn ClusterView> {
+        self.ctx.caches.clone()
+    }
+
+    /// Reconciles one key; `None` when there was nothing to do (filtered out).
+    async fn reconcile(&self, key: &RequestKey) -> Option<ReconcileResult> {
+        let (object, outside) = match self.primary.get(key.namespace.as_deref(), &key.name) {
+            // Outside the selector an object is, to this controller, gone: what a cache
+            // filtered by the selector shows (and upstream's), whatever other plugins made the
+            // shared cache hold.
+            Some(obj) if !self.selector.matches(obj.labels()) => (None, Outside::Cached(obj)),
+            // A deleting object is handed to the plugin whatever finalizers it carries, as
+            // controller-runtime hands it to a reconciler: a plugin may hold it by another
+            // finalizer (the Model Registry's) that only it can let go of.
+            Some(obj) => (Some(obj), Outside::No),
+            None => (None, Outside::Unknown),
+        };
+        let json = match object.as_deref().map(serde_json::to_string).transpose() {
+            Ok(j) => j,
+            Err(e) => {
+                tracing::error!(controller = self.spec.name, "serializing {}: {e}", key.name);
+                return Some(ReconcileResult::TerminalError);
+            }
+        };
+        let input = ReconcileInput {
+            controller: self.spec.name.clone(),
+            key: key.clone(),
+            object: json,
+        };
+        let primary = Primary {
+            kind: &self.primary.kind,
+            object: object.as_deref(),
+            namespace: key.namespace.as_deref(),
+            name: &key.name,
+        };
+        // One version decides and its capabilities checked the writes, even if a swap happens
+        // meanwhile.
+        let (plugin, result) =
+            dispatch::reconcile(&self.slot, input, CallEnv::live(self.cluster())).await;
+        let outcome = match result {
+            Ok(o) => o,
+            Err(e) => return Some(self.call_failed(key, &primary, &e).await),
+        };
+        let applied = self
+            .ctx
+            .applier
+            .apply_outcome(
+                plugin.name(),
+                self.spec.finalizer.as_deref(),
+                &primary,
+                &outcome,
+            )
+            .await;
+        match (applied, &outcome.error) {
+            (Ok(()), Some(error)) => {
+                let message = format!(
+                    "plugin {:?} reconcile failed ({}): {}",
+                    plugin.name(),
+                    error.kind(),
+                    error.message()
+                );
+                let retry = !matches!(error, GuestError::Invalid(_));
+                Some(
+                    self.failed(key, &primary, "ReconcileFailed", &message, retry)
+                        .await,
+                )
+            }
+            (Ok(()), None) => {
+                if let Err(e) = self.release_outside(key, outside).await {
+                    return Some(
+                        self.failed(key, &primary, "ApplyFailed", &e.to_string(), true)
+                            .await,
+                    );
+                }
+                self.queue.forget(key);
+                match outcome.requeue_after_ms {
+                    Some(ms) => {
+                        self.queue
+                            .add_after(key.clone(), std::time::Duration::from_millis(ms));
+                        Some(ReconcileResult::RequeueAfter)
+                    }
+                    None => Some(ReconcileResult::Success),
+                }
+            }
+            (Err(e), _) => {
+                // A conflict means the world moved on: the back-off earned by earlier failures
+                // (e.g. while an input did not exist yet) no longer says anything, and keeping
+                // it would delay a compare-and-swap retry by minutes. Repeated conflicts still
+                // back off, from the start.
+                if e.is_conflict() {
+                    self.queue.forget(key);
+                }
+                Some(
+                    self.failed(key, &primary, "ApplyFailed", &e.to_string(), true)
+                        .await,
+                )
+            }
+        }
+    }
+
+    /// Removes the manifest finalizer from an object outside the selector once the plugin has
+    /// had its reconcile of it as gone: the controller is not called for it again, so the
+    /// finalizer would hold its deletion for good.
+    async fn release_outside(&self, key: &RequestKey, outside: Outside) -> Result<(), ApplyError> {
+        let Some(finalizer) = self.spec.finalizer.as_deref() else {
+            return Ok(());
+        };
+        let object = match outside {
+            Outside::No => return Ok(()),
+            Outside::Cached(obj) => obj,
+            // A cache filtered by the selector holds no object outside it: ask.
+            Outside::Unknown if self.primary.filter.is_some() => {
+                let live = self
+                    .ctx
+                    .caches
+                    .read_live(&self.primary, key.namespace.as_deref(), &key.name)
+                    .await
+                    .map_err(|source| ApplyError::Kube {
+                        what: format!("reading {} {}", self.spec.primary, key.name),
+                        source,
+                    })?;
+                match live {
+                    Some(obj) if !self.selector.matches(obj.labels()) => Arc::new(obj),
+                    _ => return Ok(()),
+                }
+            }
+            Outside::Unknown => return Ok(()),
+        };
+        let primary = Primary {
+            kind: &self.primary.kind,
+            object: Some(&object),
+            namespace: key.namespace.as_deref(),
+            name: &key.name,
+        };
+        self.ctx
+            .applier
+            .release_finalizer(&primary, finalizer)
+            .await
+    }
+
+    /// A plugin call that returned no outcome: reported, counted, retried unless the plugin
+    /// said the input is invalid.
+    async fn call_failed(
+        &self,
+        key: &RequestKey,
+        primary: &Primary<'_>,
+        e: &CallError,
+    ) -> ReconcileResult {
+        let reason = if let Some((plugin, kind)) = e.refused_write() {
+            Metrics::global().refused_write(plugin, &kind.to_string());
+            "WriteRefused"
+        } else {
+            if let CallError::Trap { .. } = e {
+                // A guest trap is the plugin's panic: counted as controller-runtime counts a
+                // reconciler's.
+                Metrics::global().reconcile_panicked(&self.spec.name);
+            }
+            "ReconcileFailed"
+        };
+        let retry = !matches!(e.guest_error(), Some(GuestError::Invalid(_)));
+        self.failed(key, primary, reason, &e.to_string(), retry)
+            .await
+    }
+
+    async fn failed(
+        &self,
+        key: &RequestKey,
+        primary: &Primary<'_>,
+        reason: &str,
+        message: &str,
+        retry: bool,
+    ) -> ReconcileResult {
+        tracing::error!(
+            controller = self.spec.name,
+            namespace = key.namespace.as_deref().unwrap_or_default(),
+            name = key.name,
+            reason,
+            "{message}"
+        );
+        if primary.object.is_some() {
+            let ev = Event {
+                type_: EventType::Warning,
+                reason: reason.into(),
+                message: message.into(),
+                regarding: None,
+            };
+            self.ctx.applier.event(primary, &ev).await;
+        }
+        if retry {
+            self.queue.add_rate_limited(key.clone());
+            Metrics::global().workqueue_retry(&self.spec.name);
+            ReconcileResult::Error
+        } else {
+            ReconcileResult::TerminalError
+        }
+    }
+}

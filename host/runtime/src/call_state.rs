@@ -1,0 +1,298 @@
+//! The per-call `Store` data: what one plugin call can see and touch, and its clocks.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::bindings::{self, types};
+use crate::call_clock::CallClock;
+use crate::call_env::{CallEnv, CallerView};
+use crate::capabilities::Capabilities;
+use crate::cluster_view::ClusterView;
+use crate::http_gate::HttpGate;
+use crate::limits::Limits;
+use crate::wire::AccessAttributes;
+use odh_label_selector::LabelSelector;
+
+/// How much of a plugin's stderr (panic messages) is kept for error reports.
+const STDERR_CAPTURE_BYTES: usize = 16 * 1024;
+/// Host calls one plugin call may make: generous for any real reconcile (the isvc plugin makes
+/// tens), a bound on a plugin that reads in a loop, which would otherwise spin on the host's
+/// caches for its whole wall-clock budget.
+pub const MAX_HOST_CALLS_PER_CALL: u32 = 10_000;
+
+use crate::log_budget::LogBudget;
+
+/// What one call's sandbox refused or dropped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Refusals {
+    /// The call made more than [`MAX_HOST_CALLS_PER_CALL`] host calls; the rest were refused.
+    pub host_calls_refused: bool,
+    /// Log lines beyond the call's log budget.
+    pub log_lines_dropped: u64,
+}
+
+pub struct CallState {
+    pub(super) plugin: Arc<str>,
+    pub(super) caps: Arc<Capabilities>,
+    pub(super) cluster: Arc<dyn ClusterView>,
+    pub(super) caller: Option<Arc<dyn CallerView>>,
+    pub(super) limiter: MemoryLimiter,
+    pub(super) stderr: MemoryOutputPipe,
+    pub(super) clock: CallClock,
+    wasi: WasiCtx,
+    table: ResourceTable,
+    http: WasiHttpCtx,
+    http_gate: HttpGate,
+    log_budget: LogBudget,
+    /// Host calls (cluster reads, access reviews) made so far in this call.
+    host_calls: u32,
+}
+
+impl CallState {
+    pub(super) fn new(
+        plugin: Arc<str>,
+        caps: Arc<Capabilities>,
+        limits: &Limits,
+        env: &CallEnv,
+        clock: CallClock,
+    ) -> Self {
+        let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
+        let mut wasi = WasiCtx::builder();
+        // No preopened directories, no environment, no arguments, no sockets: the builder
+        // grants none of those unless asked. Sockets are disabled explicitly anyway.
+        wasi.stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        if !caps.secure_random {
+            // Replayable: the same inputs give the same outputs.
+            wasi.secure_random(wasmtime_wasi::random::Deterministic::new(vec![0x5a; 32]));
+            wasi.insecure_random(wasmtime_wasi::random::Deterministic::new(vec![0xa5; 32]));
+            wasi.insecure_random_seed(0x0d4_u128);
+        }
+        let http_gate = HttpGate::new(
+            plugin.clone(),
+            caps.clone(),
+            env.effects,
+            limits,
+            clock.budget_end(),
+        );
+        Self {
+            plugin,
+            caps,
+            cluster: env.cluster.clone(),
+            caller: env.caller.clone(),
+            limiter: MemoryLimiter {
+                limit: limits.memory_bytes(),
+                hit: false,
+            },
+            stderr,
+            clock,
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            http_gate,
+            log_budget: LogBudget::default(),
+            host_calls: 0,
+        }
+    }
+
+    /// What the plugin wrote to stderr (a Rust panic message lands here).
+    /// What the sandbox refused or dropped in this call, for the caller to count: the sandbox
+    /// itself records no metric.
+    pub(super) fn refusals(&self) -> Refusals {
+        Refusals {
+            host_calls_refused: self.host_calls > MAX_HOST_CALLS_PER_CALL,
+            log_lines_dropped: self.log_budget.dropped(),
+        }
+    }
+
+    pub(super) fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.contents())
+            .trim()
+            .to_string()
+    }
+
+    fn check_read(&self, gvk: &types::Gvk) -> Result<crate::gvk::Gvk, types::Error> {
+        let g: crate::gvk::Gvk = gvk.clone().into();
+        if self.caps.may_read(&g) {
+            Ok(g)
+        } else {
+            tracing::warn!(plugin = %self.plugin, kind = %g, "denied a read of a kind the plugin was not granted");
+            Err(types::Error::Denied(format!(
+                "plugin {:?} may not read {g}: declare it in the manifest's reads and have it granted",
+                &*self.plugin
+            )))
+        }
+    }
+
+    /// What is left of the call's wall-clock budget for a host call, or the error to give the
+    /// plugin when nothing is.
+    fn host_call_window(&mut self, what: &str) -> Result<Duration, types::Error> {
+        self.host_calls += 1;
+        if self.host_calls > MAX_HOST_CALLS_PER_CALL {
+            if self.host_calls == MAX_HOST_CALLS_PER_CALL + 1 {
+                tracing::warn!(
+                    plugin = %self.plugin,
+                    "the plugin made more than {MAX_HOST_CALLS_PER_CALL} host calls in one call: its further host calls in this call are refused"
+                );
+            }
+            return Err(types::Error::Denied(format!(
+                "{what}: more than {MAX_HOST_CALLS_PER_CALL} host calls in one call"
+            )));
+        }
+        let left = self.clock.budget_left();
+        if left.is_zero() {
+            return Err(types::Error::Transient(format!(
+                "{what}: the call's time budget is spent"
+            )));
+        }
+        Ok(left)
+    }
+}
+
+/// Caps linear memory growth; remembers whether the cap was hit so the error can say so.
+pub struct MemoryLimiter {
+    pub(super) limit: usize,
+    pub(super) hit: bool,
+}
+
+impl wasmtime::ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limit {
+            self.hit = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+
+    fn instances(&self) -> usize {
+        32
+    }
+
+    fn tables(&self) -> usize {
+        32
+    }
+
+    fn memories(&self) -> usize {
+        8
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_gate,
+        }
+    }
+}
+
+impl types::Host for CallState {}
+impl bindings::manifest_types::Host for CallState {}
+impl bindings::reconcile_types::Host for CallState {}
+impl bindings::admission_types::Host for CallState {}
+impl bindings::api_types::Host for CallState {}
+
+impl bindings::odh::controller::cluster::Host for CallState {
+    fn get(
+        &mut self,
+        gvk: types::Gvk,
+        namespace: Option<String>,
+        name: String,
+    ) -> Result<Option<String>, types::Error> {
+        let gvk = self.check_read(&gvk)?;
+        let within = self.host_call_window(&format!("reading {gvk} {name}"))?;
+        self.cluster
+            .get(&gvk, namespace.as_deref(), &name, within)
+            .map_err(|e| types::Error::Transient(format!("reading {gvk} {name}: {e:#}")))
+    }
+
+    fn list(
+        &mut self,
+        gvk: types::Gvk,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Result<Vec<String>, types::Error> {
+        let gvk = self.check_read(&gvk)?;
+        let selector = match label_selector.as_deref() {
+            Some(s) => LabelSelector::parse(s).map_err(|e| types::Error::Invalid(e.to_string()))?,
+            None => LabelSelector::everything(),
+        };
+        let within = self.host_call_window(&format!("listing {gvk}"))?;
+        self.cluster
+            .list(&gvk, namespace.as_deref(), &selector, within)
+            .map_err(|e| types::Error::Transient(format!("listing {gvk}: {e:#}")))
+    }
+}
+
+impl bindings::odh::controller::caller::Host for CallState {
+    fn allowed(
+        &mut self,
+        attributes: bindings::odh::controller::caller::AccessAttributes,
+    ) -> Result<bool, types::Error> {
+        let Some(caller) = self.caller.clone() else {
+            return Err(types::Error::Denied(
+                "caller.allowed is only available while handling an API request on a route that authenticates its caller".into(),
+            ));
+        };
+        let attributes = AccessAttributes::from(attributes);
+        let within = self.host_call_window("an access review")?;
+        caller
+            .allowed(&attributes, within)
+            .map_err(|e| types::Error::Transient(format!("access review failed: {e:#}")))
+    }
+}
+
+impl bindings::odh::controller::log::Host for CallState {
+    fn log(&mut self, level: bindings::odh::controller::log::Level, message: String) {
+        use bindings::odh::controller::log::Level;
+        let plugin = &*self.plugin;
+        let Some(message) = self.log_budget.admit(message) else {
+            if self.log_budget.dropped() == 1 {
+                tracing::warn!(
+                    plugin,
+                    "the plugin logged more than {} KiB in one call: its further log lines in this call are dropped (odh_plugin_log_lines_dropped_total)",
+                    crate::log_budget::MAX_BYTES_PER_CALL / 1024
+                );
+            }
+            return;
+        };
+        match level {
+            Level::Trace => tracing::trace!(plugin, "{message}"),
+            Level::Debug => tracing::debug!(plugin, "{message}"),
+            Level::Info => tracing::info!(plugin, "{message}"),
+            Level::Warn => tracing::warn!(plugin, "{message}"),
+            Level::Error => tracing::error!(plugin, "{message}"),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The one way to call the plugin version a slot serves, for controllers, webhooks and API
+//! routes alike: the active version decides; a shadow candidate, when the slot has one, gets
+//! the same input in the background *without effects* (outgoing HTTP limited to GET and HEAD)
+//! and only the difference of its answer is recorded. Every call is metered here, a shadow's
+//! in series of its own.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+use tracing::warn;
+
+use crate::wire::{AdmissionDecision, ApiRequest, ApiResponse, Outcome, RequestKey, WebhookType};
+use crate::{
+    AdmissionInput, CallEnv, CallError, Export, LoadedPlugin, PluginSlot, ReconcileInput,
+    WatchEventInput,
+};
+use odh_host_metrics::Metrics;
+
+/// What a call was about, for the shadow-difference log line.
+pub struct Subject {
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}/{}",
+            self.namespace.as_deref().unwrap_or(""),
+            self.name.as_deref().unwrap_or("")
+        )
+    }
+}
+
+/// Reconciles with the slot's active version; returns the version that decided (its
+/// capabilities and name go with the outcome).
+pub async fn reconcile(
+    slot: &PluginSlot,
+    input: ReconcileInput,
+    env: CallEnv,
+) -> (LoadedPlugin, Result<Outcome, CallError>) {
+    let subject = Subject {
+        namespace: input.key.namespace.clone(),
+        name: Some(input.key.name.clone()),
+    };
+    call(slot, Export::Reconcile, subject, input, env, |p, i, e| {
+        p.reconcile_blocking(i, e)
+    })
+    .await
+}
+
+/// A webhook's decision from the slot's active version.
+pub async fn admit(
+    slot: &PluginSlot,
+    kind: WebhookType,
+    input: AdmissionInput,
+    env: CallEnv,
+) -> (LoadedPlugin, Result<AdmissionDecision, CallError>) {
+    let subject = Subject {
+        namespace: input.namespace.clone(),
+        name: input.name.clone(),
+    };
+    let op = match kind {
+        WebhookType::Mutating => Export::Mutate,
+        WebhookType::Validating => Export::Validate,
+    };
+    call(slot, op, subject, input, env, move |p, i, e| {
+        p.admit_blocking(kind, i, e)
+    })
+    .await
+}
+
+/// Maps a watched change with the slot's active version (no shadow: mappings only schedule
+/// work, they decide nothing).
+pub async fn map(
+    slot: &PluginSlot,
+    input: WatchEventInput,
+    env: CallEnv,
+) -> Result<Vec<RequestKey>, CallError> {
+    let plugin = slot.current();
+    metered(&plugin, Export::Map, move |p| p.map_blocking(&input, &env)).await
+}
+
+/// Answers an API request with the slot's active version (no shadow: a second call could
+/// not answer the same client).
+pub async fn handle(
+    slot: &PluginSlot,
+    request: ApiRequest,
+    env: CallEnv,
+) -> Result<ApiResponse, CallError> {
+    let plugin = slot.current();
+    metered(&plugin, Export::Handle, move |p| {
+        p.handle_blocking(&request, &env)
+    })
+    .await
+}
+
+async fn metered<R: Send + 'static>(
+    plugin: &LoadedPlugin,
+    op: Export,
+    f: impl FnOnce(&LoadedPlugin) -> Result<R, CallError> + Send + 'static,
+) -> Result<R, CallError> {
+    let started = Instant::now();
+    let result = plugin.offload(op, f).await;
+    Metrics::global().plugin_call(
+        plugin.name(),
+        op.as_str(),
+        result.as_ref().err().map(CallError::metric_label),
+        started.elapsed(),
+    );
+    result
+}
+
+async fn call<I, R>(
+    slot: &PluginSlot,
+    op: Export,
+    subject: Subject,
+    input: I,
+    env: CallEnv,
+    run: impl Fn(&LoadedPlugin, &I, &CallEnv) -> Result<R, CallError> + Send + Sync + Copy + 'static,
+) -> (LoadedPlugin, Result<R, CallError>)
+where
+    I: Clone + Send + 'static,
+    R: Serialize + Send + 'static,
+{
+    let plugin = slot.current();
+    let shadow = slot
+        .shadow()
+        .map(|s| (s, input.clone(), env.without_effects()));
+    let result = metered(&plugin, op, move |p| run(p, &input, &env)).await;
+    if let Some((shadow, input, env)) = shadow {
+        let active = comparable(&result);
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let candidate = shadow.offload(op, move |p| run(p, &input, &env)).await;
+            Metrics::global().shadow_call(
+                shadow.name(),
+                op.as_str(),
+                candidate.as_ref().err().map(CallError::metric_label),
+                started.elapsed(),
+            );
+            let candidate = comparable(&candidate);
+            if candidate != active {
+                Metrics::global().shadow_difference(shadow.name(), op.as_str());
+                warn!(
+                    plugin = shadow.name(),
+                    op = op.as_str(),
+                    object = %subject,
+                    ?active,
+                    ?candidate,
+                    "shadow candidate decided differently"
+                );
+            }
+        });
+    }
+    (plugin, result)
+}
+
+/// What two versions' answers are compared on: the whole decision, or why the call failed.
+fn comparable<R: Serialize>(result: &Result<R, CallError>) -> Result<Value, &'static str> {
+    result
+        .as_ref()
+        .map(|r| serde_json::to_value(r).unwrap_or_default())
+        .map_err(CallError::metric_label)
+}

@@ -1,0 +1,436 @@
+//! The one wasmtime `Engine` of the process: pooling allocator, epoch interruption, a linker
+//! with the host's imports, and compiled components deduplicated by sha256 and cached on disk.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::bindings::ScopedPolicy;
+use crate::call_state::CallState;
+
+/// The interval of the epoch ticker: deadlines are enforced to within about this much.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Where the image keeps the built-ins `plugin precompile` compiled when it was built.
+pub const PRECOMPILED_DIR: &str = "/usr/lib/odh-model-controller/plugins";
+
+/// Bytes of each pooled memory reset in place (dirty pages only) rather than given back.
+const KEEP_RESIDENT_BYTES: usize = 2 * 1024 * 1024;
+
+/// Engine-wide settings.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Where compiled components are cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Components compiled ahead of time (`plugin precompile`, run when the image is built),
+    /// named as in the cache and only read: looked up after `cache_dir`.
+    pub precompiled_dir: Option<PathBuf>,
+    /// Instances that may exist at once across all plugins (pooling allocator slots).
+    pub max_instances: u32,
+    /// The largest memory limit any plugin may be given.
+    pub max_memory_mib: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            precompiled_dir: None,
+            max_instances: 128,
+            max_memory_mib: 512,
+        }
+    }
+}
+
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    /// When the ticker started and how many ticks it has delivered: the epoch never runs ahead
+    /// of `start + ticks * EPOCH_TICK`, which lets calls turn deadlines into epochs exactly.
+    start: std::time::Instant,
+    ticks: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Shared by every plugin; cheap to clone.
+#[derive(Clone)]
+pub struct PluginEngine {
+    inner: Arc<EngineInner>,
+}
+
+struct EngineInner {
+    engine: Engine,
+    linker: Linker<CallState>,
+    options: EngineOptions,
+    compiled: Mutex<HashMap<String, Component>>,
+    _ticker: Ticker,
+}
+
+impl PluginEngine {
+    pub fn new(options: EngineOptions) -> anyhow::Result<Self> {
+        let config = engine_config(&options, None)?;
+        let engine = Engine::new(&config)
+            .map_err(|e| anyhow::Error::from(e).context("creating the wasmtime engine"))?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+        ScopedPolicy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let start = std::time::Instant::now();
+        let delivered = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        {
+            let delivered = delivered.clone();
+            let engine = engine.weak();
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("wasm-epoch".into())
+                .spawn(move || {
+                    // Ticks follow the wall clock, not the number of sleeps: a loaded machine
+                    // oversleeps, and counting sleeps would let deadlines drift late.
+                    let mut ticks = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(EPOCH_TICK);
+                        let Some(e) = engine.upgrade() else { break };
+                        let due = (start.elapsed().as_nanos() / EPOCH_TICK.as_nanos()) as u64;
+                        while ticks < due {
+                            e.increment_epoch();
+                            ticks += 1;
+                            delivered.store(ticks, Ordering::Release);
+                        }
+                    }
+                })?;
+        }
+        Ok(Self {
+            inner: Arc::new(EngineInner {
+                engine,
+                linker,
+                options,
+                compiled: Mutex::new(HashMap::new()),
+                _ticker: Ticker {
+                    stop,
+                    start,
+                    ticks: delivered,
+                },
+            }),
+        })
+    }
+
+    /// Epoch ticks from now until `deadline` has surely passed: never early, at most about one
+    /// tick late (plus the ticker thread's wake-up latency).
+    pub(super) fn deadline_ticks(&self, deadline: Duration) -> u64 {
+        let t = &self.inner._ticker;
+        let current = t.ticks.load(Ordering::Acquire);
+        let target = ((t.start.elapsed() + deadline).as_nanos() / EPOCH_TICK.as_nanos()) as u64 + 1;
+        target.saturating_sub(current).max(1)
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    pub(super) fn linker(&self) -> &Linker<CallState> {
+        &self.inner.linker
+    }
+
+    pub fn options(&self) -> &EngineOptions {
+        &self.inner.options
+    }
+
+    /// Compiles a component, reusing an earlier compilation of the same bytes (in memory, then
+    /// on disk). Returns the component and the hex sha256 of the bytes.
+    pub fn compile(&self, bytes: &[u8]) -> anyhow::Result<(Component, String)> {
+        let sha = hex::encode(Sha256::digest(bytes));
+        if let Some(c) = self
+            .inner
+            .compiled
+            .lock()
+            .expect("compiled cache lock")
+            .get(&sha)
+        {
+            return Ok((c.clone(), sha));
+        }
+        let component = self.compile_uncached(bytes, &sha)?;
+        self.inner
+            .compiled
+            .lock()
+            .expect("compiled cache lock")
+            .insert(sha.clone(), component.clone());
+        Ok((component, sha))
+    }
+
+    /// Compiles distinct components in parallel (start-up: every plugin at once).
+    pub fn compile_all(&self, sources: &[&[u8]]) -> Vec<anyhow::Result<(Component, String)>> {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = sources
+                .iter()
+                .map(|b| s.spawn(move || self.compile(b)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("compilation panicked")))
+                })
+                .collect()
+        })
+    }
+
+    /// The file name of a compiled component: its sha256 and the engine's compatibility hash
+    /// (wasmtime's version, settings and instruction-set flags).
+    fn cache_name(&self, sha: &str) -> String {
+        let mut h = std::hash::DefaultHasher::new();
+        self.inner
+            .engine
+            .precompile_compatibility_hash()
+            .hash(&mut h);
+        format!("{sha}-{:016x}.cwasm", h.finish())
+    }
+
+    fn compile_uncached(&self, bytes: &[u8], sha: &str) -> anyhow::Result<Component> {
+        let engine = &self.inner.engine;
+        let name = self.cache_name(sha);
+        let cached = self.inner.options.cache_dir.as_ref().map(|d| d.join(&name));
+        let precompiled = self
+            .inner
+            .options
+            .precompiled_dir
+            .as_ref()
+            .map(|d| d.join(&name));
+        for path in [&cached, &precompiled].into_iter().flatten() {
+            if !path.exists() {
+                continue;
+            }
+            // SAFETY: the file was written by `Component::serialize` of an engine with the same
+            // compatibility hash (it is in the file name), into a directory only we write (the
+            // cache) or into the image with the binary (the precompiled built-ins).
+            match unsafe { Component::deserialize_file(engine, path) } {
+                Ok(c) => {
+                    tracing::debug!(path = %path.display(), "loaded a compiled plugin component");
+                    return Ok(c);
+                }
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "ignoring a bad compiled-plugin cache entry: {e:#}")
+                }
+            }
+        }
+        let started = std::time::Instant::now();
+        let component = Component::new(engine, bytes)
+            .map_err(|e| anyhow::Error::from(e).context("not a valid WebAssembly component"))?;
+        // Seconds of CPU each: in the image no built-in should get here (a node below
+        // x86-64-v2, or a binary without its precompiled directory, does).
+        tracing::info!(
+            sha256 = %sha,
+            ms = started.elapsed().as_millis() as u64,
+            "compiled a plugin component"
+        );
+        if let Some(path) = cached
+            && let Err(e) = write_cache(&path, &component)
+        {
+            tracing::warn!(path = %path.display(), "could not cache a compiled plugin: {e:#}");
+        }
+        Ok(component)
+    }
+}
+
+/// The engine's configuration; `target` compiles for another triple (tests: a cross-compiling
+/// engine sees none of this CPU's features).
+fn engine_config(options: &EngineOptions, target: Option<&str>) -> anyhow::Result<Config> {
+    let mut config = Config::new();
+    if let Some(target) = target {
+        config.target(target).map_err(anyhow::Error::from)?;
+    }
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    config.parallel_compilation(true);
+    portable_isa(&mut config);
+    let mut pool = PoolingAllocationConfig::default();
+    let n = options.max_instances;
+    pool.total_component_instances(n);
+    // A Rust wasip2 component is a handful of core instances (the program, the WASI adapter
+    // and its shims), with one or two memories and a few tables.
+    pool.total_core_instances(n * 8);
+    pool.total_memories(n * 2);
+    pool.total_tables(n * 4);
+    pool.max_core_instances_per_component(16);
+    pool.max_memories_per_component(4);
+    pool.max_tables_per_component(8);
+    pool.max_memory_size(options.max_memory_mib * 1024 * 1024);
+    // A fresh instance per call reuses a pooled slot. With PAGEMAP_SCAN (Linux 6.7+) the
+    // pages the last call dirtied are reset in place with memset, instead of madvise +
+    // page faults on every call; elsewhere `Auto` falls back to madvise.
+    pool.pagemap_scan(wasmtime::Enabled::Auto);
+    pool.linear_memory_keep_resident(KEEP_RESIDENT_BYTES);
+    pool.table_keep_resident(KEEP_RESIDENT_BYTES / 64);
+    // Bounds what warm slots keep resident: at most this many × KEEP_RESIDENT_BYTES.
+    pool.max_unused_warm_slots(32);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Ok(config)
+}
+
+/// The x86-64-v2 level of instructions (SSE3 to SSE4.2, POPCNT, CMPXCHG16B), which every x86
+/// node of a current Kubernetes distribution has (RHEL 9 requires it). Compiling for it rather
+/// than for this CPU's features gives every such node the same compatibility hash, so the
+/// built-ins compiled when the image is built load on any of them.
+#[cfg(target_arch = "x86_64")]
+const X86_64_V2: [(&str, bool); 19] = [
+    ("has_sse3", true),
+    ("has_ssse3", true),
+    ("has_cmpxchg16b", true),
+    ("has_sse41", true),
+    ("has_sse42", true),
+    ("has_popcnt", true),
+    ("has_avx", false),
+    ("has_avx2", false),
+    ("has_fma", false),
+    ("has_avx_vnni", false),
+    ("has_avx512bitalg", false),
+    ("has_avx512dq", false),
+    ("has_avx512vl", false),
+    ("has_avx512vbmi", false),
+    ("has_avx512f", false),
+    ("has_avx512vnni", false),
+    ("has_bmi1", false),
+    ("has_bmi2", false),
+    ("has_lzcnt", false),
+];
+
+/// Compiles for x86-64-v2 when this CPU has it (else for this CPU, as wasmtime does by default).
+#[cfg(target_arch = "x86_64")]
+fn portable_isa(config: &mut Config) {
+    let v2 = std::arch::is_x86_feature_detected!("sse3")
+        && std::arch::is_x86_feature_detected!("ssse3")
+        && std::arch::is_x86_feature_detected!("sse4.1")
+        && std::arch::is_x86_feature_detected!("sse4.2")
+        && std::arch::is_x86_feature_detected!("popcnt")
+        && std::arch::is_x86_feature_detected!("cmpxchg16b");
+    if !v2 {
+        return;
+    }
+    for (flag, on) in X86_64_V2 {
+        // SAFETY: every flag turned on names a feature this CPU was just seen to have; the
+        // others only forbid instructions.
+        unsafe {
+            config.cranelift_flag_set(flag, if on { "true" } else { "false" });
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn portable_isa(_config: &mut Config) {}
+
+fn write_cache(path: &std::path::Path, component: &Component) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, component.serialize()?)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    fn compatibility(engine: &Engine) -> u64 {
+        let mut h = std::hash::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut h);
+        h.finish()
+    }
+
+    /// What the image's build machine compiles loads on a node with other CPU features: an
+    /// engine compiling for this triple from outside (it sees none of this CPU's features) has
+    /// the same compatibility hash, and what it compiles deserialises here. Fails when a
+    /// wasmtime upgrade brings an instruction-set flag `X86_64_V2` does not set.
+    #[test]
+    fn compiled_components_do_not_depend_on_this_cpu() {
+        let triple = if cfg!(target_env = "musl") {
+            "x86_64-unknown-linux-musl"
+        } else {
+            "x86_64-unknown-linux-gnu"
+        };
+        let options = EngineOptions::default();
+        let here = Engine::new(&engine_config(&options, None).unwrap()).unwrap();
+        let elsewhere = Engine::new(&engine_config(&options, Some(triple)).unwrap()).unwrap();
+        assert_eq!(compatibility(&here), compatibility(&elsewhere));
+
+        let bytes = fixture_component();
+        let compiled = elsewhere.precompile_component(&bytes).unwrap();
+        // SAFETY: bytes just produced by `precompile_component`.
+        unsafe { Component::deserialize(&here, &compiled) }
+            .expect("a component compiled elsewhere loads here");
+    }
+
+    /// A small component of this crate's test fixtures.
+    fn fixture_component() -> Vec<u8> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/hello-wit-0.1.1.wasm");
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn files(dir: &std::path::Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// The cache is looked up first, then the precompiled directory, which is only read; an
+    /// unreadable entry in either is compiled again (and cached), not an error.
+    #[test]
+    fn precompiled_components_are_read_and_bad_entries_compiled_again() {
+        let root =
+            std::env::temp_dir().join(format!("odh-engine-precompiled-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (image, cache) = (root.join("image"), root.join("cache"));
+        let bytes = &fixture_component();
+        let engine = |cache_dir: Option<PathBuf>, precompiled_dir: Option<PathBuf>| {
+            PluginEngine::new(EngineOptions {
+                cache_dir,
+                precompiled_dir,
+                max_instances: 2,
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        // `plugin precompile` writes as the cache does.
+        engine(Some(image.clone()), None).compile(bytes).unwrap();
+        let written = files(&image);
+        assert_eq!(written.len(), 1, "{written:?}");
+
+        // Found in the image: nothing compiled, so nothing written to the cache.
+        engine(Some(cache.clone()), Some(image.clone()))
+            .compile(bytes)
+            .unwrap();
+        assert!(files(&cache).is_empty(), "{:?}", files(&cache));
+
+        // A corrupt image entry: compiled again, cached, the image left alone.
+        std::fs::write(image.join(&written[0]), b"not a compiled component").unwrap();
+        engine(Some(cache.clone()), Some(image.clone()))
+            .compile(bytes)
+            .unwrap();
+        assert_eq!(files(&cache), written);
+        assert_eq!(
+            std::fs::read(image.join(&written[0])).unwrap(),
+            b"not a compiled component"
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

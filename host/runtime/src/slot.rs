@@ -1,0 +1,101 @@
+//! A named place a plugin version serves from. Webhook routes and controllers hold the slot,
+//! not the plugin, and look up the current version for every call: replacing it is atomic, and
+//! calls already running finish on the version they started with.
+
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::watch;
+
+use crate::loaded::LoadedPlugin;
+
+#[derive(Clone)]
+pub struct PluginSlot {
+    name: Arc<str>,
+    current: Arc<RwLock<LoadedPlugin>>,
+    /// A candidate in shadow mode: called on the same inputs, never applied.
+    shadow: Arc<RwLock<Option<LoadedPlugin>>>,
+    /// Counts replacements: controllers watch it to re-reconcile after a swap.
+    generation: Arc<watch::Sender<u64>>,
+    /// When true, a failed plugin call admits the request (failurePolicy Ignore) instead of
+    /// denying it (Fail, the default: upstream's webhooks all fail closed).
+    fail_open: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl PluginSlot {
+    /// A slot named after the plugin's manifest.
+    pub fn new(plugin: LoadedPlugin) -> Self {
+        Self {
+            name: Arc::from(plugin.name()),
+            current: Arc::new(RwLock::new(plugin)),
+            shadow: Arc::new(RwLock::new(None)),
+            generation: Arc::new(watch::Sender::new(0)),
+            fail_open: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        }
+    }
+
+    /// Whether a failed call admits the request (failurePolicy Ignore).
+    pub fn fail_open(&self) -> bool {
+        self.fail_open.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn set_fail_open(&self, open: bool) {
+        self.fail_open
+            .store(open, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The version serving now (cheap: plugins are reference-counted).
+    pub fn current(&self) -> LoadedPlugin {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The shadow candidate, if one is set.
+    pub fn shadow(&self) -> Option<LoadedPlugin> {
+        self.shadow
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Sets (or clears) the shadow candidate.
+    pub fn set_shadow(&self, plugin: Option<LoadedPlugin>) {
+        *self.shadow.write().unwrap_or_else(|e| e.into_inner()) = plugin;
+    }
+
+    /// Makes `plugin` the serving version and returns the previous one; subscribers of
+    /// [`PluginSlot::swaps`] learn of it.
+    pub fn replace(&self, plugin: LoadedPlugin) -> LoadedPlugin {
+        let previous = {
+            let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
+            std::mem::replace(&mut *guard, plugin)
+        };
+        self.generation.send_modify(|g| *g += 1);
+        previous
+    }
+
+    /// Whether both handles are the same slot (not merely the same plugin name): a plugin
+    /// whose controllers or webhooks change moves to a new slot.
+    pub fn same_slot(&self, other: &PluginSlot) -> bool {
+        Arc::ptr_eq(&self.current, &other.current)
+    }
+
+    /// Changes whenever the serving version is replaced.
+    pub fn swaps(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+}
+
+impl std::fmt::Debug for PluginSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginSlot")
+            .field("name", &self.name)
+            .field("sha256", &self.current().sha256())
+            .finish()
+    }
+}

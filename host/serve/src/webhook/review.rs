@@ -1,0 +1,325 @@
+//! The AdmissionReview `admission.k8s.io/v1` wire format: a request read as raw JSON (so
+//! nothing the host does not model is lost) and the response written back.
+
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+
+use odh_plugin_runtime::AdmissionInput;
+use odh_plugin_runtime::gvk::Gvk;
+use odh_plugin_runtime::wire::Operation;
+
+use super::verdict::{Verdict, has_patch};
+
+pub const ADMISSION_API_VERSION: &str = "admission.k8s.io/v1";
+pub const ADMISSION_REVIEW_KIND: &str = "AdmissionReview";
+
+/// Why a request body is not an AdmissionReview v1 request (answered with HTTP 400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReviewError(pub String);
+
+fn bad(message: impl Into<String>) -> ReviewError {
+    ReviewError(message.into())
+}
+
+/// Reads an AdmissionReview v1 request for the webhook at `path`.
+pub fn parse_review(body: &[u8], path: &str) -> Result<AdmissionInput, ReviewError> {
+    let review: Value =
+        serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
+    let review = review
+        .as_object()
+        .ok_or_else(|| bad("the body is not a JSON object"))?;
+    let api_version = review.get("apiVersion").and_then(Value::as_str);
+    let kind = review.get("kind").and_then(Value::as_str);
+    if api_version != Some(ADMISSION_API_VERSION) || kind != Some(ADMISSION_REVIEW_KIND) {
+        return Err(bad(format!(
+            "expected apiVersion {ADMISSION_API_VERSION:?} and kind {ADMISSION_REVIEW_KIND:?}, \
+             got apiVersion {} and kind {}",
+            shown(api_version),
+            shown(kind)
+        )));
+    }
+    let request = match review.get("request") {
+        Some(Value::Object(r)) => r,
+        Some(_) => return Err(bad("request is not a JSON object")),
+        None => return Err(bad("the AdmissionReview has no request")),
+    };
+
+    let uid = required_str(request, "uid")?.to_string();
+    let kind = request
+        .get("kind")
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad("request.kind is missing"))?;
+    let gvk = Gvk {
+        group: optional_str(kind, "group").unwrap_or_default().to_string(),
+        version: field_str(kind, "request.kind", "version")?.to_string(),
+        kind: field_str(kind, "request.kind", "kind")?.to_string(),
+    };
+    let resource = request
+        .get("resource")
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad("request.resource is missing"))?;
+    let resource = field_str(resource, "request.resource", "resource")?.to_string();
+    let operation_text = required_str(request, "operation")?;
+    let operation: Operation = serde_json::from_value(Value::String(operation_text.into()))
+        .map_err(|_| {
+            bad(format!(
+                "request.operation {operation_text:?} is not one of CREATE, UPDATE, DELETE, CONNECT"
+            ))
+        })?;
+    let dry_run = match request.get("dryRun") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(bad("request.dryRun is not a boolean")),
+    };
+    Ok(AdmissionInput {
+        uid,
+        path: path.to_string(),
+        gvk,
+        resource,
+        sub_resource: non_empty(request, "subResource"),
+        operation,
+        namespace: non_empty(request, "namespace"),
+        name: non_empty(request, "name"),
+        object: object(request, "object"),
+        old_object: object(request, "oldObject"),
+        dry_run,
+        user_info: object(request, "userInfo").unwrap_or_else(|| json!({})),
+    })
+}
+
+fn shown(v: Option<&str>) -> String {
+    v.map_or_else(|| "(none)".to_string(), |s| format!("{s:?}"))
+}
+
+fn optional_str<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    m.get(key).and_then(Value::as_str)
+}
+
+fn required_str<'a>(m: &'a Map<String, Value>, key: &str) -> Result<&'a str, ReviewError> {
+    field_str(m, "request", key)
+}
+
+fn field_str<'a>(
+    m: &'a Map<String, Value>,
+    parent: &str,
+    key: &str,
+) -> Result<&'a str, ReviewError> {
+    match m.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        Some(Value::String(_)) | None | Some(Value::Null) => {
+            Err(bad(format!("{parent}.{key} is missing")))
+        }
+        Some(_) => Err(bad(format!("{parent}.{key} is not a string"))),
+    }
+}
+
+fn non_empty(m: &Map<String, Value>, key: &str) -> Option<String> {
+    optional_str(m, key)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+fn object(m: &Map<String, Value>, key: &str) -> Option<Value> {
+    m.get(key).filter(|v| !v.is_null()).cloned()
+}
+
+/// The AdmissionReview v1 response to the request `uid`.
+pub fn review_response(uid: &str, verdict: &Verdict) -> Value {
+    let mut response = Map::new();
+    response.insert("uid".into(), json!(uid));
+    response.insert("allowed".into(), json!(verdict.allowed));
+    if verdict.message.is_some() || !verdict.allowed {
+        let mut status = Map::new();
+        status.insert("code".into(), json!(verdict.code));
+        if let Some(m) = &verdict.message {
+            status.insert("message".into(), json!(m));
+        }
+        let (reason, details) = verdict.status_reason();
+        if let Some(r) = reason {
+            status.insert("reason".into(), json!(r));
+        }
+        if let Some(d) = details {
+            status.insert("details".into(), d);
+        }
+        response.insert("status".into(), Value::Object(status));
+    }
+    if !verdict.warnings.is_empty() {
+        response.insert("warnings".into(), json!(verdict.warnings));
+    }
+    if verdict.allowed
+        && let Some(patch) = &verdict.patch
+        && has_patch(Some(patch))
+    {
+        response.insert("patchType".into(), json!("JSONPatch"));
+        let bytes = serde_json::to_vec(patch).unwrap_or_default();
+        response.insert(
+            "patch".into(),
+            json!(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        );
+    }
+    json!({
+        "apiVersion": ADMISSION_API_VERSION,
+        "kind": ADMISSION_REVIEW_KIND,
+        "response": Value::Object(response),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn review(request: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "request": request}))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_full_request_maps_every_field() {
+        let body = review(json!({
+            "uid": "u-1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "subResource": "status",
+            "operation": "UPDATE",
+            "namespace": "ns", "name": "p",
+            "object": {"kind": "Pod", "x-unknown": [1]},
+            "oldObject": {"kind": "Pod"},
+            "dryRun": true,
+            "userInfo": {"username": "alice", "groups": ["g"]},
+        }));
+        let input = parse_review(&body, "/mutate--v1-pod").unwrap();
+        assert_eq!(input.uid, "u-1");
+        assert_eq!(input.path, "/mutate--v1-pod");
+        assert_eq!(input.gvk, Gvk::new("", "v1", "Pod"));
+        assert_eq!(input.resource, "pods");
+        assert_eq!(input.sub_resource.as_deref(), Some("status"));
+        assert_eq!(input.operation, Operation::Update);
+        assert_eq!(
+            (input.namespace.as_deref(), input.name.as_deref()),
+            (Some("ns"), Some("p"))
+        );
+        let object = input.object.clone().unwrap();
+        assert_eq!(object["x-unknown"], json!([1]));
+        assert!(input.old_object.is_some());
+        assert!(input.dry_run);
+        let user = input.user_info.clone();
+        assert_eq!(user["username"], "alice");
+    }
+
+    #[test]
+    fn a_minimal_delete_has_no_object_and_empty_user_info() {
+        let body = review(json!({
+            "uid": "u-2",
+            "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+            "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+            "operation": "DELETE", "name": "", "subResource": "",
+        }));
+        let input = parse_review(&body, "/x").unwrap();
+        assert_eq!(input.gvk, Gvk::new("apps", "v1", "Deployment"));
+        assert_eq!(
+            (input.name, input.sub_resource, input.object),
+            (None, None, None)
+        );
+        assert!(!input.dry_run);
+        assert_eq!(input.user_info, json!({}));
+    }
+
+    #[test]
+    fn malformed_reviews_are_explained() {
+        let cases: [(&[u8], &str); 6] = [
+            (b"not json", "not JSON"),
+            (b"[1]", "not a JSON object"),
+            (
+                br#"{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {}}"#,
+                r#"got apiVersion "admission.k8s.io/v1beta1""#,
+            ),
+            (
+                br#"{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}"#,
+                "has no request",
+            ),
+            (
+                br#"{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u"}}"#,
+                "request.kind is missing",
+            ),
+            (
+                br#"{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u",
+                   "kind": {"version": "v1", "kind": "Pod"}, "resource": {"resource": "pods"}, "operation": "PATCH"}}"#,
+                r#"request.operation "PATCH""#,
+            ),
+        ];
+        for (body, expected) in cases {
+            let err = parse_review(body, "/x").unwrap_err().to_string();
+            assert!(
+                err.contains(expected),
+                "{err:?} should contain {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn responses_carry_status_warnings_and_patch_only_when_due() {
+        let plain = review_response("u", &Verdict::allow());
+        assert_eq!(
+            plain,
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                   "response": {"uid": "u", "allowed": true}})
+        );
+        let denied = review_response("u", &Verdict::deny(403, "no"));
+        assert_eq!(
+            denied["response"],
+            json!({"uid": "u", "allowed": false,
+                   "status": {"code": 403, "message": "no", "reason": "Forbidden"}})
+        );
+        // D12: a 422 is `Invalid`, with the causes its message spells out; codes
+        // controller-runtime's `Errored` answers with carry no reason.
+        let invalid = review_response(
+            "u",
+            &Verdict::deny(
+                422,
+                r#"InferenceService.serving.kserve.io "m" is invalid: metadata.name: Invalid value: "m": too long"#,
+            ),
+        );
+        let status = &invalid["response"]["status"];
+        assert_eq!(status["reason"], "Invalid");
+        assert_eq!(status["details"]["kind"], "InferenceService");
+        assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
+        let errored = review_response("u", &Verdict::deny(500, "boom"));
+        assert!(errored["response"]["status"].get("reason").is_none());
+        let passed_on = review_response(
+            "u",
+            &Verdict::from_status(
+                &kube::core::Status::failure("sa \"x\" is forbidden", "Forbidden").with_code(403),
+            ),
+        );
+        assert_eq!(
+            passed_on["response"]["status"],
+            json!({"code": 403, "message": "sa \"x\" is forbidden", "reason": "Forbidden"})
+        );
+        let patch = json!([{"op": "add", "path": "/a", "value": 1}]);
+        let mutated = review_response(
+            "u",
+            &Verdict {
+                warnings: vec!["w".into()],
+                patch: Some(patch.clone()),
+                ..Verdict::allow()
+            },
+        );
+        let r = &mutated["response"];
+        assert_eq!(r["patchType"], "JSONPatch");
+        assert_eq!(r["warnings"], json!(["w"]));
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(r["patch"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&decoded).unwrap(), patch);
+        let empty = review_response(
+            "u",
+            &Verdict {
+                patch: Some(json!([])),
+                ..Verdict::allow()
+            },
+        );
+        assert!(empty["response"].get("patch").is_none());
+        assert!(empty["response"].get("patchType").is_none());
+    }
+}

@@ -1,0 +1,466 @@
+//! The `odh-model-controller-plugins` ConfigMap: which plugin versions serve, from where, with
+//! which settings, limits and grants. Format: docs/plugins-configmap.md.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::builtins::Builtins;
+pub use odh_plugin_runtime::Source;
+use odh_plugin_runtime::{Grants, Limits};
+
+/// Name of the ConfigMap (in `POD_NAMESPACE`) that configures the plugins.
+pub const CONFIGMAP_NAME: &str = "odh-model-controller-plugins";
+/// The data key holding the configuration.
+pub const CONFIG_KEY: &str = "plugins.yaml";
+
+/// How a configured version takes part: serving, or only watched beside the serving one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rollout {
+    /// Serves: its decisions are applied.
+    #[default]
+    Active,
+    /// Runs beside the active version on the same inputs; only differences are recorded.
+    Shadow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum FailurePolicy {
+    Fail,
+    Ignore,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawEntry {
+    source: String,
+    #[serde(default)]
+    sha256: Option<String>,
+    #[serde(default)]
+    settings: Option<serde_json::Value>,
+    /// Refines the limits a plugin of this name starts from, key by key.
+    #[serde(default)]
+    limits: Option<serde_json::Value>,
+    /// Refines the grants a plugin of this name starts from, key by key.
+    #[serde(default)]
+    grants: Option<serde_json::Value>,
+    #[serde(default)]
+    mode: Rollout,
+    #[serde(default)]
+    failure_policy: Option<FailurePolicy>,
+    /// A `kubernetes.io/dockerconfigjson` Secret with credentials for an `oci://` source.
+    #[serde(default)]
+    pull_secret: Option<String>,
+    #[serde(default)]
+    signature: Option<RawSignature>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawSignature {
+    public_keys: RawKeySource,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawKeySource {
+    #[serde(default)]
+    config_map: Option<String>,
+    #[serde(default)]
+    secret: Option<String>,
+}
+
+/// Where the public keys a signature must be made with are (in the controller's namespace):
+/// every data key holds one or more PEM public keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    ConfigMap(String),
+    Secret(String),
+}
+
+/// An `oci://` candidate must carry a cosign signature by one of these keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignaturePolicy {
+    pub public_keys: KeySource,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    plugins: BTreeMap<String, RawEntry>,
+}
+
+/// One plugin's configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginEntry {
+    pub name: String,
+    pub source: Source,
+    /// Lower-case hex sha256 of the component (after gzip decompression).
+    pub sha256: Option<String>,
+    pub settings: serde_json::Value,
+    pub limits: Limits,
+    pub grants: Grants,
+    pub rollout: Rollout,
+    pub failure_policy: Option<FailurePolicy>,
+    /// Secret (dockerconfigjson) with the registry credentials of an `oci://` source.
+    pub pull_secret: Option<String>,
+    /// The signature an `oci://` candidate must carry.
+    pub signature: Option<SignaturePolicy>,
+}
+
+/// The whole configuration: plugins by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RegistryConfig {
+    pub plugins: BTreeMap<String, PluginEntry>,
+}
+
+impl RegistryConfig {
+    /// Parses the `plugins.yaml` text. Every error names the plugin and the field.
+    pub fn parse(text: &str, builtins: &Builtins) -> Result<Self, String> {
+        let raw: RawConfig =
+            serde_yaml::from_str(text).map_err(|e| format!("{CONFIG_KEY}: {e}"))?;
+        let mut plugins = BTreeMap::new();
+        for (name, e) in raw.plugins {
+            let valid_name = !name.is_empty()
+                && name.len() <= 63
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            if !valid_name {
+                return Err(format!(
+                    "plugin name {name:?} must be 1-63 characters of [a-z0-9-]"
+                ));
+            }
+            let source =
+                Source::parse(&name, &e.source).map_err(|m| format!("plugin {name}: {m}"))?;
+            let is_oci = matches!(source, Source::Oci(_));
+            if e.pull_secret.is_some() && !is_oci {
+                return Err(format!(
+                    "plugin {name}: pullSecret applies to oci:// sources only"
+                ));
+            }
+            let signature = match e.signature {
+                None => None,
+                Some(_) if !is_oci => {
+                    return Err(format!(
+                        "plugin {name}: signature applies to oci:// sources only (signatures are stored beside the artifact in its registry)"
+                    ));
+                }
+                Some(RawSignature {
+                    public_keys: RawKeySource { config_map, secret },
+                }) => Some(SignaturePolicy {
+                    public_keys: match (config_map, secret) {
+                        (Some(cm), None) if !cm.is_empty() => KeySource::ConfigMap(cm),
+                        (None, Some(s)) if !s.is_empty() => KeySource::Secret(s),
+                        _ => {
+                            return Err(format!(
+                                "plugin {name}: signature.publicKeys names exactly one of configMap or secret"
+                            ));
+                        }
+                    },
+                }),
+            };
+            if e.pull_secret.as_deref() == Some("") {
+                return Err(format!("plugin {name}: pullSecret must name a Secret"));
+            }
+            let sha256 = match e.sha256 {
+                Some(s) => {
+                    let s = s.to_ascii_lowercase();
+                    if s.len() != 64 || !s.chars().all(|c| c.is_ascii_hexdigit()) {
+                        return Err(format!("plugin {name}: sha256 must be 64 hex digits"));
+                    }
+                    Some(s)
+                }
+                None if source.is_builtin() || signature.is_some() => None,
+                None => {
+                    return Err(format!(
+                        "plugin {name}: sha256 is required for source {source} (or, for an oci:// source, a signature)"
+                    ));
+                }
+            };
+            let settings = e.settings.unwrap_or_else(|| serde_json::json!({}));
+            if !settings.is_object() {
+                return Err(format!(
+                    "plugin {name}: settings must be a JSON/YAML object (a mapping), not {}",
+                    json_type(&settings)
+                ));
+            }
+            let limits = refine(builtins.limits(&name), e.limits)
+                .map_err(|m| format!("plugin {name}: limits: {m}"))?;
+            let grants = refine(builtins.grants(&name), e.grants)
+                .map_err(|m| format!("plugin {name}: grants: {m}"))?;
+            plugins.insert(
+                name.clone(),
+                PluginEntry {
+                    name,
+                    source,
+                    sha256,
+                    settings,
+                    limits,
+                    grants,
+                    rollout: e.mode,
+                    failure_policy: e.failure_policy,
+                    pull_secret: e.pull_secret,
+                    signature,
+                },
+            );
+        }
+        Ok(Self { plugins })
+    }
+}
+
+fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a mapping",
+    }
+}
+
+/// `base` with the keys `given` sets replaced (built-ins start from what they need, the admin's
+/// entry refines it).
+fn refine<T: serde::Serialize + serde::de::DeserializeOwned>(
+    base: T,
+    given: Option<serde_json::Value>,
+) -> Result<T, String> {
+    let Some(given) = given else {
+        return Ok(base);
+    };
+    let serde_json::Value::Object(given) = given else {
+        return Err("must be a mapping".into());
+    };
+    let mut merged = serde_json::to_value(base).map_err(|e| e.to_string())?;
+    for (key, value) in given {
+        merged[key] = value;
+    }
+    serde_json::from_value(merged).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtins::BuiltinComponent;
+
+    /// A built-in `servingruntime` that needs longer reconciles and real randomness.
+    fn builtins() -> Builtins {
+        let mut limits = Limits::default();
+        limits.reconcile_timeout_ms = 60_000;
+        Builtins::new([BuiltinComponent {
+            name: "servingruntime".into(),
+            component: b"",
+            limits,
+            grants: Grants {
+                secure_random: true,
+                ..Grants::default()
+            },
+        }])
+    }
+
+    const FULL: &str = r#"
+plugins:
+  isvc:
+    source: builtin
+  vendor-runtime:
+    source: configmap://vendor-runtime-plugin/plugin.wasm.gz
+    sha256: 3B0C0000000000000000000000000000000000000000000000000000000000AA
+    mode: shadow
+    failurePolicy: Ignore
+    settings:
+      replicas: 2
+    limits:
+      reconcileTimeoutMs: 500
+      memoryMib: 64
+    grants:
+      reads: [{group: "", version: v1, kind: ConfigMap}]
+      httpHosts: [api.example.com]
+"#;
+
+    #[test]
+    fn parses_every_field() {
+        let c = RegistryConfig::parse(FULL, &builtins()).unwrap();
+        assert_eq!(c.plugins["isvc"].source, Source::Builtin("isvc".into()));
+        assert_eq!(c.plugins["isvc"].rollout, Rollout::Active);
+        let v = &c.plugins["vendor-runtime"];
+        assert_eq!(
+            v.source,
+            Source::ConfigMap {
+                name: "vendor-runtime-plugin".into(),
+                key: "plugin.wasm.gz".into()
+            }
+        );
+        assert_eq!(
+            v.sha256.as_deref(),
+            Some("3b0c0000000000000000000000000000000000000000000000000000000000aa")
+        );
+        assert_eq!(v.rollout, Rollout::Shadow);
+        assert_eq!(v.failure_policy, Some(FailurePolicy::Ignore));
+        assert_eq!(v.settings["replicas"], 2);
+        assert_eq!(v.limits.reconcile_timeout_ms, 500);
+        assert_eq!(
+            v.limits.admission_timeout_ms,
+            Limits::default().admission_timeout_ms
+        );
+        assert_eq!(v.grants.http_hosts.as_ref().map(|h| h.len()), Some(1));
+        assert!(v.grants.writes.is_none());
+    }
+
+    #[test]
+    fn a_builtin_starts_from_what_it_needs_and_the_entry_refines_it() {
+        let c = RegistryConfig::parse(
+            "plugins:\n  servingruntime:\n    source: builtin\n    limits: {memoryMib: 64}\n",
+            &builtins(),
+        )
+        .unwrap();
+        let e = &c.plugins["servingruntime"];
+        assert_eq!(
+            (e.limits.reconcile_timeout_ms, e.limits.memory_mib),
+            (60_000, 64)
+        );
+        assert!(e.grants.secure_random);
+        let c = RegistryConfig::parse(
+            "plugins:\n  servingruntime:\n    source: builtin\n    limits: {reconcileTimeoutMs: 5000}\n    grants: {secureRandom: false}\n",
+            &builtins(),
+        )
+        .unwrap();
+        let e = &c.plugins["servingruntime"];
+        assert_eq!(e.limits.reconcile_timeout_ms, 5_000);
+        assert!(!e.grants.secure_random, "the admin's word wins");
+        let bad = RegistryConfig::parse(
+            "plugins:\n  isvc:\n    source: builtin\n    limits: {reconcileTimeoutMS: 1}\n",
+            &builtins(),
+        )
+        .unwrap_err();
+        assert!(
+            bad.starts_with("plugin isvc: limits: unknown field `reconcileTimeoutMS`"),
+            "{bad}"
+        );
+    }
+
+    #[test]
+    fn sources_parse_and_print_back() {
+        for text in [
+            "builtin:hello",
+            "configmap://cm/key",
+            "file:///opt/p.wasm",
+            "https://example.com/p.wasm",
+            "oci://registry.local:5000/p:1.0",
+        ] {
+            assert_eq!(Source::parse("x", text).unwrap().to_string(), text);
+        }
+        for bad in [
+            "configmap://cm",
+            "configmap:///k",
+            "file://relative/p.wasm",
+            "http://plain.example.com/p.wasm",
+            "ftp://x",
+        ] {
+            assert!(Source::parse("x", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_signed_oci_entry_needs_no_pinned_digest() {
+        let c = RegistryConfig::parse(
+            "plugins:\n  v:\n    source: oci://quay.io/vendor/v:1\n    pullSecret: vendor-pull\n    signature:\n      publicKeys:\n        secret: vendor-keys\n",
+            &builtins(),
+        )
+        .unwrap();
+        let v = &c.plugins["v"];
+        assert_eq!(v.sha256, None);
+        assert_eq!(v.pull_secret.as_deref(), Some("vendor-pull"));
+        assert_eq!(
+            v.signature,
+            Some(SignaturePolicy {
+                public_keys: KeySource::Secret("vendor-keys".into())
+            })
+        );
+        let unsigned = RegistryConfig::parse(
+            "plugins: {v: {source: 'oci://quay.io/vendor/v:1'}}",
+            &builtins(),
+        );
+        assert!(
+            unsigned
+                .unwrap_err()
+                .contains("or, for an oci:// source, a signature")
+        );
+    }
+
+    #[test]
+    fn settings_left_empty_are_no_settings() {
+        for text in [
+            "plugins: {p: {source: builtin}}",
+            "plugins:\n  p:\n    source: builtin\n    settings:\n",
+        ] {
+            let c = RegistryConfig::parse(text, &builtins()).unwrap();
+            assert_eq!(c.plugins["p"].settings, serde_json::json!({}), "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_configurations_name_the_plugin_and_field() {
+        let cases = [
+            (
+                "plugins: {p: {source: 'file:///p.wasm'}}",
+                "plugin p: sha256 is required",
+            ),
+            (
+                "plugins: {p: {source: 'file:///p.wasm', sha256: abc}}",
+                "plugin p: sha256 must be 64 hex digits",
+            ),
+            (
+                "plugins: {p: {source: builtin, settings: [1]}}",
+                "plugin p: settings must be a JSON/YAML object (a mapping), not a list",
+            ),
+            (
+                "plugins: {p: {source: builtin, settings: '{\"a\": 1}'}}",
+                "plugin p: settings must be a JSON/YAML object (a mapping), not a string",
+            ),
+            (
+                "plugins: {p: {source: builtin, mode: sideways}}",
+                "plugins.yaml",
+            ),
+            (
+                "plugins: {p: {source: builtin, grants: {everything: true}}}",
+                "plugin p: grants: unknown field `everything`",
+            ),
+            ("plugins: {P: {source: builtin}}", "plugin name \"P\""),
+            (
+                "plugins: {p: {source: 'nope'}}",
+                "plugin p: source \"nope\"",
+            ),
+            (
+                "plugins: {p: {source: builtin, pullSecret: s}}",
+                "plugin p: pullSecret applies to oci:// sources only",
+            ),
+            (
+                "plugins: {p: {source: 'https://x/p.wasm', signature: {publicKeys: {configMap: k}}}}",
+                "plugin p: signature applies to oci:// sources only",
+            ),
+            (
+                "plugins: {p: {source: 'oci://r.example/p:1', signature: {publicKeys: {configMap: k, secret: s}}}}",
+                "exactly one of configMap or secret",
+            ),
+            (
+                "plugins: {p: {source: 'oci://r.example/p:1', signature: {publicKeys: {}}}}",
+                "exactly one of configMap or secret",
+            ),
+            (
+                "plugins: {p: {source: 'oci://r.example/p:1', signature: {keys: k}}}",
+                "unknown field `keys`",
+            ),
+            (
+                "plugins: {p: {source: 'oci://r.example/p:1', pullSecret: ''}}",
+                "pullSecret must name a Secret",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = RegistryConfig::parse(text, &builtins()).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+}

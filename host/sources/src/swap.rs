@@ -1,0 +1,757 @@
+//! Applying the plugins ConfigMap: each changed entry is fetched, verified, compiled and
+//! checked off the hot path, then swapped into its slot atomically; on any failure the last
+//! good version keeps serving and the failure is reported (status ConfigMap, a Warning Event on
+//! the plugins ConfigMap counted as a series while the error stays the same, metric, log line)
+//! and tried again with back-off. An entry naming a plugin the host does not serve adds it (its
+//! controllers start, its webhooks are served); removing such an entry removes the plugin; a
+//! version whose controllers or webhooks differ moves the plugin to a new slot.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::builtins::Builtins;
+use crate::config::{CONFIGMAP_NAME, FailurePolicy, PluginEntry, RegistryConfig, Rollout, Source};
+use crate::{fetch, trust};
+use odh_host_metrics::Metrics;
+use odh_plugin_runtime::{LoadRequest, LoadedPlugin, PluginEngine, PluginSet, PluginSlot};
+
+/// Name of the ConfigMap where the registry reports each plugin's state.
+pub const STATUS_CONFIGMAP_NAME: &str = "odh-model-controller-plugins-status";
+/// Each plugin's status key is written under a field manager of its own, so writing one
+/// plugin's key never drops another's.
+const FIELD_MANAGER: &str = "odh-model-controller/registry";
+
+/// Retry ticks (of the interval given to [`Registry::run`]) before a rejected candidate is
+/// tried again, doubling from 1 up to this.
+pub const MAX_BACKOFF_TICKS: u32 = 20;
+
+/// What happened to one plugin's entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SwapResult {
+    /// The candidate serves now (its sha256).
+    Swapped(String),
+    /// The candidate runs in shadow beside the active version (its sha256).
+    Shadowed(String),
+    /// Nothing changed since the last attempt.
+    Unchanged,
+    /// The candidate was refused; the previous version keeps serving.
+    Rejected(String),
+    /// The plugin's entry is gone and the plugin is not built in: it no longer serves.
+    Removed,
+}
+
+/// Whether this host can serve a plugin beside the others it serves (webhook paths, caches):
+/// given the candidate and the other plugins' slots.
+pub type ServeCheck = Arc<dyn Fn(&LoadedPlugin, &[PluginSlot]) -> Result<(), String> + Send + Sync>;
+
+/// A refused candidate: why, and the digest of what was fetched if it was.
+struct Rejection {
+    message: String,
+    digest: Option<String>,
+}
+
+impl Rejection {
+    fn new(message: impl Into<String>, digest: Option<&str>) -> Self {
+        Self {
+            message: message.into(),
+            digest: digest.map(str::to_string),
+        }
+    }
+}
+
+/// A candidate ready to serve, and what its status records besides its digest.
+struct Accepted {
+    plugin: LoadedPlugin,
+    admission: Admission,
+}
+
+/// How a candidate was admitted: what an explicit grant gave it beyond its baseline, and
+/// where a registry artifact came from (manifest digest, the key that signed it).
+#[derive(Debug, Default, Clone)]
+struct Admission {
+    widened: Vec<String>,
+    origin: Option<fetch::Origin>,
+}
+
+/// When a rejected plugin is tried again, in retry ticks.
+#[derive(Debug, Clone, Copy)]
+struct Backoff {
+    wait: u32,
+    next: u32,
+}
+
+/// The last rejection reported for a plugin: a repeat of the same message counts on its Event
+/// instead of recording a new one.
+#[derive(Debug, Clone)]
+struct Reported {
+    message: String,
+    event: Option<String>,
+    count: u32,
+}
+
+pub struct Registry {
+    client: kube::Client,
+    namespace: String,
+    engine: PluginEngine,
+    set: Arc<PluginSet>,
+    /// The components `source: builtin` names, and what each built-in starts from.
+    builtins: Arc<Builtins>,
+    /// The version each built-in slot started with: what a removed entry reverts to.
+    defaults: BTreeMap<String, LoadedPlugin>,
+    /// The last entry attempted per plugin, so an unchanged entry is not fetched again.
+    attempted: Mutex<BTreeMap<String, PluginEntry>>,
+    /// Plugins whose last candidate was rejected (retried by [`Registry::retry_rejected`]).
+    rejected: Mutex<BTreeMap<String, Backoff>>,
+    reported: Mutex<BTreeMap<String, Reported>>,
+    last_config: Mutex<Option<RegistryConfig>>,
+    /// Where each serving registry artifact came from (the status shows it on every write).
+    active_origins: Mutex<BTreeMap<String, fetch::Origin>>,
+    /// Trusted for `https://` sources besides the public web PKI.
+    extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+    serve_check: Option<ServeCheck>,
+}
+
+impl Registry {
+    /// `set` holds the plugins this host serves; the ones in it now are its built-in versions.
+    /// Replacing a slot's version is all a swap does (controllers watch their slot and
+    /// re-reconcile); adding, removing or moving a plugin changes `set`, which the controller
+    /// supervisor and the webhook table follow.
+    pub fn new(
+        client: kube::Client,
+        namespace: String,
+        engine: PluginEngine,
+        set: Arc<PluginSet>,
+        builtins: Arc<Builtins>,
+    ) -> Self {
+        Self {
+            client,
+            namespace,
+            engine,
+            builtins,
+            defaults: set
+                .slots()
+                .iter()
+                .map(|s| (s.name().to_string(), s.current()))
+                .collect(),
+            set,
+            attempted: Mutex::new(BTreeMap::new()),
+            rejected: Mutex::new(Default::default()),
+            reported: Mutex::new(Default::default()),
+            last_config: Mutex::new(None),
+            active_origins: Mutex::new(BTreeMap::new()),
+            extra_roots: Vec::new(),
+            serve_check: None,
+        }
+    }
+
+    /// Also trusts these certificate authorities for `https://` sources (a private mirror).
+    pub fn with_extra_roots(
+        mut self,
+        roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+    ) -> Self {
+        self.extra_roots = roots;
+        self
+    }
+
+    /// The plugins served, as this registry changes them.
+    pub fn plugins(&self) -> &Arc<PluginSet> {
+        &self.set
+    }
+
+    /// Checks every plugin added or moved to a new slot with `check` first.
+    pub fn with_serve_check(mut self, check: ServeCheck) -> Self {
+        self.serve_check = Some(check);
+        self
+    }
+
+    /// Applies a whole configuration; built-in plugins without an entry go back to their
+    /// built-in version, other plugins without one are removed.
+    pub async fn apply(&self, config: &RegistryConfig) -> BTreeMap<String, SwapResult> {
+        *self.last_config.lock().expect("config lock") = Some(config.clone());
+        let mut results = BTreeMap::new();
+        for (name, entry) in &config.plugins {
+            let result = match self.apply_entry(entry).await {
+                Ok(result) => {
+                    self.rejected.lock().expect("rejected lock").remove(name);
+                    self.reported.lock().expect("reported lock").remove(name);
+                    result
+                }
+                Err(rejection) => {
+                    self.rejected
+                        .lock()
+                        .expect("rejected lock")
+                        .entry(name.clone())
+                        .or_insert(Backoff { wait: 1, next: 2 });
+                    self.report_rejection(name, entry, &rejection).await;
+                    SwapResult::Rejected(rejection.message)
+                }
+            };
+            results.insert(name.clone(), result);
+        }
+        let gone: Vec<String> = self
+            .attempted
+            .lock()
+            .expect("attempted lock")
+            .keys()
+            .filter(|name| !config.plugins.contains_key(*name))
+            .cloned()
+            .collect();
+        for name in gone {
+            self.attempted.lock().expect("attempted lock").remove(&name);
+            self.rejected.lock().expect("rejected lock").remove(&name);
+            self.reported.lock().expect("reported lock").remove(&name);
+            if let Some(default) = self.defaults.get(&name) {
+                // Back to how the host started: no shadow candidate, failing closed, its own
+                // version.
+                let serving = self.set.get(&name);
+                if let Some(slot) = &serving {
+                    slot.set_shadow(None);
+                    slot.set_fail_open(false);
+                }
+                if serving.is_none_or(|s| !s.current().same_as(default)) {
+                    match self
+                        .install(default.clone(), false, &Admission::default())
+                        .await
+                    {
+                        Ok(()) => {
+                            results.insert(name, SwapResult::Swapped(default.sha256().to_string()));
+                        }
+                        Err(message) => {
+                            tracing::error!(
+                                plugin = name,
+                                "the built-in version could not serve again: {message}"
+                            );
+                        }
+                    }
+                }
+            } else if self.set.remove(&name).is_some() {
+                tracing::info!(plugin = name, "plugin removed: its entry is gone");
+                Metrics::global().plugin_swap(&name, true);
+                self.clear_status(&name).await;
+                results.insert(name, SwapResult::Removed);
+            }
+        }
+        results
+    }
+
+    async fn apply_entry(&self, entry: &PluginEntry) -> Result<SwapResult, Rejection> {
+        if self
+            .attempted
+            .lock()
+            .expect("attempted lock")
+            .get(&entry.name)
+            == Some(entry)
+        {
+            return Ok(SwapResult::Unchanged);
+        }
+        self.attempted
+            .lock()
+            .expect("attempted lock")
+            .insert(entry.name.clone(), entry.clone());
+        let serving = self.set.get(&entry.name);
+        let predecessor = serving.as_ref().map(PluginSlot::current);
+        let Accepted { plugin, admission } = self.candidate(predecessor.as_ref(), entry).await?;
+        let sha = plugin.sha256().to_string();
+        if entry.rollout == Rollout::Shadow {
+            let Some(slot) = serving else {
+                return Err(Rejection::new(
+                    "a plugin this host does not serve yet has no active version to run beside; add it with mode: active (the default) first",
+                    Some(&sha),
+                ));
+            };
+            if !same_shape(&slot.current(), &plugin) {
+                return Err(Rejection::new(
+                    "a shadow candidate must declare the controllers and webhooks of the version it runs beside",
+                    Some(&sha),
+                ));
+            }
+            tracing::info!(
+                plugin = slot.name(),
+                candidate = sha,
+                "shadow candidate running beside the active version"
+            );
+            slot.set_shadow(Some(plugin));
+            let active = slot.current().sha256().to_string();
+            self.write_status(slot.name(), &active, &sha, None, &admission)
+                .await;
+            return Ok(SwapResult::Shadowed(sha));
+        }
+        let fail_open = entry.failure_policy == Some(FailurePolicy::Ignore);
+        self.install(plugin, fail_open, &admission)
+            .await
+            .map_err(|m| Rejection::new(m, Some(&sha)))?;
+        Ok(SwapResult::Swapped(sha))
+    }
+
+    /// Makes `plugin` serve: in its slot when its controllers and webhooks are those the slot
+    /// serves, else in a new slot (the plugin's old loops stop, new ones start).
+    async fn install(
+        &self,
+        plugin: LoadedPlugin,
+        fail_open: bool,
+        admission: &Admission,
+    ) -> Result<(), String> {
+        let name = plugin.name().to_string();
+        if let Some(slot) = self.set.get(&name)
+            && same_shape(&slot.current(), &plugin)
+        {
+            slot.set_shadow(None);
+            slot.set_fail_open(fail_open);
+            self.swap_in(&slot, plugin, admission).await;
+            return Ok(());
+        }
+        if let Some(check) = &self.serve_check {
+            let others: Vec<PluginSlot> = self
+                .set
+                .slots()
+                .into_iter()
+                .filter(|s| s.name() != name)
+                .collect();
+            check(&plugin, &others)?;
+        }
+        let sha = plugin.sha256().to_string();
+        self.set_active_origin(&name, admission.origin.clone());
+        let slot = PluginSlot::new(plugin);
+        slot.set_fail_open(fail_open);
+        let previous = self.set.insert(slot);
+        match &previous {
+            Some(p) => tracing::info!(
+                plugin = name,
+                from = p.current().sha256(),
+                to = sha,
+                "plugin swapped with new controllers or webhooks: its loops and routes restart"
+            ),
+            None => tracing::info!(plugin = name, sha256 = sha, "plugin added"),
+        }
+        Metrics::global().plugin_swap(&name, true);
+        self.write_status(&name, &sha, &sha, None, admission).await;
+        Ok(())
+    }
+
+    /// Fetches, verifies and loads a candidate, and checks it may take `predecessor`'s place
+    /// (or join the host, without one).
+    async fn candidate(
+        &self,
+        predecessor: Option<&LoadedPlugin>,
+        entry: &PluginEntry,
+    ) -> Result<Accepted, Rejection> {
+        let fetch::Fetched { bytes, origin } = match &entry.source {
+            Source::Builtin(name) => fetch::Fetched {
+                bytes: self
+                    .builtins
+                    .component(name)
+                    .ok_or_else(|| {
+                        Rejection::new(format!("there is no built-in plugin {name:?}"), None)
+                    })?
+                    .to_vec(),
+                origin: None,
+            },
+            _ => fetch::fetch_with_origin(entry, &self.client, &self.namespace, &self.extra_roots)
+                .await
+                .map_err(|m| Rejection::new(m, None))?,
+        };
+        let digest = hex::encode(Sha256::digest(&bytes));
+        let reject = |message: String| Rejection::new(message, Some(&digest));
+        fetch::verify(entry, &bytes).map_err(reject)?;
+        let engine = self.engine.clone();
+        let mut req_entry = entry.clone();
+        // The admin's settings refine the ones the host started with (derived from the
+        // environment for built-in plugins) key by key.
+        if let (Some(serde_json::Value::Object(start)), serde_json::Value::Object(given)) = (
+            self.defaults.get(&entry.name).map(LoadedPlugin::settings),
+            &req_entry.settings,
+        ) {
+            let mut merged = start;
+            merged.extend(given.clone());
+            req_entry.settings = serde_json::Value::Object(merged);
+        }
+        // Compiling takes a while: off the async executor.
+        let plugin = tokio::task::spawn_blocking(move || {
+            LoadedPlugin::load(
+                &engine,
+                LoadRequest::new(req_entry.source.clone(), &bytes)
+                    .grants(req_entry.grants.clone())
+                    .limits(req_entry.limits.clone())
+                    .settings(req_entry.settings.clone()),
+            )
+            .map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| reject(format!("loading failed: {e}")))?
+        .map_err(reject)?;
+        if plugin.name() != entry.name {
+            return Err(reject(format!(
+                "the component is plugin {:?}, not {:?}",
+                plugin.name(),
+                entry.name
+            )));
+        }
+        let mut widened = Vec::new();
+        if !entry.source.is_builtin() {
+            let baseline = trust::baseline(predecessor, plugin.manifest());
+            let beyond = trust::beyond_baseline(plugin.manifest(), &entry.grants, &baseline);
+            if !beyond.is_empty() {
+                let held = match predecessor {
+                    Some(_) => "the version it replaces holds",
+                    None => "a new plugin holds (its controllers' primary and owned kinds)",
+                };
+                return Err(reject(format!(
+                    "the candidate declares {} beyond what {held}; grant them in the entry's grants to allow them",
+                    beyond.join(", ")
+                )));
+            }
+            widened = trust::widened(plugin.capabilities(), &baseline);
+            if !widened.is_empty() {
+                tracing::info!(
+                    plugin = plugin.name(),
+                    "the entry's grants widen what the plugin holds: {}",
+                    widened.join(", ")
+                );
+            }
+        }
+        let withheld = plugin.capabilities().withheld(plugin.manifest());
+        if !withheld.is_empty() {
+            // The grant narrows the manifest; the plugin gets Denied for what it lacks.
+            tracing::info!(
+                plugin = plugin.name(),
+                "the grants narrow the candidate's manifest: {}",
+                withheld.join(", ")
+            );
+        }
+        Ok(Accepted {
+            plugin,
+            admission: Admission { widened, origin },
+        })
+    }
+
+    /// One retry tick: each rejected plugin whose back-off has run out is forgotten and the
+    /// last configuration applied again (a source may have come back). A plugin rejected
+    /// again waits twice as many ticks, up to [`MAX_BACKOFF_TICKS`].
+    pub async fn retry_rejected(&self) -> BTreeMap<String, SwapResult> {
+        let due: Vec<String> = {
+            let mut rejected = self.rejected.lock().expect("rejected lock");
+            rejected
+                .iter_mut()
+                .filter_map(|(name, b)| {
+                    b.wait = b.wait.saturating_sub(1);
+                    (b.wait == 0).then(|| {
+                        b.wait = b.next;
+                        b.next = (b.next * 2).min(MAX_BACKOFF_TICKS);
+                        name.clone()
+                    })
+                })
+                .collect()
+        };
+        if due.is_empty() {
+            return BTreeMap::new();
+        }
+        {
+            let mut attempted = self.attempted.lock().expect("attempted lock");
+            for name in &due {
+                attempted.remove(name);
+            }
+        }
+        let config = self.last_config.lock().expect("config lock").clone();
+        match config {
+            Some(c) => self.apply(&c).await,
+            None => BTreeMap::new(),
+        }
+    }
+
+    async fn swap_in(&self, slot: &PluginSlot, plugin: LoadedPlugin, admission: &Admission) {
+        let sha = plugin.sha256().to_string();
+        self.set_active_origin(slot.name(), admission.origin.clone());
+        let previous = slot.replace(plugin);
+        tracing::info!(
+            plugin = slot.name(),
+            from = previous.sha256(),
+            to = sha,
+            "plugin swapped"
+        );
+        Metrics::global().plugin_swap(slot.name(), true);
+        self.write_status(slot.name(), &sha, &sha, None, admission)
+            .await;
+    }
+
+    async fn report_rejection(&self, name: &str, entry: &PluginEntry, rejection: &Rejection) {
+        let message = &rejection.message;
+        Metrics::global().plugin_swap(name, false);
+        let previous = self
+            .reported
+            .lock()
+            .expect("reported lock")
+            .get(name)
+            .cloned()
+            .filter(|p| p.message == *message);
+        let reported = match previous {
+            Some(p) => {
+                let count = p.count + 1;
+                tracing::debug!(
+                    plugin = name,
+                    count,
+                    "plugin candidate rejected again: {message}"
+                );
+                if let Some(event) = &p.event {
+                    self.count_event(event, count).await;
+                }
+                Reported { count, ..p }
+            }
+            None => {
+                tracing::warn!(plugin = name, source = %entry.source, "plugin candidate rejected, the last good version keeps serving: {message}");
+                let event = self
+                    .warning_event("PluginRejected", &format!("plugin {name}: {message}"))
+                    .await;
+                Reported {
+                    message: message.clone(),
+                    event,
+                    count: 1,
+                }
+            }
+        };
+        let active = self
+            .set
+            .get(name)
+            .map(|s| s.current().sha256().to_string())
+            .unwrap_or_default();
+        // What was fetched, else what the entry pins: never the active version's digest
+        // standing in for a candidate that differs from it.
+        let candidate = rejection
+            .digest
+            .clone()
+            .or_else(|| entry.sha256.clone())
+            .unwrap_or_default();
+        let origin = self.active_origin(name);
+        let mut status = status_entry(&active, &candidate, Some(message), &[], origin.as_ref());
+        status["failures"] = json!(reported.count);
+        self.reported
+            .lock()
+            .expect("reported lock")
+            .insert(name.to_string(), reported);
+        self.apply_status(name, json!({name: status.to_string()}))
+            .await;
+    }
+
+    /// A Warning Event on the plugins ConfigMap; its name, if recorded.
+    async fn warning_event(&self, reason: &str, note: &str) -> Option<String> {
+        use k8s_openapi::api::events::v1::Event;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+        let event = Event {
+            metadata: kube::api::ObjectMeta {
+                generate_name: Some(format!("{CONFIGMAP_NAME}-")),
+                namespace: Some(self.namespace.clone()),
+                ..Default::default()
+            },
+            event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+            type_: Some("Warning".into()),
+            reason: Some(reason.into()),
+            action: Some("Swap".into()),
+            note: Some(note.chars().take(1024).collect()),
+            reporting_controller: Some("odh-model-controller".into()),
+            reporting_instance: Some(
+                std::env::var("POD_NAME").unwrap_or_else(|_| "odh-model-controller".into()),
+            ),
+            regarding: Some(ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("ConfigMap".into()),
+                name: Some(CONFIGMAP_NAME.into()),
+                namespace: Some(self.namespace.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        match api.create(&Default::default(), &event).await {
+            Ok(created) => created.metadata.name,
+            Err(e) => {
+                tracing::warn!(
+                    reason,
+                    "could not record an Event on the plugins ConfigMap: {e}"
+                );
+                None
+            }
+        }
+    }
+
+    /// The same rejection once more: counted on its Event's series rather than a new Event
+    /// (a bad entry left alone would otherwise add one per retry).
+    async fn count_event(&self, event: &str, count: u32) {
+        use k8s_openapi::api::events::v1::Event;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+        let patch = json!({"series": {
+            "count": count,
+            "lastObservedTime": MicroTime(k8s_openapi::jiff::Timestamp::now()),
+        }});
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        if let Err(e) = api
+            .patch(event, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::warn!(
+                event,
+                "could not count a repeated rejection on its Event: {e}"
+            );
+        }
+    }
+
+    /// Records a plugin's state in the status ConfigMap (one JSON value per plugin).
+    async fn write_status(
+        &self,
+        name: &str,
+        active: &str,
+        candidate: &str,
+        error: Option<&str>,
+        admission: &Admission,
+    ) {
+        let origin = self.active_origin(name);
+        let entry = status_entry(
+            active,
+            candidate,
+            error,
+            &admission.widened,
+            origin.as_ref(),
+        );
+        self.apply_status(name, json!({name: entry.to_string()}))
+            .await;
+    }
+
+    fn active_origin(&self, name: &str) -> Option<fetch::Origin> {
+        self.active_origins
+            .lock()
+            .expect("origins lock")
+            .get(name)
+            .cloned()
+    }
+
+    fn set_active_origin(&self, name: &str, origin: Option<fetch::Origin>) {
+        let mut origins = self.active_origins.lock().expect("origins lock");
+        match origin {
+            Some(o) => origins.insert(name.to_string(), o),
+            None => origins.remove(name),
+        };
+    }
+
+    /// Drops a removed plugin's key from the status ConfigMap.
+    async fn clear_status(&self, name: &str) {
+        self.set_active_origin(name, None);
+        self.apply_status(name, json!({})).await;
+    }
+
+    async fn apply_status(&self, name: &str, data: serde_json::Value) {
+        let body = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": STATUS_CONFIGMAP_NAME, "namespace": self.namespace},
+            "data": data,
+        });
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        if let Err(e) = api
+            .patch(
+                STATUS_CONFIGMAP_NAME,
+                &PatchParams::apply(&format!("{FIELD_MANAGER}/{name}")).force(),
+                &Patch::Apply(&body),
+            )
+            .await
+        {
+            tracing::warn!(plugin = name, "could not write the plugin status: {e}");
+        }
+    }
+
+    /// Applies the plugins ConfigMap's current content (absent: everything built-in). A
+    /// configuration that does not parse changes nothing and is reported.
+    pub async fn apply_configmap(
+        &self,
+        cm: Option<&ConfigMap>,
+    ) -> Result<BTreeMap<String, SwapResult>, String> {
+        let text = cm
+            .and_then(|c| c.data.as_ref())
+            .and_then(|d| d.get(crate::config::CONFIG_KEY))
+            .cloned()
+            .unwrap_or_default();
+        match RegistryConfig::parse(&text, &self.builtins) {
+            Ok(config) => Ok(self.apply(&config).await),
+            Err(message) => {
+                tracing::warn!("the plugins ConfigMap is invalid, nothing changes: {message}");
+                self.warning_event("InvalidPluginConfig", &message).await;
+                Err(message)
+            }
+        }
+    }
+
+    /// Watches the plugins ConfigMap and applies every change until `shutdown`; rejected
+    /// candidates are retried every `retry` (a source may come back).
+    pub async fn run(
+        self: Arc<Self>,
+        retry: std::time::Duration,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) {
+        use futures::StreamExt;
+        use kube::runtime::{WatchStreamExt, watcher};
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        let config = watcher::Config::default().fields(&format!("metadata.name={CONFIGMAP_NAME}"));
+        let mut stream = std::pin::pin!(watcher(api, config).default_backoff());
+        let mut retries = tokio::time::interval(retry);
+        retries.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let event = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = retries.tick() => {
+                    self.retry_rejected().await;
+                    continue;
+                }
+                e = stream.next() => e,
+            };
+            match event {
+                Some(Ok(watcher::Event::Apply(cm))) | Some(Ok(watcher::Event::InitApply(cm))) => {
+                    let _ = self.apply_configmap(Some(&cm)).await;
+                }
+                Some(Ok(watcher::Event::Delete(_))) => {
+                    let _ = self.apply_configmap(None).await;
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    tracing::warn!("watching the plugins ConfigMap failed, retrying: {e}")
+                }
+                None => return,
+            }
+        }
+    }
+}
+
+/// Whether two versions declare the same controllers and webhooks (so one can take the other's
+/// slot without restarting loops or routes).
+fn same_shape(a: &LoadedPlugin, b: &LoadedPlugin) -> bool {
+    let (a, b) = (a.manifest(), b.manifest());
+    a.controllers == b.controllers && a.webhooks == b.webhooks
+}
+
+/// One plugin's status value; `grantsWidened` lists what an explicit grant gave the candidate
+/// beyond what it would hold without one; `activeOciDigest` and `activeSignedBy` say where the
+/// serving version came from when a registry served it.
+fn status_entry(
+    active: &str,
+    candidate: &str,
+    error: Option<&str>,
+    widened: &[String],
+    origin: Option<&fetch::Origin>,
+) -> serde_json::Value {
+    let mut entry = json!({
+        "activeDigest": active,
+        "candidateDigest": candidate,
+        "lastError": error,
+        "time": k8s_openapi::jiff::Timestamp::now().to_string(),
+    });
+    if !widened.is_empty() {
+        entry["grantsWidened"] = json!(widened);
+    }
+    if let Some(origin) = origin {
+        entry["activeOciDigest"] = json!(origin.digest);
+        if let Some(signer) = &origin.signed_by {
+            entry["activeSignedBy"] = json!(signer);
+        }
+    }
+    entry
+}

@@ -1,0 +1,176 @@
+//! Grants that cannot widen silently. A candidate from outside the host (not built-in) gets, for
+//! each kind of grant the admin's entry leaves out, no more than the version it replaces held;
+//! a plugin new to the host no more than its controllers' primary and owned kinds (reads), its
+//! owned kinds (writes) and no HTTP host. A candidate declaring more is refused until the admin
+//! grants it explicitly; what an explicit grant adds beyond that baseline is reported.
+
+use std::collections::BTreeSet;
+
+use odh_plugin_runtime::gvk::Gvk;
+use odh_plugin_runtime::wire::Manifest;
+use odh_plugin_runtime::{Capabilities, Grants, LoadedPlugin};
+
+/// What a candidate may hold without an explicit grant.
+pub fn baseline(predecessor: Option<&LoadedPlugin>, manifest: &Manifest) -> Capabilities {
+    match predecessor {
+        Some(p) => p.capabilities().clone(),
+        None => {
+            let owned: BTreeSet<Gvk> = manifest
+                .controllers
+                .iter()
+                .flat_map(|c| c.owns.iter().cloned())
+                .collect();
+            let mut reads = owned.clone();
+            reads.extend(manifest.controllers.iter().map(|c| c.primary.clone()));
+            Capabilities {
+                reads,
+                writes: owned,
+                http_hosts: BTreeSet::new(),
+                secure_random: false,
+            }
+        }
+    }
+}
+
+/// What `manifest` declares beyond `baseline` in the kinds of grant `grants` leaves out (those
+/// the admin lists are the admin's decision), as `reads Secret/v1`, `HTTP host *`.
+pub fn beyond_baseline(
+    manifest: &Manifest,
+    grants: &Grants,
+    baseline: &Capabilities,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if grants.reads.is_none() {
+        out.extend(
+            manifest
+                .reads
+                .iter()
+                .filter(|k| !baseline.reads.contains(*k))
+                .map(|k| format!("reads {k}")),
+        );
+    }
+    if grants.writes.is_none() {
+        out.extend(
+            manifest
+                .writes
+                .iter()
+                .filter(|k| !baseline.writes.contains(*k))
+                .map(|k| format!("writes {k}")),
+        );
+    }
+    if grants.http_hosts.is_none() {
+        out.extend(
+            manifest
+                .http_hosts
+                .iter()
+                .filter(|h| !baseline.covers_host_pattern(h))
+                .map(|h| format!("HTTP host {h}")),
+        );
+    }
+    out
+}
+
+/// What the capabilities a candidate got hold beyond `baseline`: for the status, so an admin
+/// sees what their grant widened.
+pub fn widened(granted: &Capabilities, baseline: &Capabilities) -> Vec<String> {
+    let mut out: Vec<String> = granted
+        .reads
+        .difference(&baseline.reads)
+        .map(|k| format!("reads {k}"))
+        .collect();
+    out.extend(
+        granted
+            .writes
+            .difference(&baseline.writes)
+            .map(|k| format!("writes {k}")),
+    );
+    out.extend(
+        granted
+            .http_hosts
+            .iter()
+            .filter(|h| !baseline.covers_host_pattern(h))
+            .map(|h| format!("HTTP host {h}")),
+    );
+    if granted.secure_random && !baseline.secure_random {
+        out.push("secure randomness".into());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use odh_plugin_runtime::wire::ControllerSpec;
+
+    fn gvk(kind: &str) -> Gvk {
+        Gvk::new("", "v1", kind)
+    }
+
+    fn manifest(reads: &[&str], writes: &[&str], hosts: &[&str]) -> Manifest {
+        Manifest {
+            name: "vendor".into(),
+            version: "1.0.0".into(),
+            description: String::new(),
+            controllers: vec![ControllerSpec {
+                name: "vendor".into(),
+                primary: gvk("ConfigMap"),
+                primary_label_selector: None,
+                owns: vec![gvk("Service")],
+                watches: vec![],
+                finalizer: None,
+            }],
+            webhooks: vec![],
+            reads: reads.iter().map(|k| gvk(k)).collect(),
+            writes: writes.iter().map(|k| gvk(k)).collect(),
+            http_hosts: hosts.iter().map(|h| h.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_new_plugin_gets_its_primary_and_owned_kinds_and_nothing_else_without_a_grant() {
+        let within = manifest(&["ConfigMap", "Service"], &["Service"], &[]);
+        let base = baseline(None, &within);
+        assert!(beyond_baseline(&within, &Grants::default(), &base).is_empty());
+        let wider = manifest(
+            &["ConfigMap", "Service", "Secret"],
+            &["Service", "Pod"],
+            &["*"],
+        );
+        assert_eq!(
+            beyond_baseline(&wider, &Grants::default(), &base),
+            ["reads Secret/v1", "writes Pod/v1", "HTTP host *"]
+        );
+        // An explicit grant of a kind is the admin's decision: not counted against the baseline.
+        let reads_granted = Grants {
+            reads: Some([gvk("Secret")].into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            beyond_baseline(&wider, &reads_granted, &base),
+            ["writes Pod/v1", "HTTP host *"]
+        );
+        // What the plugin then holds beyond the baseline, granted or as declared.
+        let granted = Capabilities::new(&wider, &reads_granted);
+        assert_eq!(
+            widened(&granted, &base),
+            ["reads Secret/v1", "writes Pod/v1", "HTTP host *"]
+        );
+    }
+
+    #[test]
+    fn host_patterns_are_compared_by_coverage() {
+        let base = Capabilities {
+            http_hosts: ["*.example.com".to_string()].into(),
+            ..Default::default()
+        };
+        let m = manifest(
+            &[],
+            &[],
+            &["api.example.com", "*.example.com", "example.org"],
+        );
+        assert_eq!(
+            beyond_baseline(&m, &Grants::default(), &base),
+            ["HTTP host example.org"]
+        );
+    }
+}
