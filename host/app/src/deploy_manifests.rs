@@ -241,7 +241,7 @@ fn cluster_rules(plugins: &[PluginInfo], profile: Profile) -> Rules {
         p.manifest
             .webhooks
             .iter()
-            .any(|w| profile.serves_webhook(p.builtin.name, &w.gvk.kind))
+            .any(|w| profile.serves_webhook_of(Some(p.builtin), &w.gvk.kind))
     });
     if serves_webhooks {
         for (resource, name) in [
@@ -280,7 +280,7 @@ fn serves_anything(p: &PluginInfo, profile: Profile) -> bool {
         || p.manifest
             .webhooks
             .iter()
-            .any(|w| profile.serves_webhook(p.builtin.name, &w.gvk.kind))
+            .any(|w| profile.serves_webhook_of(Some(p.builtin), &w.gvk.kind))
 }
 
 fn own_namespace_rules(plugins: &[PluginInfo], profile: Profile) -> Rules {
@@ -397,12 +397,12 @@ fn selector_yaml(field: &str, selector: &str) -> anyhow::Result<String> {
 
 /// The webhook configurations of a profile; none when it serves no webhook.
 fn webhooks_yaml(plugins: &[PluginInfo], profile: Profile) -> anyhow::Result<Option<String>> {
-    let names = builtins::webhook_names();
+    let names = builtins::webhook_names_for(plugins.iter().map(|p| p.builtin));
     let mut mutating = String::new();
     let mut validating = String::new();
     for p in plugins {
         for w in &p.manifest.webhooks {
-            if !profile.serves_webhook(p.builtin.name, &w.gvk.kind) {
+            if !profile.serves_webhook_of(Some(p.builtin), &w.gvk.kind) {
                 continue;
             }
             let registration = names.registration(&p.manifest.name, &w.path);

@@ -25,7 +25,7 @@ pub fn init(encoder: Encoder, level: &str) {
     };
 }
 
-/// The model-serving-api's logging (spec §8.1): JSON lines on stdout at `level` (`RUST_LOG`
+/// The model-serving-api's logging (docs/plugins/llm-gateway.md, "Running it"): JSON lines on stdout at `level` (`RUST_LOG`
 /// overrides it when set).
 pub fn init_json_stdout(level: &str) {
     let filter = EnvFilter::try_from_default_env()

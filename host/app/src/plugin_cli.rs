@@ -69,7 +69,7 @@ pub struct EvalArgs {
     #[arg(long)]
     pub settings: Option<PathBuf>,
     /// The admission operation (default CREATE, or UPDATE when --old-object is given).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = operation_parser())]
     pub operation: Option<Operation>,
     /// Namespace of the request (default: the object's).
     #[arg(long)]
@@ -393,6 +393,19 @@ fn controllers_of(manifest: &Manifest) -> String {
 }
 
 /// An operation as `--operation` takes it (`CREATE`).
+/// `--operation`: the admission operations as Kubernetes spells them.
+fn operation_parser() -> impl clap::builder::TypedValueParser<Value = Operation> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(["CREATE", "UPDATE", "DELETE", "CONNECT"]).map(|op| {
+        match op.as_str() {
+            "CREATE" => Operation::Create,
+            "UPDATE" => Operation::Update,
+            "DELETE" => Operation::Delete,
+            _ => Operation::Connect,
+        }
+    })
+}
+
 fn op_name(operation: Operation) -> &'static str {
     match operation {
         Operation::Create => "CREATE",

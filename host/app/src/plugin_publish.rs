@@ -1,6 +1,6 @@
 //! `odh-model-controller plugin push|sign|keygen` and `plugin inspect oci://…`: publishing a
 //! component to an OCI registry and signing it as cosign does, from the CLI a vendor already
-//! has (docs/plugin-authors.md §7).
+//! has (docs/plugin-authors.md, "4. Ship" and "5.6 Package").
 
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@
 //! * `ENABLE_WEBHOOKS=false` turns every webhook off; `POD_NAMESPACE` is the controller's own
 //!   namespace (the plugins ConfigMap, the leader-election Lease).
 
-use crate::builtins::{self, WEBHOOK_ONLY_DEPLOY_DIR, WEBHOOK_ONLY_PROFILE};
+use crate::builtins::{self, Builtin, WEBHOOK_ONLY_DEPLOY_DIR, WEBHOOK_ONLY_PROFILE};
 use odh_serve::webhook::{WebhookRoute, WebhookTable};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,11 +59,15 @@ impl Profile {
 
     /// Whether the profile serves `plugin`'s webhook for `kind`.
     pub fn serves_webhook(self, plugin: &str, kind: &str) -> bool {
+        self.serves_webhook_of(builtins::find(plugin), kind)
+    }
+
+    /// Whether the profile serves a webhook for `kind` of the plugin registered as `entry`
+    /// (`None`: not a built-in).
+    pub fn serves_webhook_of(self, entry: Option<&Builtin>, kind: &str) -> bool {
         match self {
             Profile::Full => true,
-            Profile::WebhookOnly => {
-                builtins::find(plugin).is_some_and(|b| b.webhook_only_kinds.contains(&kind))
-            }
+            Profile::WebhookOnly => entry.is_some_and(|b| b.webhook_only_kinds.contains(&kind)),
         }
     }
 

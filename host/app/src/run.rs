@@ -24,6 +24,7 @@ use odh_serve::tls::{self, ReloadingCert, TlsServer, TlsServerConfig};
 use odh_serve::webhook::config_sync::{CaSource, Endpoint, WebhookConfigSync};
 use odh_serve::webhook::{self, LiveWebhookTable, WebhookTable};
 use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -144,134 +145,31 @@ impl Host {
 
     /// Serves until SIGTERM or SIGINT (a graceful stop) or until another replica takes the
     /// lead (an error, as controller-runtime exits).
-    pub async fn serve(self) -> anyhow::Result<()> {
-        let Self {
-            args,
-            env,
-            terminated,
-            client,
-            engine,
-            plugins,
-            set,
-            caches,
-            applier,
-            live_table,
-            webhooks,
-            api,
-            probes,
-            draining,
-            ready,
-        } = self;
-        let shutdown = CancellationToken::new();
-        // The servers stop after the controllers: they drain first (see `Stopping`).
-        let servers_stop = CancellationToken::new();
-        let mut servers = Servers::new();
-        for server in probes {
-            servers.spawn(server.serve(servers_stop.clone().cancelled_owned()));
-        }
-        let webhooks_served = webhooks.is_some();
-        let drain = if webhooks.is_some() || api.is_some() {
-            args.shutdown_drain_duration
-        } else {
-            std::time::Duration::ZERO
-        };
-        for (server, router) in webhooks.into_iter().chain(api) {
-            let stop = servers_stop.clone();
-            let router = draining.closing_connections(router);
-            servers.spawn(async move { server.serve(router, stop.cancelled_owned()).await });
-        }
-        let stopping = Stopping {
-            shutdown: shutdown.clone(),
-            servers_stop,
-            servers,
-            draining,
-            drain,
-        };
-
-        if webhooks_served {
-            tokio::spawn(keep_webhook_table(
-                set.clone(),
-                live_table.clone(),
-                env.profile,
-                shutdown.clone(),
-            ));
-            if args.sync_webhook_configurations {
-                let sync = config_sync(&args, &env, client.clone())?;
-                tokio::spawn(sync.run(live_table, shutdown.clone()));
-            }
-        } else if args.sync_webhook_configurations {
-            info!("no webhook is served: the webhook configurations are not synced");
-        }
-        // Every replica follows the plugins ConfigMap: a standby's webhooks serve the versions
-        // the leader's controllers run.
-        match &env.pod_namespace {
-            Some(namespace) => {
-                let check = serve_check(env.profile, webhooks_served, caches.clone());
-                let registry = Registry::new(
-                    client.clone(),
-                    namespace.clone(),
-                    engine,
-                    set.clone(),
-                    builtins::catalog(),
-                )
-                .with_extra_roots(startup::plugin_source_roots()?)
-                .with_serve_check(check);
-                tokio::spawn(Arc::new(registry).run(REGISTRY_RETRY, shutdown.clone()));
-            }
-            None => info!("POD_NAMESPACE is not set: the plugins ConfigMap is not watched"),
-        }
-
-        // With the plugins ConfigMap watched, a plugin with controllers may arrive at any time.
-        let controllers_wanted = env.profile.runs_controllers()
-            && (env.pod_namespace.is_some()
-                || plugins.iter().any(|p| !p.manifest().controllers.is_empty()));
-        let ctx = ControllerContext::new(caches.clone(), applier, args.max_concurrent_reconciles);
-        // The election ends after the controllers stopped, so a lease released on shutdown is
-        // released when nothing of ours reconciles any more.
+    pub async fn serve(mut self) -> anyhow::Result<()> {
+        let webhooks_served = self.webhooks.is_some();
+        let stopping = self.spawn_servers();
+        self.follow_plugins(webhooks_served, &stopping.shutdown)?;
         let election_stop = CancellationToken::new();
-        let mut election = None;
-        let mut controllers = None;
-        if controllers_wanted {
-            if args.leader_elect {
-                let namespace = lease_namespace(env.pod_namespace.clone())?;
-                let lease = LeaseConfig {
-                    lease_duration: args.leader_elect_lease_duration,
-                    renew_deadline: args.leader_elect_renew_deadline,
-                    retry_period: args.leader_elect_retry_period,
-                    release_on_cancel: args.leader_elect_release_on_cancel,
-                    ..LeaseConfig::new(namespace, DEPLOYMENT.lease_name)
-                };
-                let elector = LeaderElector::new(client.clone(), lease)?;
-                let (mut leader, handle) = elector.run(election_stop.clone().cancelled_owned());
-                election = Some(handle);
-                // Not ready to reconcile yet, but plugins and webhooks are: a standby is ready.
-                let _ = ready.send(true);
-                tokio::select! {
-                    _ = leader.wait_for(|l| *l) => {}
-                    _ = terminated.cancelled() => {
-                        return stopping.stop(None, election_stop, election).await;
-                    }
+        let (controllers, mut election) =
+            match self.lead_and_reconcile(&stopping, &election_stop).await? {
+                Led::Reconciling {
+                    controllers,
+                    election,
+                } => (controllers, election),
+                Led::StoppedFirst { election } => {
+                    return stopping.stop(None, election_stop, Some(election)).await;
                 }
-                Metrics::global().set_leader(true);
-                info!("became the leader; starting controllers");
-            }
-            controllers = Some(controller::supervise(ctx, set.clone(), shutdown.clone()).await?);
-            // A stop asked for meanwhile does not wait for every cache to sync.
-            tokio::select! {
-                _ = caches.wait_all_synced() => {}
-                _ = terminated.cancelled() => {}
-            }
-        }
-        let _ = ready.send(true);
-        info!(plugins = plugins.len(), "starting manager");
+            };
+        let _ = self.ready.send(true);
+        info!(plugins = self.plugins.len(), "starting manager");
 
         let lost = match &mut election {
             Some(handle) => tokio::select! {
                 end = handle => matches!(end, Ok(ElectionEnd::LostLeadership)),
-                _ = terminated.cancelled() => false,
+                _ = self.terminated.cancelled() => false,
             },
             None => {
-                terminated.cancelled().await;
+                self.terminated.cancelled().await;
                 false
             }
         };
@@ -284,6 +182,146 @@ impl Host {
         }
         stopping.stop(controllers, election_stop, election).await
     }
+
+    /// Every bound server serving, and what stops them: the TLS servers drain before they stop,
+    /// and stop after the controllers.
+    fn spawn_servers(&mut self) -> Stopping {
+        let servers_stop = CancellationToken::new();
+        let mut servers = Servers::new();
+        for server in std::mem::take(&mut self.probes) {
+            servers.spawn(server.serve(servers_stop.clone().cancelled_owned()));
+        }
+        let tls = self.webhooks.take().into_iter().chain(self.api.take());
+        let mut drain = std::time::Duration::ZERO;
+        for (server, router) in tls {
+            drain = self.args.shutdown_drain_duration;
+            let stop = servers_stop.clone();
+            let router = self.draining.closing_connections(router);
+            servers.spawn(async move { server.serve(router, stop.cancelled_owned()).await });
+        }
+        Stopping {
+            shutdown: CancellationToken::new(),
+            servers_stop,
+            servers,
+            draining: self.draining.clone(),
+            drain,
+        }
+    }
+
+    /// The served webhooks follow the plugin set (and the cluster's configurations follow them
+    /// when asked to); every replica follows the plugins ConfigMap, so a standby's webhooks
+    /// serve the versions the leader's controllers run.
+    fn follow_plugins(
+        &self,
+        webhooks_served: bool,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<()> {
+        if webhooks_served {
+            tokio::spawn(keep_webhook_table(
+                self.set.clone(),
+                self.live_table.clone(),
+                self.env.profile,
+                shutdown.clone(),
+            ));
+            if self.args.sync_webhook_configurations {
+                let sync = config_sync(&self.args, &self.env, self.client.clone())?;
+                tokio::spawn(sync.run(self.live_table.clone(), shutdown.clone()));
+            }
+        } else if self.args.sync_webhook_configurations {
+            info!("no webhook is served: the webhook configurations are not synced");
+        }
+        match &self.env.pod_namespace {
+            Some(namespace) => {
+                let check = serve_check(self.env.profile, webhooks_served, self.caches.clone());
+                let registry = Registry::new(
+                    self.client.clone(),
+                    namespace.clone(),
+                    self.engine.clone(),
+                    self.set.clone(),
+                    builtins::catalog(),
+                )
+                .with_extra_roots(startup::plugin_source_roots()?)
+                .with_serve_check(check);
+                tokio::spawn(Arc::new(registry).run(REGISTRY_RETRY, shutdown.clone()));
+            }
+            None => info!("POD_NAMESPACE is not set: the plugins ConfigMap is not watched"),
+        }
+        Ok(())
+    }
+
+    /// The controllers, on the leader only when electing (a standby is ready meanwhile: its
+    /// plugins and webhooks are), with the election's task.
+    async fn lead_and_reconcile(
+        &self,
+        stopping: &Stopping,
+        election_stop: &CancellationToken,
+    ) -> anyhow::Result<Led> {
+        // With the plugins ConfigMap watched, a plugin with controllers may arrive at any time.
+        let wanted = self.env.profile.runs_controllers()
+            && (self.env.pod_namespace.is_some()
+                || self
+                    .plugins
+                    .iter()
+                    .any(|p| !p.manifest().controllers.is_empty()));
+        if !wanted {
+            return Ok(Led::Reconciling {
+                controllers: None,
+                election: None,
+            });
+        }
+        let mut election = None;
+        if self.args.leader_elect {
+            let namespace = lease_namespace(self.env.pod_namespace.clone())?;
+            let lease = LeaseConfig {
+                lease_duration: self.args.leader_elect_lease_duration,
+                renew_deadline: self.args.leader_elect_renew_deadline,
+                retry_period: self.args.leader_elect_retry_period,
+                release_on_cancel: self.args.leader_elect_release_on_cancel,
+                ..LeaseConfig::new(namespace, DEPLOYMENT.lease_name)
+            };
+            // The election ends after the controllers stopped, so a lease released on shutdown
+            // is released when nothing of ours reconciles any more.
+            let elector = LeaderElector::new(self.client.clone(), lease)?;
+            let (mut leader, handle) = elector.run(election_stop.clone().cancelled_owned());
+            let _ = self.ready.send(true);
+            tokio::select! {
+                _ = leader.wait_for(|l| *l) => {}
+                _ = self.terminated.cancelled() => {
+                    return Ok(Led::StoppedFirst { election: handle });
+                }
+            }
+            election = Some(handle);
+            Metrics::global().set_leader(true);
+            info!("became the leader; starting controllers");
+        }
+        let ctx = ControllerContext::new(
+            self.caches.clone(),
+            self.applier.clone(),
+            self.args.max_concurrent_reconciles,
+        );
+        let controllers =
+            controller::supervise(ctx, self.set.clone(), stopping.shutdown.clone()).await?;
+        // A stop asked for meanwhile does not wait for every cache to sync.
+        tokio::select! {
+            _ = self.caches.wait_all_synced() => {}
+            _ = self.terminated.cancelled() => {}
+        }
+        Ok(Led::Reconciling {
+            controllers: Some(controllers),
+            election,
+        })
+    }
+}
+
+/// Where the controllers stand once `serve` started them.
+enum Led {
+    /// Reconciling (or nothing to reconcile), with the election's task when electing.
+    Reconciling {
+        controllers: Option<JoinSet<()>>,
+        election: Option<JoinHandle<ElectionEnd>>,
+    },
+    /// A stop came before this replica led.
+    StoppedFirst { election: JoinHandle<ElectionEnd> },
 }
 
 /// The admission webhooks the profile serves, bound (none when no plugin serves one).

@@ -367,16 +367,6 @@ impl Caches {
         Ok(found)
     }
 
-    /// True once every started cache has listed its kind.
-    pub fn all_synced(&self) -> bool {
-        self.kinds
-            .lock()
-            .expect("caches lock")
-            .values()
-            .flatten()
-            .all(|c| c.is_synced())
-    }
-
     pub async fn wait_all_synced(&self) {
         let caches: Vec<Arc<KindCache>> = self
             .kinds

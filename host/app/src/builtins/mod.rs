@@ -53,21 +53,13 @@ pub fn model_serving_api_defaults() -> impl Iterator<Item = &'static Builtin> {
 /// The limits a plugin of this name starts from: the defaults, with what a built-in of that
 /// name needs (the plugins ConfigMap refines them key by key).
 pub fn default_limits(name: &str) -> Limits {
-    let mut limits = serde_json::to_value(Limits::default()).expect("limits serialise");
-    for (key, value) in find(name).map_or(&[][..], |b| b.limits) {
-        limits[*key] = Value::from(*value);
-    }
-    serde_json::from_value(limits)
-        .expect("a built-in's limits name fields of Limits (a test checks)")
+    find(name).map(Builtin::limits).unwrap_or_default()
 }
 
 /// The grants a plugin of this name starts from: whatever it declares, and real randomness
 /// when a built-in of that name needs it.
 pub fn default_grants(name: &str) -> Grants {
-    Grants {
-        secure_random: find(name).is_some_and(|b| b.secure_random),
-        ..Grants::default()
-    }
+    find(name).map(Builtin::grants).unwrap_or_default()
 }
 
 /// Every built-in's component and needs, as the registry resolves `source: builtin`.
@@ -88,11 +80,16 @@ pub fn catalog() -> Arc<Builtins> {
 /// The names the deployment registers webhooks with: its configurations, every listed
 /// webhook's registration, and the domain of derived names.
 pub fn webhook_names() -> WebhookNames {
+    webhook_names_for(BUILTINS)
+}
+
+/// [`webhook_names`] with the registrations `entries` list.
+pub fn webhook_names_for<'a>(entries: impl IntoIterator<Item = &'a Builtin>) -> WebhookNames {
     WebhookNames {
         mutating_configuration: DEPLOYMENT.mutating_configuration.into(),
         validating_configuration: DEPLOYMENT.validating_configuration.into(),
-        listed: BUILTINS
-            .iter()
+        listed: entries
+            .into_iter()
             .flat_map(|b| b.webhooks)
             .map(|w| {
                 (
@@ -109,6 +106,25 @@ pub fn webhook_names() -> WebhookNames {
 }
 
 impl Builtin {
+    /// The limits this plugin starts from: the defaults with what it needs.
+    pub fn limits(&self) -> Limits {
+        let mut limits = serde_json::to_value(Limits::default()).expect("limits serialise");
+        for (key, value) in self.limits {
+            limits[*key] = Value::from(*value);
+        }
+        serde_json::from_value(limits)
+            .expect("a built-in's limits name fields of Limits (a test checks)")
+    }
+
+    /// The grants this plugin starts from: whatever it declares, and real randomness when it
+    /// needs it.
+    pub fn grants(&self) -> Grants {
+        Grants {
+            secure_random: self.secure_random,
+            ..Grants::default()
+        }
+    }
+
     /// The settings this plugin starts with: each declared source read through `env` (a
     /// variable lookup) and `token` (the process's bearer token), set at its JSON pointer.
     pub fn starting_settings(

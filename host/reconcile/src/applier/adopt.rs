@@ -114,7 +114,7 @@ mod tests {
         ManagedFieldsEntry {
             manager: Some(manager.into()),
             operation: Some(operation.into()),
-            api_version: Some("route.openshift.io/v1".into()),
+            api_version: Some("routes.example.com/v1".into()),
             fields_type: Some("FieldsV1".into()),
             fields_v1: Some(FieldsV1(fields)),
             subresource: None,

@@ -11,9 +11,15 @@ use crate::cache::ResolvedKind;
 use odh_plugin_runtime::gvk::Gvk;
 use odh_plugin_runtime::wire::{Desired, Ownership};
 
-/// (field manager, kind, namespace, name) of an applied object; the status of a primary is
-/// keyed under `<plugin>/status`.
-pub(super) type AppliedKey = (String, Gvk, Option<String>, String);
+/// What an applied object's last write is remembered by; the status of a primary is keyed
+/// under the field manager `<plugin>/status`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct AppliedKey {
+    pub field_manager: String,
+    pub gvk: Gvk,
+    pub namespace: Option<String>,
+    pub name: String,
+}
 
 /// One object a plugin asked for, resolved against the cluster.
 pub(super) struct Target {
@@ -59,12 +65,12 @@ impl Applier {
             object["metadata"]["ownerReferences"] = Value::Array(vec![ours]);
         }
 
-        let key: AppliedKey = (
-            manager.clone(),
-            gvk.clone(),
-            namespace.clone(),
-            name.clone(),
-        );
+        let key = AppliedKey {
+            field_manager: manager.clone(),
+            gvk: gvk.clone(),
+            namespace: namespace.clone(),
+            name: name.clone(),
+        };
         let digest = hash_value(&object);
         let api = api_for(&self.client, &kind, namespace.as_deref());
         if self.unchanged(&key, digest)

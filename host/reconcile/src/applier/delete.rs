@@ -11,7 +11,7 @@ use odh_plugin_runtime::wire::ObjectKey;
 impl Applier {
     pub(super) async fn delete_managed(
         &self,
-        fm: &str,
+        field_manager: &str,
         primary: &Primary<'_>,
         key: &ObjectKey,
     ) -> Result<(), ApplyError> {
@@ -46,17 +46,19 @@ impl Applier {
             // A shared object other owners still hold: the primary lets go of it instead.
             return self.release(&api, &existing, uid, key).await;
         }
-        // A shared object is applied under a field manager per primary (`<fm>/<uid>`): one
+        // A shared object is applied under a field manager per primary (`<field_manager>/<uid>`): one
         // managed only for another primary is that primary's to delete. A reconcile planned on
         // a cache that did not show the other primary yet must not delete it under that
         // primary's feet (it would come back, owned by that primary alone).
-        let this_primary = primary_uid.as_deref().map(|uid| format!("{fm}/{uid}"));
+        let this_primary = primary_uid
+            .as_deref()
+            .map(|uid| format!("{field_manager}/{uid}"));
         let ours = existing.managed_fields().iter().any(|m| {
             m.manager.as_deref().is_some_and(|m| {
-                m == fm
+                m == field_manager
                     || match &this_primary {
                         Some(mine) => m == mine,
-                        None => m.starts_with(&format!("{fm}/")),
+                        None => m.starts_with(&format!("{field_manager}/")),
                     }
             }) || super::adopt::is_legacy(m, &self.legacy_managers)
         });

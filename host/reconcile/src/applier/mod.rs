@@ -123,7 +123,9 @@ impl Applier {
         self
     }
 
-    /// Write requests sent so far (applies, deletes, status and finalizer patches, Events).
+    /// Write requests sent so far (applies, deletes, status and finalizer patches, Events):
+    /// for tests that prove a no-op reconcile writes nothing; not part of the API.
+    #[doc(hidden)]
     pub fn write_count(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
     }
@@ -156,7 +158,7 @@ impl Applier {
         primary: &Primary<'_>,
         outcome: &Outcome,
     ) -> Result<(), ApplyError> {
-        let fm = field_manager(plugin);
+        let manager = field_manager(plugin);
         // The primary as it is now: each metadata patch answers with the next version, which
         // the next compare-and-swap starts from.
         let mut current = primary.object.cloned();
@@ -186,7 +188,7 @@ impl Applier {
             for chunk in wave.chunks(PARALLEL_WRITES) {
                 let mut writes = Vec::with_capacity(chunk.len());
                 for d in chunk {
-                    writes.push(self.apply_desired(plugin, &fm, Some(primary), d));
+                    writes.push(self.apply_desired(plugin, &manager, Some(primary), d));
                 }
                 failed.extend(join_all(writes).await.into_iter().filter_map(Result::err));
             }
@@ -194,7 +196,7 @@ impl Applier {
         for chunk in outcome.delete.chunks(PARALLEL_WRITES) {
             let mut deletes = Vec::with_capacity(chunk.len());
             for key in chunk {
-                deletes.push(self.delete_managed(&fm, primary, key));
+                deletes.push(self.delete_managed(&manager, primary, key));
             }
             failed.extend(join_all(deletes).await.into_iter().filter_map(Result::err));
         }
@@ -208,7 +210,8 @@ impl Applier {
         if let (Some(status), Some(obj), true) =
             (&outcome.status, current.as_ref(), failed.is_empty())
         {
-            self.apply_status(plugin, &fm, primary, obj, status).await?;
+            self.apply_status(plugin, &manager, primary, obj, status)
+                .await?;
         }
         for e in &outcome.events {
             self.event(primary, e).await;

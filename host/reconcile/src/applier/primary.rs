@@ -126,18 +126,18 @@ impl Applier {
     pub(super) async fn apply_status(
         &self,
         plugin: &str,
-        fm: &str,
+        field_manager: &str,
         primary: &Primary<'_>,
         obj: &DynamicObject,
         status: &Value,
     ) -> Result<(), ApplyError> {
         let resource = &primary.kind.resource;
-        let key: AppliedKey = (
-            format!("{plugin}/status"),
-            Gvk::from_api_version(&resource.api_version, &resource.kind),
-            primary.namespace.map(str::to_string),
-            primary.name.to_string(),
-        );
+        let key = AppliedKey {
+            field_manager: format!("{plugin}/status"),
+            gvk: Gvk::from_api_version(&resource.api_version, &resource.kind),
+            namespace: primary.namespace.map(str::to_string),
+            name: primary.name.to_string(),
+        };
         let digest = hash_value(status);
         if self.unchanged(&key, digest)
             && obj.data.get("status").is_some_and(|s| contains(s, status))
@@ -154,7 +154,7 @@ impl Applier {
         self.wrote();
         api.patch_status(
             primary.name,
-            &PatchParams::apply(fm).force(),
+            &PatchParams::apply(field_manager).force(),
             &Patch::Apply(&body),
         )
         .await
@@ -233,8 +233,8 @@ fn metadata_holds(obj: &DynamicObject, fields: &serde_json::Map<String, Value>) 
 mod tests {
     use super::*;
 
-    const ODH: &str = "odh.inferenceservice.finalizers";
-    const MR: &str = "modelregistry.opendatahub.io/finalizer";
+    const ODH: &str = "widget.example.com/finalizer";
+    const MR: &str = "registry.example.com/finalizer";
 
     fn list(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

@@ -52,7 +52,9 @@ impl ControllerContext {
         })
     }
 
-    /// Reconciles completed so far, whatever their result.
+    /// Reconciles completed so far, whatever their result: for tests that wait for the
+    /// controllers to go quiet; not part of the API.
+    #[doc(hidden)]
     pub fn reconcile_count(&self) -> u64 {
         self.reconciles.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -157,7 +159,7 @@ async fn run(
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(Clone)]
-enum Source {
+enum WatchedAs {
     Primary,
     /// An owned kind: mapped through its controller owner reference.
     Owned,
@@ -186,10 +188,10 @@ impl ControllerLoop {
     /// is not served (the controller is then disabled).
     async fn start_watches(self: Arc<Self>, tasks: &mut JoinSet<()>) -> anyhow::Result<bool> {
         self.clone()
-            .watch(tasks, self.primary.clone(), Source::Primary);
+            .watch(tasks, self.primary.clone(), WatchedAs::Primary);
         for gvk in self.spec.owns.clone() {
             match self.ctx.caches.ensure(&gvk).await? {
-                Some(cache) => self.clone().watch(tasks, cache, Source::Owned),
+                Some(cache) => self.clone().watch(tasks, cache, WatchedAs::Owned),
                 None => {
                     tracing::info!(controller = self.spec.name, kind = %gvk, "owned kind not served; not watched")
                 }
@@ -204,7 +206,7 @@ impl ControllerLoop {
                         .map(LabelSelector::parse)
                         .transpose()?;
                     self.clone()
-                        .watch(tasks, cache, Source::Watch(w.mapping, filter))
+                        .watch(tasks, cache, WatchedAs::Watch(w.mapping, filter))
                 }
                 None if w.optional => {
                     tracing::info!(controller = self.spec.name, kind = %w.gvk, "optional kind not served; not watched")
@@ -258,12 +260,12 @@ impl ControllerLoop {
         }
     }
 
-    fn watch(self: Arc<Self>, tasks: &mut JoinSet<()>, cache: Arc<KindCache>, source: Source) {
+    fn watch(self: Arc<Self>, tasks: &mut JoinSet<()>, cache: Arc<KindCache>, source: WatchedAs) {
         let mut rx = cache.subscribe();
         let gvk = cache.gvk.clone();
         // A relist reports no deletes and no objects that left: the primary's watch compares
         // what it knows with the cache after each one (and once at start, to learn it).
-        let mut relists = (matches!(source, Source::Primary) && !self.selector.is_everything())
+        let mut relists = (matches!(source, WatchedAs::Primary) && !self.selector.is_everything())
             .then(|| cache.relists());
         tasks.spawn(async move {
             loop {
@@ -281,7 +283,7 @@ impl ControllerLoop {
                             Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                                 // Missed changes: reconcile everything rather than miss one.
                                 tracing::warn!(controller = self.spec.name, kind = %gvk, missed = n, "watch fell behind; re-reconciling all");
-                                if matches!(source, Source::Primary) {
+                                if matches!(source, WatchedAs::Primary) {
                                     self.recheck_selection();
                                 }
                                 self.enqueue_all();
@@ -374,12 +376,12 @@ impl ControllerLoop {
             .collect()
     }
 
-    async fn map_change(&self, gvk: &Gvk, source: &Source, change: Change) {
+    async fn map_change(&self, gvk: &Gvk, source: &WatchedAs, change: Change) {
         let obj = &change.object;
         let keys = match source {
-            Source::Primary => return self.primary_changed(&change),
-            Source::Owned => self.owners_of(obj, true),
-            Source::Watch(mapping, filter) => {
+            WatchedAs::Primary => return self.primary_changed(&change),
+            WatchedAs::Owned => self.owners_of(obj, true),
+            WatchedAs::Watch(mapping, filter) => {
                 // A shared cache may hold more than this watch declared: it sees only its own.
                 if filter.as_ref().is_some_and(|f| !f.matches(obj.labels())) {
                     return;

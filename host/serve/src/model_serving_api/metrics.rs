@@ -1,4 +1,4 @@
-//! The model-serving-api's metrics (spec §8.7): the HTTP server histograms upstream's
+//! The model-serving-api's metrics (docs/plugins/llm-gateway.md, "Server behaviour"): the HTTP server histograms upstream's
 //! OpenTelemetry instrumentation exports through Prometheus, with the same names, labels and
 //! default buckets; `target_info` with the service name; and the process collector's
 //! `process_*` gauges (Linux `/proc`). Go's `go_*` runtime metrics have no equivalent here.

@@ -201,7 +201,7 @@ async fn measure(State(metrics): State<ApiMetrics>, req: Request, next: Next) ->
     response
 }
 
-/// The server's TLS parameters, timeouts and limits (spec §8.2).
+/// The server's TLS parameters, timeouts and limits (docs/plugins/llm-gateway.md, "Server behaviour").
 pub fn tuning() -> ServerTuning {
     ServerTuning {
         tls_policy: TlsPolicy::ModelServingApi,

@@ -75,7 +75,7 @@ pub enum TlsPolicy {
     /// rustls' defaults (TLS 1.3 and 1.2, its cipher suites and groups).
     #[default]
     Default,
-    /// The model-serving-api's (spec §8.2): TLS 1.2 at least, for TLS 1.2 only the four
+    /// The model-serving-api's (docs/plugins/llm-gateway.md, "Server behaviour"): TLS 1.2 at least, for TLS 1.2 only the four
     /// ECDHE suites with AES-GCM, key exchange on P-256 and P-384 only. TLS 1.3 keeps its
     /// three suites (Go does not let them be chosen either).
     ModelServingApi,

@@ -227,7 +227,7 @@ fn load(
 
 #[cfg(test)]
 mod tests {
-    //! CR-1..CR-3 of the model-serving-api spec (§10.11): a Kubernetes Secret volume layout,
+    //! The certificate-rotation scenarios CR-1..CR-3 of the model-serving-api: a Kubernetes Secret volume layout,
     //! `..data` symlink swaps, and a mismatched pair that must not replace the served one.
 
     use super::*;

@@ -73,12 +73,12 @@ mod tests {
     #[test]
     fn one_field_error() {
         let d = details(
-            r#"InferenceService.serving.kserve.io "m" is invalid: metadata.namespace: Invalid value: "ns": specified namespace is protected"#,
+            r#"Widget.example.com "m" is invalid: metadata.namespace: Invalid value: "ns": specified namespace is protected"#,
         )
         .unwrap();
         assert_eq!(
             d,
-            json!({"name": "m", "group": "serving.kserve.io", "kind": "InferenceService",
+            json!({"name": "m", "group": "example.com", "kind": "Widget",
                    "causes": [{"reason": "FieldValueInvalid", "field": "metadata.namespace",
                                "message": "Invalid value: \"ns\": specified namespace is protected"}]})
         );
@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn several_field_errors_with_commas_inside() {
         let d = details(
-            r#"InferenceGraph.serving.kserve.io "g" is invalid: [spec.nodes.a.steps[0].serviceUrl: Invalid value: "http://a, b": bad, very bad, spec.nodes.b: Required value]"#,
+            r#"Gadget.example.com "g" is invalid: [spec.nodes.a.steps[0].serviceUrl: Invalid value: "http://a, b": bad, very bad, spec.nodes.b: Required value]"#,
         )
         .unwrap();
         let causes = d["causes"].as_array().unwrap();

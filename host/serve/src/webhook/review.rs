@@ -277,12 +277,12 @@ mod tests {
             "u",
             &Verdict::deny(
                 422,
-                r#"InferenceService.serving.kserve.io "m" is invalid: metadata.name: Invalid value: "m": too long"#,
+                r#"Widget.example.com "m" is invalid: metadata.name: Invalid value: "m": too long"#,
             ),
         );
         let status = &invalid["response"]["status"];
         assert_eq!(status["reason"], "Invalid");
-        assert_eq!(status["details"]["kind"], "InferenceService");
+        assert_eq!(status["details"]["kind"], "Widget");
         assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
         let errored = review_response("u", &Verdict::deny(500, "boom"));
         assert!(errored["response"]["status"].get("reason").is_none());

@@ -655,11 +655,6 @@ pub async fn sign(
     Ok((digest, tag))
 }
 
-/// Resolves `reference` to its manifest digest.
-pub async fn digest_of(session: &mut Session<'_>, reference: &Reference) -> Result<String, String> {
-    Ok(resolve(session, reference).await?.digest)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

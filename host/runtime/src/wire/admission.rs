@@ -1,0 +1,55 @@
+//! An admission decision: allowed or not, the mutated object, warnings, side effects.
+
+use super::*;
+use crate::bindings::admission_types as adm;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionDecision {
+    pub allowed: bool,
+    pub message: Option<String>,
+    pub code: Option<u16>,
+    /// The whole mutated object, when the plugin returned one.
+    pub mutated: Option<Value>,
+    /// The RFC 6902 patch to send: the plugin's own, or derived from `mutated`.
+    pub patch: Option<Value>,
+    pub warnings: Vec<String>,
+    pub side_effects: Vec<Desired>,
+}
+
+impl TryFrom<adm::AdmissionDecision> for AdmissionDecision {
+    type Error = String;
+
+    fn try_from(d: adm::AdmissionDecision) -> Result<Self, String> {
+        let patch = d
+            .patch
+            .as_deref()
+            .map(|p| parse_json("patch", p))
+            .transpose()?;
+        if let Some(p) = &patch {
+            serde_json::from_value::<json_patch::Patch>(p.clone())
+                .map_err(|e| format!("patch is not an RFC 6902 JSON patch: {e}"))?;
+        }
+        Ok(AdmissionDecision {
+            allowed: d.allowed,
+            message: d.message,
+            code: d.code,
+            mutated: d
+                .mutated
+                .as_deref()
+                .map(|m| parse_json("mutated", m))
+                .transpose()?,
+            patch,
+            warnings: d.warnings,
+            side_effects: d
+                .side_effects
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| desired(s, &format!("sideEffects[{i}].object")))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
