@@ -14,7 +14,7 @@ TEST_APISERVER_DIR := target/test-apiserver
 
 # Every plugin crate: plugins/<name>, plugins/examples/<name>, plugins/testing/<name>. The SDK
 # and the libraries under plugins/lib are not plugins. Built into target/wasm, the same
-# directory host/build.rs uses for the built-in ones, then copied to target/plugins.
+# directory host/app/build.rs uses for the built-in ones, then copied to target/plugins.
 WASM_PLUGINS := $(notdir $(patsubst %/Cargo.toml,%,$(wildcard plugins/*/Cargo.toml plugins/examples/*/Cargo.toml plugins/testing/*/Cargo.toml)))
 WASM_PLUGINS := $(filter-out sdk,$(WASM_PLUGINS))
 WASM_TARGET_DIR := target/wasm
@@ -114,7 +114,7 @@ bench-scale: plugins $(APISERVER)
 	ODH_BENCH_CACHED_OBJECTS=5000 ODH_BENCH_LABEL=cached10k $(CARGO) bench -p odh-model-controller --bench isvc_converge
 
 ## bench-gate: the compute-only benchmarks (plugin calls, admission through HTTPS, start-up), short
-## and in the test profile, against the generous limits of host/benches/gate.json (part of make test)
+## and in the test profile, against the generous limits of host/app/benches/gate.json (part of make test)
 BENCH_GATE_DIR := target/bench/gate
 bench-gate: plugins $(APISERVER)
 	@rm -rf $(BENCH_GATE_DIR)
@@ -122,7 +122,7 @@ bench-gate: plugins $(APISERVER)
 		ADMISSION_BENCH_REQUESTS=2000 ODH_BENCH_WARM_STARTS=3 \
 		$(CARGO) bench --profile dev --workspace --bench plugin_runtime --bench admission --bench startup
 	$(WORKSPACE_BINS)
-	target/debug/odh-dev bench-gate host/benches/gate.json $(BENCH_GATE_DIR)
+	target/debug/odh-dev bench-gate host/app/benches/gate.json $(BENCH_GATE_DIR)
 
 clean:
 	$(CARGO) clean
