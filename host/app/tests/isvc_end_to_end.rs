@@ -24,6 +24,7 @@ use odh_model_controller::builtins;
 use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
 use odh_model_controller::profile::Profile;
 use odh_model_controller::webhook::WebhookTable;
+use odh_test_support::cluster_checks::refuse_writes;
 use odh_test_support::{TestContext, Timing, eventually};
 use serde_json::{Value, json};
 
@@ -619,56 +620,12 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
 
     // D7: when the ServiceAccount cannot be created, the API server's own status is the
     // answer, as upstream's (here an admission policy refuses that ServiceAccount).
-    let policies = Api::<DynamicObject>::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicy",
-            ),
-            "validatingadmissionpolicies",
-        ),
-    );
-    let bindings = Api::<DynamicObject>::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicyBinding",
-            ),
-            "validatingadmissionpolicybindings",
-        ),
-    );
-    let policy = format!("no-blocked-sa-{ns}");
-    policies
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-                "metadata": {"name": policy},
-                "spec": {
-                    "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                        "operations": ["CREATE"], "resources": ["serviceaccounts"]}]},
-                    "validations": [{"expression": "object.metadata.name != 'blocked-sa'",
-                                     "message": "no blocked-sa here", "reason": "Forbidden"}],
-                },
-            }))?,
-        )
-        .await?;
-    bindings
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": {"name": policy},
-                "spec": {
-                    "policyName": policy, "validationActions": ["Deny"],
-                    "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}},
-                },
-            }))?,
-        )
+    let refusal = refuse_writes(&format!("no-blocked-sa-{ns}"), "", "v1", "serviceaccounts")
+        .on(&["CREATE"])
+        .unless("object.metadata.name != 'blocked-sa'", "no blocked-sa here")
+        .reason("Forbidden")
+        .in_namespace(&ns)
+        .install(&client)
         .await?;
     let blocked: Secret = serde_json::from_value(json!({
         "metadata": {"name": "blocked", "annotations": {"opendatahub.io/connection-type-protocol": "s3"}},
@@ -716,8 +673,7 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         "{}",
         status.message
     );
-    bindings.delete(&policy, &DeleteParams::default()).await?;
-    policies.delete(&policy, &DeleteParams::default()).await?;
+    refusal.remove().await?;
 
     // The `servingruntime` built-in, as the binary serves it with no plugins ConfigMap, has
     // what its keys need (real randomness, a longer deadline): every ServingRuntime reconcile

@@ -14,6 +14,7 @@
 
 mod apiserver;
 pub mod bench_gate;
+pub mod cluster_checks;
 pub mod crds;
 pub mod dev;
 pub mod host;
