@@ -223,3 +223,45 @@ fn start_running(setup: SetupHook) -> RunningControllers {
     let (ctx, slots) = rx.recv().expect("controller thread started");
     RunningControllers { ctx, slots }
 }
+
+/// The kinds with webhooks in `table`, in the order upstream registers them: the order of the
+/// registration list, then plugins that are not built in, by name.
+pub fn webhook_kinds(table: &odh_model_controller::webhook::WebhookTable) -> Vec<String> {
+    let rank = |plugin: &str| {
+        odh_model_controller::builtins::BUILTINS
+            .iter()
+            .position(|b| b.name == plugin)
+            .unwrap_or(usize::MAX)
+    };
+    // Within a plugin, the order its manifest declares its webhooks in.
+    let declared = |r: &odh_model_controller::webhook::WebhookRoute| {
+        r.plugin
+            .current()
+            .manifest()
+            .webhooks
+            .iter()
+            .position(|w| w.path == r.path)
+            .unwrap_or(usize::MAX)
+    };
+    let mut routes: Vec<_> = table.routes().collect();
+    routes.sort_by_key(|r| {
+        (
+            rank(r.plugin.name()),
+            r.plugin.name().to_string(),
+            declared(r),
+        )
+    });
+    let mut kinds: Vec<String> = Vec::new();
+    for r in routes {
+        // Upstream names the NIM Account's webhook setup `NIMAccount`.
+        let kind = if r.gvk.group == "nim.opendatahub.io" && r.gvk.kind == "Account" {
+            "NIMAccount".to_string()
+        } else {
+            r.gvk.kind.clone()
+        };
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    kinds
+}

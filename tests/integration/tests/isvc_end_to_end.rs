@@ -4,8 +4,6 @@
 //! settings come from upstream's environment variables (`POD_NAMESPACE`,
 //! `MODELREGISTRY_STATE`).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +23,8 @@ use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
 use odh_model_controller::profile::Profile;
 use odh_model_controller::webhook::WebhookTable;
 use odh_test_support::cluster_checks::refuse_writes;
+use odh_test_support::host::webhook_kinds;
+use odh_test_support::process::ServingHost;
 use odh_test_support::{TestContext, Timing, eventually};
 use serde_json::{Value, json};
 
@@ -58,7 +58,7 @@ fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() 
         "LLMInferenceService",
     ];
     const XKS: [&str; 1] = ["LLMInferenceService"];
-    let built = common::webhook_kinds(&table);
+    let built = webhook_kinds(&table);
     assert!(built.contains(&"InferenceService".to_string()), "{built:?}");
     let expected = |list: &[&str]| -> Vec<String> {
         list.iter()
@@ -67,12 +67,12 @@ fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() 
             .collect()
     };
     assert_eq!(
-        common::webhook_kinds(&Profile::Full.webhooks(table.clone())),
+        webhook_kinds(&Profile::Full.webhooks(table.clone())),
         expected(&FULL),
         "full profile"
     );
     assert_eq!(
-        common::webhook_kinds(&Profile::WebhookOnly.webhooks(table)),
+        webhook_kinds(&Profile::WebhookOnly.webhooks(table)),
         expected(&XKS),
         "xKS profile"
     );
@@ -182,7 +182,7 @@ fn graph_entry(mut entry: Value) -> Value {
     entry
 }
 
-fn webhook_entry(host: &common::ServingHost, name: &str, path: &str, namespaces: &[&str]) -> Value {
+fn webhook_entry(host: &ServingHost, name: &str, path: &str, namespaces: &[&str]) -> Value {
     json!({
         "name": name,
         "clientConfig": host.client_config(path),
@@ -260,7 +260,7 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     // The registry is reached by a name, as in a cluster: a granted name that resolves to
     // loopback is refused, so the name goes to the local registry through the test override.
     let resolve = format!("{MR_HOST}:80=127.0.0.1:{mr_port}");
-    let host = common::ServingHost::start(
+    let host = ServingHost::start(
         "isvc-e2e",
         &[
             ("POD_NAMESPACE", protected.as_str()),

@@ -7,8 +7,6 @@
 //! `main` container gets the ContainerNameMismatch Event; an empty `URI` is a clear denial
 //! (§11.12). The webhook-only profile (xKS) keeps both paths.
 
-mod common;
-
 use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
@@ -17,6 +15,7 @@ use odh_model_controller::builtins;
 use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
 use odh_model_controller::profile::Profile;
 use odh_model_controller::webhook::WebhookTable;
+use odh_test_support::process::ServingHost;
 use odh_test_support::{TestContext, Timing, eventually};
 use serde_json::{Value, json};
 
@@ -24,7 +23,7 @@ const V1ALPHA2: &str = "/mutate-serving-kserve-io-v1alpha2-llminferenceservice";
 const V1ALPHA1: &str = "/mutate-serving-kserve-io-v1alpha1-llminferenceservice";
 
 /// Upstream's entry for one version (§7.1), with the test's URL, CA and namespace scope.
-fn entry(host: &common::ServingHost, version: &str, path: &str, namespace: &str) -> Value {
+fn entry(host: &ServingHost, version: &str, path: &str, namespace: &str) -> Value {
     json!({
         "name": format!("connection-llmisvc-{version}.odh-model-controller.opendatahub.io"),
         "clientConfig": host.client_config(path),
@@ -128,8 +127,7 @@ async fn llm_webhooks_through_the_apiserver_and_the_real_binary() -> anyhow::Res
     let t = TestContext::new("llm-webhook").await?;
     let ns = t.namespace.clone();
     let client = t.client.clone();
-    let host =
-        common::ServingHost::start("llm-webhook-e2e", &[("POD_NAMESPACE", ns.as_str())]).await?;
+    let host = ServingHost::start("llm-webhook-e2e", &[("POD_NAMESPACE", ns.as_str())]).await?;
     let with_log = |e: anyhow::Error| host.with_log(e);
 
     let secrets: Api<Secret> = t.api();

@@ -30,8 +30,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-mod common;
-use common::free_port;
+use odh_test_support::net::{self, free_port};
+use odh_test_support::process::HostProcess;
 
 const GATEWAYS: &str = "/api/v1/gateways";
 const SAMPLES: &str = "/api/v1/samples/llm-d";
@@ -274,62 +274,49 @@ fn assert_error(r: &Reply, status: u16, body: &str) {
 // ---------------------------------------------------------------------------------------------
 // The server processes.
 
-/// An `odh-model-controller` child process, killed when dropped.
-struct Process {
-    child: std::process::Child,
-    log: PathBuf,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_file(&self.log);
-        }
-    }
-}
-
 /// A cache of compiled plugins shared by the test's processes (compiling the component is the
 /// slow part of a start).
 fn plugin_cache() -> PathBuf {
     odh_test_support::workspace_root().join("target/test-plugin-cache")
 }
 
+/// The server's configuration variables: a test sets those it means, never inherits them.
+const SERVER_ENV: [&str; 14] = [
+    "LISTEN_ADDR",
+    "METRICS_ADDR",
+    "TLS_CERT_DIR",
+    "LOG_LEVEL",
+    "READ_TIMEOUT",
+    "WRITE_TIMEOUT",
+    "IDLE_TIMEOUT",
+    "KUBE_QPS",
+    "KUBE_BURST",
+    "GATEWAY_LABEL_SELECTOR",
+    "RUST_LOG",
+    "ODH_PLATFORM_TYPE",
+    "ENABLE_WEBHOOKS",
+    "POD_NAMESPACE",
+];
+
+/// An `odh-model-controller` child process, killed when dropped.
+struct Process(HostProcess);
+
+impl std::ops::Deref for Process {
+    type Target = HostProcess;
+    fn deref(&self) -> &HostProcess {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Process {
+    fn deref_mut(&mut self) -> &mut HostProcess {
+        &mut self.0
+    }
+}
+
 impl Process {
     fn start(name: &str, args: &[String], env: &[(&str, &str)]) -> anyhow::Result<Self> {
-        let log = std::env::temp_dir().join(odh_test_support::namespace::unique_name(name));
-        let file = std::fs::File::create(&log)?;
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_odh-model-controller"));
-        cmd.args(args)
-            .stdin(std::process::Stdio::null())
-            .stdout(file.try_clone()?)
-            .stderr(file);
-        for var in [
-            "LISTEN_ADDR",
-            "METRICS_ADDR",
-            "TLS_CERT_DIR",
-            "LOG_LEVEL",
-            "READ_TIMEOUT",
-            "WRITE_TIMEOUT",
-            "IDLE_TIMEOUT",
-            "KUBE_QPS",
-            "KUBE_BURST",
-            "GATEWAY_LABEL_SELECTOR",
-            "RUST_LOG",
-            "ODH_PLATFORM_TYPE",
-            "ENABLE_WEBHOOKS",
-            "POD_NAMESPACE",
-        ] {
-            cmd.env_remove(var);
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        Ok(Self {
-            child: cmd.spawn()?,
-            log,
-        })
+        Ok(Self(HostProcess::spawn(name, args, &SERVER_ENV, env)?))
     }
 
     /// `odh-model-controller model-serving-api` against the test cluster.
@@ -346,34 +333,8 @@ impl Process {
         )
     }
 
-    fn output(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
     fn with_log(&self, e: anyhow::Error) -> anyhow::Error {
         anyhow::anyhow!("{e:#}; log:\n{}", self.output())
-    }
-
-    fn terminate(&self) {
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(status.success());
-    }
-
-    /// Waits for the exit, at most `within`.
-    fn wait(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().ok().flatten() {
-                return Some(status);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
     }
 
     /// Waits until `addr` answers `/healthz`.
@@ -1316,7 +1277,7 @@ async fn the_same_server_runs_inside_the_controller() -> anyhow::Result<()> {
     );
 
     // The server's metrics are on the controller's /metrics (plain HTTP).
-    let m = common::get(([127, 0, 0, 1], metrics_port).into(), "/metrics").await?;
+    let m = net::get(([127, 0, 0, 1], metrics_port).into(), "/metrics").await?;
     assert!(
         m.body.contains("http_server_request_duration_seconds_count{http_request_method=\"GET\",http_response_status_code=\"401\""),
         "{}",
@@ -1327,7 +1288,7 @@ async fn the_same_server_runs_inside_the_controller() -> anyhow::Result<()> {
         "the controller is ready",
         Timing::within(Duration::from_secs(120)),
         || async {
-            let r = common::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
+            let r = net::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
             anyhow::ensure!(r.status == 200, "{r:?}");
             Ok(())
         },
