@@ -1,6 +1,6 @@
-//! The `isvc` plugin's controller on the real apiserver (spec isvc.md §6.1 and derived
-//! scenarios): one host controller for the whole test binary, running the built
-//! `target/plugins/isvc.wasm`, reconciling InferenceServices the tests create.
+//! The `isvc` plugin's controller on the real apiserver (docs/plugins/isvc.md, "Controller
+//! `inferenceservice`", and its scenarios): one host controller for the whole test binary, running
+//! the built `target/plugins/isvc.wasm`, reconciling InferenceServices the tests create.
 //!
 //! The test apiserver has no garbage collector (like envtest): where upstream relies on GC,
 //! the tests assert the controller owner reference that makes GC remove the object.

@@ -361,8 +361,8 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         other => panic!("W-V02: expected a denial, got {other:?}"),
     }
 
-    // An InferenceGraph is validated on create (spec core §3.2, IG-7 and IG-3 through the
-    // apiserver): a public serviceUrl is an `Invalid` denial naming the step's field.
+    // An InferenceGraph is validated on create (docs/plugins/isvc.md, "Webhooks"; IG-7 and IG-3
+    // through the apiserver): a public serviceUrl is an `Invalid` denial naming the step's field.
     let graphs = dynamic(
         &client,
         &ns,

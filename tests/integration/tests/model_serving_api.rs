@@ -1,8 +1,8 @@
-//! The model-serving-api end to end (spec §8; scenarios SM-01..SM-05 of §10.11 and
-//! E2E-01..E2E-26 of §10.12): the real binary's `model-serving-api` subcommand, and the same
-//! server inside the controller (`run --model-serving-api-bind-address`), over real HTTPS
-//! against the test apiserver with the Gateway CRD, labelled namespaces, ServiceAccounts with
-//! TokenRequest tokens and Roles granting `create llminferenceservices`.
+//! The model-serving-api end to end (docs/plugins/llm-gateway.md, "model-serving-api"; scenarios
+//! SM-01..SM-05 and E2E-01..E2E-26): the real binary's `model-serving-api` subcommand, and the same
+//! server inside the controller (`run --model-serving-api-bind-address`), over real HTTPS against
+//! the test apiserver with the Gateway CRD, labelled namespaces, ServiceAccounts with TokenRequest
+//! tokens and Roles granting `create llminferenceservices`.
 //!
 //! The acceptance points of issue #14: a caller who may create LLMInferenceServices in a
 //! namespace sees exactly the gateways whose listeners allow it; one who may not gets `[]`; a
@@ -672,7 +672,8 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
         mut volume,
     } = Standalone::start("msa-standalone", &[]).await?;
 
-    // E2E-01: health, with the security headers; any method; the JSON body of §8.6.
+    // E2E-01: health, with the security headers; any method; the JSON body of
+    // docs/plugins/llm-gateway.md, "Endpoints".
     for req in [
         Req::get("/healthz"),
         Req::get("/readyz"),
@@ -895,7 +896,8 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
     );
     assert_eq!(served_serial(metrics_addr).await?, 1);
 
-    // §8.2: TLS 1.2 with the four ECDHE AES-GCM suites only, P-256/P-384 only.
+    // TLS 1.2 with the four ECDHE AES-GCM suites only, P-256/P-384 only
+    // (docs/plugins/llm-gateway.md, "Server behaviour (both ways)").
     tls_parameters(addr).await?;
 
     // The request log: one `request completed` record per request.
@@ -965,7 +967,8 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The TLS parameters of spec §8.2, from the client side.
+/// The TLS parameters of docs/plugins/llm-gateway.md, "Server behaviour (both ways)", from
+/// the client side.
 async fn tls_parameters(addr: SocketAddr) -> anyhow::Result<()> {
     use rustls::crypto::ring::{cipher_suite as cs, default_provider, kx_group};
     let with = |suites: Vec<rustls::SupportedCipherSuite>,
@@ -1143,7 +1146,7 @@ async fn gateway_label_selector_limits_the_listed_gateways() -> anyhow::Result<(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Configuration errors: exit 1 with upstream's message (spec §8.1).
+// Configuration errors: exit 1 with upstream's message (docs/plugins/llm-gateway.md, "Running it").
 
 #[test]
 fn configuration_errors_exit_1_with_upstreams_messages() -> anyhow::Result<()> {

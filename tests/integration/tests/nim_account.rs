@@ -1,8 +1,8 @@
-//! The `nim-account` plugin through the real apiserver with a local stand-in for NVIDIA's
-//! APIs (spec nim-process part 1): an HTTPS server on the loopback interface with a test CA and
-//! a certificate for `api.ngc.nvidia.com`, `nvcr.io` and `authn.nvidia.com`, reached through
-//! the host's test-only address override (`ODH_TEST_HTTP_RESOLVE`, `ODH_TEST_HTTP_CA_FILE`).
-//! The plugin keeps its real URLs.
+//! The `nim-account` plugin through the real apiserver with a local stand-in for NVIDIA's APIs
+//! (docs/plugins/nim-account.md, "NVIDIA's APIs"): an HTTPS server on the loopback interface with a
+//! test CA and a certificate for `api.ngc.nvidia.com`, `nvcr.io` and `authn.nvidia.com`, reached
+//! through the host's test-only address override (`ODH_TEST_HTTP_RESOLVE`,
+//! `ODH_TEST_HTTP_CA_FILE`). The plugin keeps its real URLs.
 //!
 //! One host runs the built `target/plugins/nim-account.wasm` for the whole test binary; each
 //! test has a namespace of its own. The sandbox tests (no HTTP grant, a stand-in that never

@@ -1,6 +1,6 @@
-//! The NIM Account validating webhook (built-in `nim-account`, spec nim-process §1.14)
-//! through the real apiserver and the real binary: `odh-model-controller run` with its default
-//! plugins serves `/validate-nim-opendatahub-io-v1-account`, registered as upstream's
+//! The NIM Account validating webhook (built-in `nim-account`, docs/plugins/nim-account.md,
+//! "Webhook") through the real apiserver and the real binary: `odh-model-controller run` with its
+//! default plugins serves `/validate-nim-opendatahub-io-v1-account`, registered as upstream's
 //! kustomize output registers it (CREATE and UPDATE of accounts, failurePolicy Fail). W1 as a
 //! client sees it: a second Account in a namespace is denied, 403 Forbidden, with upstream's
 //! message.

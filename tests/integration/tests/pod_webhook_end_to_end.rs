@@ -1,9 +1,8 @@
-//! The Pod mutating webhook (built-in `pod-mutator`, spec core.md §3.1) through the real
-//! apiserver and the real binary: `odh-model-controller run` with its default plugins serves
-//! `/mutate--v1-pod`, registered as upstream's kustomize output registers it (CREATE of
-//! pods, failurePolicy Fail, the object selector `serving.kserve.io/inferenceservice`
-//! Exists and `control-plane` DoesNotExist). Scenarios PW-1..PW-3 and X-11 as a client sees
-//! them.
+//! The Pod mutating webhook (built-in `pod-mutator`, docs/plugins/pod-mutator.md, "Webhook")
+//! through the real apiserver and the real binary: `odh-model-controller run` with its default
+//! plugins serves `/mutate--v1-pod`, registered as upstream's kustomize output registers it (CREATE
+//! of pods, failurePolicy Fail, the object selector `serving.kserve.io/inferenceservice` Exists and
+//! `control-plane` DoesNotExist). Scenarios PW-1..PW-3 and X-11 as a client sees them.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

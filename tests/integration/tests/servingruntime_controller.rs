@@ -1,5 +1,5 @@
-//! The `servingruntime` plugin's controllers on the real apiserver (spec core.md §5.1
-//! SR-1..SR-6, §5.5 PC-16, §5.8 X-9): one host running the built
+//! The `servingruntime` plugin's controllers on the real apiserver (docs/plugins/servingruntime.md;
+//! scenarios SR-1..SR-6, PC-16, X-9): one host running the built
 //! `target/plugins/servingruntime.wasm` for the whole test binary, each test in a namespace of
 //! its own; the controller namespace (where `ray-ca-tls` lives) is this binary's own.
 //!
@@ -338,8 +338,8 @@ fn check_pod_entry(entry: &str, ca: &str, ip: &str, namespace: &str) -> anyhow::
     Ok(())
 }
 
-/// X-9 and the end-to-end flow (spec §2.7): a Ray TLS predictor pod that gets an IP gets
-/// `ray-tls[<ip>]`, signed by `ray-ca-tls`; `ca.crt` stays.
+/// X-9 and the end-to-end flow (docs/plugins/servingruntime.md, "The Ray TLS flow"): a Ray TLS
+/// predictor pod that gets an IP gets `ray-tls[<ip>]`, signed by `ray-ca-tls`; `ca.crt` stays.
 #[tokio::test]
 async fn x_9_pod_with_an_ip_gets_its_certificate_in_ray_tls() -> anyhow::Result<()> {
     let _shared = CA_CHANGE.read().await;

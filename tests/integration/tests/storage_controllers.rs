@@ -1,5 +1,5 @@
-//! The `storage` plugin's controllers on the real apiserver (spec core.md §5.3 CM-1..CM-3,
-//! §5.4 SEC-1..SEC-5, §5.8 ): one host running the built `target/plugins/storage.wasm`
+//! The `storage` plugin's controllers on the real apiserver (docs/plugins/storage.md; scenarios
+//! CM-1..CM-3, SEC-1..SEC-5, X-5, X-6): one host running the built `target/plugins/storage.wasm`
 //! for the whole test binary, each test in a namespace of its own.
 //!
 //! The host talks to the apiserver through a counting proxy, so a test can count the writes
