@@ -14,8 +14,7 @@ use odh_serve::model_serving_api::router as model_serving_api_router;
 use odh_test_support::TestContext;
 use serde_json::{Value, json};
 
-mod common;
-use common::{Client, Reply, serving_cert};
+use odh_test_support::net::{Client, Reply, remove_dir, serving_cert};
 
 fn json_body(reply: &Reply) -> Value {
     serde_json::from_str(&reply.body).unwrap_or(Value::Null)
@@ -178,7 +177,7 @@ async fn the_example_plugin_serves_its_routes_over_https() -> anyhow::Result<()>
 
     let _ = stop.send(());
     server.await??;
-    common::remove_dir(&cert_dir);
+    remove_dir(&cert_dir);
     Ok(())
 }
 

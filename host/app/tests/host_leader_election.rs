@@ -11,8 +11,8 @@ use kube::api::{Api, PostParams};
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::json;
 
-mod common;
-use common::{free_port, get};
+use odh_test_support::net::{free_port, get, remove_dir, serving_cert};
+use odh_test_support::process::HostProcess;
 
 const LEASE: Duration = Duration::from_secs(4);
 const RETRY: Duration = Duration::from_millis(500);
@@ -263,7 +263,7 @@ async fn a_leader_stopped_under_load_fails_no_admission_and_the_storm_converges(
             &serde_json::from_value(json!({"metadata": {"name": app}}))?,
         )
         .await?;
-    let (cert_dir, _) = common::serving_cert("failover");
+    let (cert_dir, _) = serving_cert("failover");
     let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
     let start = |name: &str| {
         let (webhook, health, metrics) = (free_port(), free_port(), free_port());
@@ -277,7 +277,7 @@ async fn a_leader_stopped_under_load_fails_no_admission_and_the_storm_converges(
             format!("--webhook-cert-dir={}", cert_dir.display()),
             format!("--webhook-bind-address=127.0.0.1:{webhook}"),
         ];
-        common::HostProcess::start(name, &args, &[("POD_NAMESPACE", app.as_str())])
+        HostProcess::start(name, &args, &[("POD_NAMESPACE", app.as_str())])
             .map(|process| (process, webhook, health, metrics))
     };
     let mut replicas = vec![start("failover-a")?, start("failover-b")?];
@@ -449,6 +449,6 @@ async fn a_leader_stopped_under_load_fails_no_admission_and_the_storm_converges(
         takeover <= LEASE + RETRY * 3 + Duration::from_secs(2),
         "takeover took {takeover:?}"
     );
-    common::remove_dir(&cert_dir);
+    remove_dir(&cert_dir);
     Ok(())
 }

@@ -16,7 +16,8 @@ use odh_test_support::{TestContext, Timing, consistently, eventually, exists};
 use serde_json::{Value, json};
 
 mod common;
-use common::{Client, HostProcess, free_port, get, serving_cert};
+use odh_test_support::net::{Client, free_port, get, remove_dir, serving_cert};
+use odh_test_support::process::HostProcess;
 
 fn addr(port: u16) -> String {
     format!("127.0.0.1:{port}")
@@ -66,7 +67,7 @@ async fn a_listener_that_cannot_bind_stops_the_process() -> anyhow::Result<()> {
         );
     }
     drop(taken);
-    common::remove_dir(&cert_dir);
+    remove_dir(&cert_dir);
     Ok(())
 }
 
@@ -125,8 +126,8 @@ async fn readiness_waits_for_the_webhook_certificate() -> anyhow::Result<()> {
         .post("/validate-misbehave", &review("ready", json!({})))
         .await?;
     assert_eq!((status, &body["response"]["allowed"]), (200, &json!(true)));
-    common::remove_dir(&cert_dir);
-    common::remove_dir(&issued);
+    remove_dir(&cert_dir);
+    remove_dir(&issued);
     Ok(())
 }
 
@@ -330,6 +331,6 @@ async fn sigterm_lets_work_in_flight_finish_and_exits_zero() -> anyhow::Result<(
         holder.as_deref().is_none_or(str::is_empty),
         "the lease was released: {holder:?}"
     );
-    common::remove_dir(&cert_dir);
+    remove_dir(&cert_dir);
     Ok(())
 }

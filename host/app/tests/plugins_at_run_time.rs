@@ -14,12 +14,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use common::{ServingHost, gzip, sha};
+use common::{gzip, sha};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use odh_model_controller::builtins::DEPLOYMENT;
+use odh_test_support::process::ServingHost;
 use odh_test_support::{Timing, absent, consistently, eventually, exists};
 use serde_json::json;
 

@@ -91,7 +91,7 @@ struct Server {
 
 impl Server {
     async fn start(slot: &PluginSlot, shutdown: &CancellationToken) -> anyhow::Result<Self> {
-        let (cert_dir, ca) = common::serving_cert("registry-swap");
+        let (cert_dir, ca) = odh_test_support::net::serving_cert("registry-swap");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let table = WebhookTable::from_slots(std::slice::from_ref(slot))?;
@@ -118,7 +118,7 @@ impl Server {
     async fn stop(self, shutdown: &CancellationToken) {
         shutdown.cancel();
         let _ = self.handle.await;
-        common::remove_dir(&self.cert_dir);
+        odh_test_support::net::remove_dir(&self.cert_dir);
     }
 }
 
@@ -142,7 +142,9 @@ async fn swaps_under_load_lose_no_request() -> anyhow::Result<()> {
         let (last, answers, failures) = (last.clone(), answers.clone(), failures.clone());
         let (stop, ca, addr) = (stop_load.clone(), server.ca.clone(), server.addr);
         load.spawn(async move {
-            let mut client = common::Client::connect(addr, &ca).await.expect("connect");
+            let mut client = odh_test_support::net::Client::connect(addr, &ca)
+                .await
+                .expect("connect");
             let mut n = 0u64;
             while !stop.is_cancelled() {
                 n += 1;
@@ -256,7 +258,7 @@ async fn a_shadow_candidate_records_exactly_its_differences_and_changes_nothing(
     );
     let shutdown = CancellationToken::new();
     let server = Server::start(&slot, &shutdown).await?;
-    let mut client = common::Client::connect(server.addr, &server.ca).await?;
+    let mut client = odh_test_support::net::Client::connect(server.addr, &server.ca).await?;
 
     // One input on which the versions differ (the mutation's label), three on which they agree.
     let (status, answer) = client.post("/mutate-misbehave", &review(1)).await?;
@@ -306,7 +308,7 @@ async fn failure_policy_ignore_admits_when_the_plugin_fails() -> anyhow::Result<
     let (engine, slot, wasm) = common::misbehave_slot()?;
     let shutdown = CancellationToken::new();
     let server = Server::start(&slot, &shutdown).await?;
-    let mut client = common::Client::connect(server.addr, &server.ca).await?;
+    let mut client = odh_test_support::net::Client::connect(server.addr, &server.ca).await?;
     let mut panicking = review(1);
     panicking["request"]["object"]["data"] = json!({"behaviour": "panic"});
 

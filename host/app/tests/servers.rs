@@ -10,8 +10,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-mod common;
-use common::get;
+use odh_test_support::net::get;
 
 /// Serves `server` until the returned sender fires (or is dropped).
 fn spawn(server: Server) -> (oneshot::Sender<()>, JoinHandle<anyhow::Result<()>>) {

@@ -162,6 +162,11 @@ impl Server {
         .await
     }
 
+    /// [`Server::start`] with `plugin` alone and the default options.
+    async fn serving(plugin: &LoadedPlugin) -> Self {
+        Self::start(&[plugin], Options::default()).await
+    }
+
     async fn start_router(router: axum::Router, options: Options) -> Self {
         init_logging();
         let ca = TestCa::new("webhook-test-ca");
@@ -210,19 +215,21 @@ impl Server {
 
     /// POSTs `body` to `path` over a fresh HTTP/1.1 connection trusting the server's CA.
     async fn post(&self, path: &str, body: impl Into<Bytes>) -> anyhow::Result<(u16, Bytes)> {
-        let tls = self.connect(&self.ca.der(), &["http/1.1"]).await?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(TokioIo::new(tls.stream)).await?;
-        tokio::spawn(conn);
+        let mut sender = self.http1().await?;
         post_on(&mut sender, &self.addr, path, body.into()).await
+    }
+
+    /// A fresh HTTP/1.1 connection trusting the server's CA.
+    async fn http1(&self) -> anyhow::Result<Http1> {
+        self.connect(&self.ca.der(), &["http/1.1"])
+            .await?
+            .http1()
+            .await
     }
 
     /// GETs `path` (the webhook server takes POST only).
     async fn get(&self, path: &str) -> anyhow::Result<u16> {
-        let tls = self.connect(&self.ca.der(), &["http/1.1"]).await?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(TokioIo::new(tls.stream)).await?;
-        tokio::spawn(conn);
+        let mut sender = self.http1().await?;
         let request = http::Request::get(path)
             .header(http::header::HOST, self.addr.to_string())
             .body(Full::new(Bytes::new()))?;
@@ -263,7 +270,18 @@ struct Tls {
     stream: tokio_rustls::client::TlsStream<TcpStream>,
 }
 
+/// The sending half of an HTTP/1.1 connection whose driver runs on its own task.
+type Http1 = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
 impl Tls {
+    /// HTTP/1.1 on this connection.
+    async fn http1(self) -> anyhow::Result<Http1> {
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(TokioIo::new(self.stream)).await?;
+        tokio::spawn(conn);
+        Ok(sender)
+    }
+
     fn alpn(&self) -> Option<String> {
         self.stream
             .get_ref()
@@ -304,7 +322,7 @@ async fn connect(
 }
 
 async fn post_on(
-    sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    sender: &mut Http1,
     addr: &SocketAddr,
     path: &str,
     body: Bytes,
@@ -349,53 +367,110 @@ fn config_map(name: &str, data: Value) -> Value {
 
 const WEBHOOK_NAME: &str = "hook.webhook-test.opendatahub.io";
 
-/// The `webhooks[0]` entry of a configuration pointing at `url`, for ConfigMaps created or
-/// updated in the test's own namespace only.
-fn webhook_entry(t: &TestContext, url: &str, ca_pem: &str) -> Value {
-    json!({
-        "name": WEBHOOK_NAME,
-        "clientConfig": {
-            "url": url,
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
-        },
-        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"],
-                   "operations": ["CREATE", "UPDATE"]}],
-        "failurePolicy": "Fail",
-        "sideEffects": "None",
-        "admissionReviewVersions": ["v1"],
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": t.namespace}},
-        "timeoutSeconds": 10,
-    })
+/// A webhook configuration in the apiserver with one entry, [`WEBHOOK_NAME`], pointing at a
+/// path of the server under test: for ConfigMaps created or updated in the test's own namespace
+/// only, unless [`Registration::rules`] says otherwise.
+struct Registration {
+    mutating: bool,
+    name: String,
+    entry: Value,
 }
 
-async fn register_mutating(
-    t: &TestContext,
-    server: &Server,
-    path: &str,
-) -> anyhow::Result<Api<MutatingWebhookConfiguration>> {
-    let api = Api::<MutatingWebhookConfiguration>::all(t.client.clone());
-    let config: MutatingWebhookConfiguration = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": format!("webhook-test-{}", t.namespace)},
-        "webhooks": [webhook_entry(t, &server.url(path), &server.ca.pem())],
-    }))?;
-    api.create(&PostParams::default(), &config).await?;
-    Ok(api)
+impl Registration {
+    /// The MutatingWebhookConfiguration `webhook-test-<namespace>` for `path`.
+    fn mutating(t: &TestContext, server: &Server, path: &str) -> Self {
+        Self::new(true, t, server, path)
+    }
+
+    /// The ValidatingWebhookConfiguration `webhook-test-<namespace>` for `path`.
+    fn validating(t: &TestContext, server: &Server, path: &str) -> Self {
+        Self::new(false, t, server, path)
+    }
+
+    fn new(mutating: bool, t: &TestContext, server: &Server, path: &str) -> Self {
+        let entry = json!({
+            "name": WEBHOOK_NAME,
+            "clientConfig": {
+                "url": server.url(path),
+                "caBundle": base64::engine::general_purpose::STANDARD.encode(server.ca.pem()),
+            },
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"],
+                       "operations": ["CREATE", "UPDATE"]}],
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": t.namespace}},
+            "timeoutSeconds": 10,
+        });
+        Self {
+            mutating,
+            name: format!("webhook-test-{}", t.namespace),
+            entry,
+        }
+    }
+
+    /// Another name for the configuration.
+    fn named(mut self, name: String) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// Other rules for the entry.
+    fn rules(mut self, rules: Value) -> Self {
+        self.entry["rules"] = rules;
+        self
+    }
+
+    /// Creates the configuration.
+    async fn create(self, t: &TestContext) -> anyhow::Result<Registered> {
+        let kind = if self.mutating {
+            "MutatingWebhookConfiguration"
+        } else {
+            "ValidatingWebhookConfiguration"
+        };
+        let config = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": self.name}, "webhooks": [self.entry],
+        });
+        let params = PostParams::default();
+        if self.mutating {
+            Api::<MutatingWebhookConfiguration>::all(t.client.clone())
+                .create(&params, &serde_json::from_value(config)?)
+                .await?;
+        } else {
+            Api::<ValidatingWebhookConfiguration>::all(t.client.clone())
+                .create(&params, &serde_json::from_value(config)?)
+                .await?;
+        }
+        Ok(Registered {
+            client: t.client.clone(),
+            mutating: self.mutating,
+            name: self.name,
+        })
+    }
 }
 
-async fn register_validating(
-    t: &TestContext,
-    server: &Server,
-    path: &str,
-) -> anyhow::Result<Api<ValidatingWebhookConfiguration>> {
-    let api = Api::<ValidatingWebhookConfiguration>::all(t.client.clone());
-    let config: ValidatingWebhookConfiguration = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": format!("webhook-test-{}", t.namespace)},
-        "webhooks": [webhook_entry(t, &server.url(path), &server.ca.pem())],
-    }))?;
-    api.create(&PostParams::default(), &config).await?;
-    Ok(api)
+/// A webhook configuration [`Registration::create`] made.
+struct Registered {
+    client: kube::Client,
+    mutating: bool,
+    name: String,
+}
+
+impl Registered {
+    async fn delete(self) -> anyhow::Result<()> {
+        let params = DeleteParams::default();
+        if self.mutating {
+            Api::<MutatingWebhookConfiguration>::all(self.client)
+                .delete(&self.name, &params)
+                .await?;
+        } else {
+            Api::<ValidatingWebhookConfiguration>::all(self.client)
+                .delete(&self.name, &params)
+                .await?;
+        }
+        Ok(())
+    }
 }
 
 /// Every ConfigMap create in the test gets a fresh name (a probe that got through before the
@@ -436,8 +511,10 @@ async fn first_refusal(api: &Api<ConfigMap>, data: Value) -> anyhow::Result<kube
 #[tokio::test]
 async fn apiserver_applies_the_hello_mutation_and_keeps_other_fields() -> anyhow::Result<()> {
     let t = TestContext::new("webhook-mutate").await?;
-    let server = Server::start(&[&plugins().hello], Options::default()).await;
-    let configs = register_mutating(&t, &server, "/mutate-hello-configmap").await?;
+    let server = Server::serving(&plugins().hello).await;
+    let configs = Registration::mutating(&t, &server, "/mutate-hello-configmap")
+        .create(&t)
+        .await?;
     let api: Api<ConfigMap> = t.api();
 
     eventually(
@@ -494,12 +571,7 @@ async fn apiserver_applies_the_hello_mutation_and_keeps_other_fields() -> anyhow
         assert_eq!(got.binary_data, cm.binary_data);
     }
 
-    configs
-        .delete(
-            &format!("webhook-test-{}", t.namespace),
-            &DeleteParams::default(),
-        )
-        .await?;
+    configs.delete().await?;
     server.stop().await;
     Ok(())
 }
@@ -508,19 +580,11 @@ async fn apiserver_applies_the_hello_mutation_and_keeps_other_fields() -> anyhow
 async fn apiserver_pod_creation_in_a_matching_namespace_is_mutated() -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::Pod;
     let t = TestContext::new("webhook-pod").await?;
-    let server = Server::start(&[&plugins().misbehave], Options::default()).await;
-    let mut entry = webhook_entry(&t, &server.url("/mutate-misbehave-pod"), &server.ca.pem());
-    entry["rules"] = json!([{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}]);
-    let configs = Api::<MutatingWebhookConfiguration>::all(t.client.clone());
-    let name = format!("webhook-pod-{}", t.namespace);
-    configs
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-                "metadata": {"name": name}, "webhooks": [entry],
-            }))?,
-        )
+    let server = Server::serving(&plugins().misbehave).await;
+    let configs = Registration::mutating(&t, &server, "/mutate-misbehave-pod")
+        .named(format!("webhook-pod-{}", t.namespace))
+        .rules(json!([{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}]))
+        .create(&t)
         .await?;
     let pods: Api<Pod> = t.api();
     let pod = |name: String| -> anyhow::Result<Pod> {
@@ -559,78 +623,84 @@ async fn apiserver_pod_creation_in_a_matching_namespace_is_mutated() -> anyhow::
         created.spec.unwrap().containers[0].image.as_deref(),
         Some("registry.invalid/model:1")
     );
-    configs.delete(&name, &DeleteParams::default()).await?;
+    configs.delete().await?;
     server.stop().await;
     Ok(())
 }
 
+/// A validating webhook served by a plugin, through the apiserver: the first ConfigMap the
+/// apiserver refuses, and one it then admits.
+struct Refusal {
+    prefix: &'static str,
+    plugin: &'static LoadedPlugin,
+    path: &'static str,
+    /// The data of the ConfigMaps that are refused.
+    refused: Value,
+    /// The refusal's code, and what its message contains.
+    code: u16,
+    message: &'static [&'static str],
+    /// A ConfigMap (name, data) the same webhook then admits.
+    admitted: (&'static str, Value),
+}
+
+impl Refusal {
+    async fn check(self) -> anyhow::Result<()> {
+        let t = TestContext::new(self.prefix).await?;
+        let server = Server::serving(self.plugin).await;
+        let configs = Registration::validating(&t, &server, self.path)
+            .create(&t)
+            .await?;
+        let api: Api<ConfigMap> = t.api();
+
+        let refusal = first_refusal(&api, self.refused).await?;
+        for part in self.message {
+            assert!(refusal.message.contains(part), "{refusal:?}");
+        }
+        assert_eq!(refusal.code, self.code, "{refusal:?}");
+        let (name, data) = self.admitted;
+        api.create(&PostParams::default(), &typed_config_map(name, data)?)
+            .await?;
+
+        configs.delete().await?;
+        server.stop().await;
+        Ok(())
+    }
+}
+
 #[tokio::test]
 async fn apiserver_reports_the_validating_denial_message_to_the_client() -> anyhow::Result<()> {
-    let t = TestContext::new("webhook-deny").await?;
-    let server = Server::start(&[&plugins().hello], Options::default()).await;
-    let configs = register_validating(&t, &server, "/validate-hello-configmap").await?;
-    let api: Api<ConfigMap> = t.api();
-
-    let refusal = first_refusal(&api, json!({"forbidden": "x"})).await?;
-    assert!(
-        refusal
-            .message
-            .contains(r#"hello: the key "forbidden" is not allowed"#),
-        "{refusal:?}"
-    );
-    assert_eq!(refusal.code, 403, "{refusal:?}");
-    // The same webhook admits a ConfigMap without the key.
-    api.create(
-        &PostParams::default(),
-        &typed_config_map("fine", json!({"ok": "1"}))?,
-    )
-    .await?;
-
-    configs
-        .delete(
-            &format!("webhook-test-{}", t.namespace),
-            &DeleteParams::default(),
-        )
-        .await?;
-    server.stop().await;
-    Ok(())
+    Refusal {
+        prefix: "webhook-deny",
+        plugin: &plugins().hello,
+        path: "/validate-hello-configmap",
+        refused: json!({"forbidden": "x"}),
+        code: 403,
+        message: &[r#"hello: the key "forbidden" is not allowed"#],
+        // The same webhook admits a ConfigMap without the key.
+        admitted: ("fine", json!({"ok": "1"})),
+    }
+    .check()
+    .await
 }
 
 #[tokio::test]
 async fn panicking_plugin_under_failure_policy_fail_is_a_denial_naming_the_plugin()
 -> anyhow::Result<()> {
-    let t = TestContext::new("webhook-panic").await?;
-    let server = Server::start(&[&plugins().misbehave], Options::default()).await;
-    let configs = register_validating(&t, &server, "/validate-misbehave").await?;
-    let api: Api<ConfigMap> = t.api();
-
-    let refusal = first_refusal(&api, json!({"behaviour": "panic"})).await?;
-    assert!(
-        refusal
-            .message
-            .contains(r#"plugin "misbehave" validate trapped"#),
-        "{refusal:?}"
-    );
-    assert!(
-        refusal.message.contains("misbehave: deliberate panic"),
-        "{refusal:?}"
-    );
-    assert_eq!(refusal.code, 500, "{refusal:?}");
-    // The plugin still serves the next request.
-    api.create(
-        &PostParams::default(),
-        &typed_config_map("calm", json!({"behaviour": "ok"}))?,
-    )
-    .await?;
-
-    configs
-        .delete(
-            &format!("webhook-test-{}", t.namespace),
-            &DeleteParams::default(),
-        )
-        .await?;
-    server.stop().await;
-    Ok(())
+    Refusal {
+        prefix: "webhook-panic",
+        plugin: &plugins().misbehave,
+        path: "/validate-misbehave",
+        refused: json!({"behaviour": "panic"}),
+        code: 500,
+        message: &[
+            r#"plugin "misbehave" validate trapped"#,
+            "misbehave: deliberate panic",
+        ],
+        // The plugin still serves the next request.
+        admitted: ("calm", json!({"behaviour": "ok"})),
+    }
+    .check()
+    .await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -638,7 +708,7 @@ async fn panicking_plugin_under_failure_policy_fail_is_a_denial_naming_the_plugi
 
 #[tokio::test]
 async fn rewritten_certificate_files_are_served_without_a_restart() -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().hello], Options::default()).await;
+    let server = Server::serving(&plugins().hello).await;
     let first = server.connect(&server.ca.der(), &["http/1.1"]).await?;
     assert_eq!(first.peer_certificate(), Some(server.cert.der.clone()));
 
@@ -656,9 +726,7 @@ async fn rewritten_certificate_files_are_served_without_a_restart() -> anyhow::R
     assert_eq!(tls.peer_certificate(), Some(new_cert.der.clone()));
     assert!(!server.task.is_finished(), "the server kept running");
     // The connection opened before the change still works, and requests still get answers.
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(TokioIo::new(first.stream)).await?;
-    tokio::spawn(conn);
+    let mut sender = first.http1().await?;
     let (status, _) = post_on(&mut sender, &server.addr, "/nowhere", Bytes::new()).await?;
     assert_eq!(status, 404);
 
@@ -668,7 +736,7 @@ async fn rewritten_certificate_files_are_served_without_a_restart() -> anyhow::R
 
 #[tokio::test]
 async fn unusable_certificate_files_keep_the_last_good_certificate() -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().hello], Options::default()).await;
+    let server = Server::serving(&plugins().hello).await;
     let ca = server.ca.der();
 
     // A certificate whose key does not match, then a file that is not PEM at all.
@@ -719,7 +787,7 @@ async fn unusable_certificate_files_keep_the_last_good_certificate() -> anyhow::
 
 #[tokio::test]
 async fn malformed_admission_reviews_are_answered_with_400() -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().hello], Options::default()).await;
+    let server = Server::serving(&plugins().hello).await;
     let path = "/mutate-hello-configmap";
     let cases = [
         ("{not json".to_string(), "not JSON"),
@@ -753,7 +821,7 @@ async fn malformed_admission_reviews_are_answered_with_400() -> anyhow::Result<(
 
 #[tokio::test]
 async fn unknown_paths_are_answered_with_404() -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().hello], Options::default()).await;
+    let server = Server::serving(&plugins().hello).await;
     let review = config_map_review("u-404", "CREATE", config_map("a", json!({})));
     for path in ["/mutate--v1-pod", "/mutate-hello-configmap/extra", "/"] {
         let (status, body) = server.post(path, serde_json::to_vec(&review)?).await?;
@@ -832,7 +900,7 @@ async fn bodies_over_the_limit_are_answered_with_413() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn alpn_offers_only_http1_unless_http2_is_enabled() -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().hello], Options::default()).await;
+    let server = Server::serving(&plugins().hello).await;
     let tls = server
         .connect(&server.ca.der(), &["h2", "http/1.1"])
         .await?;
@@ -872,7 +940,7 @@ async fn alpn_offers_only_http1_unless_http2_is_enabled() -> anyhow::Result<()> 
 
 #[tokio::test]
 async fn mutation_patch_adds_the_label_and_leaves_unknown_fields_alone() -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().hello], Options::default()).await;
+    let server = Server::serving(&plugins().hello).await;
     let mut object = config_map("m", json!({"k": "v"}));
     object["x-unknown"] = json!({"deep": [1, {"kept": true}]});
     object["metadata"]["x-unknown-meta"] = json!("kept");
@@ -915,7 +983,7 @@ async fn mutation_patch_adds_the_label_and_leaves_unknown_fields_alone() -> anyh
 
 #[tokio::test]
 async fn validating_denial_carries_code_403_and_the_plugin_message() -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().hello], Options::default()).await;
+    let server = Server::serving(&plugins().hello).await;
     let response = server
         .review(
             "/validate-hello-configmap",
@@ -938,7 +1006,7 @@ async fn validating_denial_carries_code_403_and_the_plugin_message() -> anyhow::
 
 #[tokio::test]
 async fn undeclared_operations_are_allowed_without_calling_the_plugin() -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().misbehave], Options::default()).await;
+    let server = Server::serving(&plugins().misbehave).await;
     // DELETE is not among misbehave's operations; were the plugin called, it would panic.
     let panicky = config_map("p", json!({"behaviour": "panic"}));
     let response = server
@@ -970,7 +1038,7 @@ async fn undeclared_operations_are_allowed_without_calling_the_plugin() -> anyho
 #[tokio::test]
 async fn objects_outside_the_object_selector_are_allowed_without_calling_the_plugin()
 -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().misbehave], Options::default()).await;
+    let server = Server::serving(&plugins().misbehave).await;
     // misbehave scopes /validate-misbehave with `!misbehave/unreviewed`; were the plugin
     // called, it would panic.
     let mut outside = config_map("p", json!({"behaviour": "panic"}));
@@ -1014,7 +1082,7 @@ async fn objects_outside_the_object_selector_are_allowed_without_calling_the_plu
 
 #[tokio::test]
 async fn guest_invalid_error_is_a_400_denial_with_the_guest_message() -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().misbehave], Options::default()).await;
+    let server = Server::serving(&plugins().misbehave).await;
     let bad = config_map("i", json!({"behaviour": "error-invalid"}));
     let response = server
         .review(
@@ -1045,7 +1113,7 @@ async fn guest_invalid_error_is_a_400_denial_with_the_guest_message() -> anyhow:
 
 #[tokio::test]
 async fn shutdown_completes_with_an_idle_keep_alive_connection_open() -> anyhow::Result<()> {
-    let server = Server::start(&[&plugins().hello], Options::default()).await;
+    let server = Server::serving(&plugins().hello).await;
     let tls = server.connect(&server.ca.der(), &["http/1.1"]).await?;
     let (mut sender, conn) =
         hyper::client::conn::http1::handshake(TokioIo::new(tls.stream)).await?;

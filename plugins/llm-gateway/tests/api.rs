@@ -1,7 +1,7 @@
 //! The model-serving-api routes through the plugin's `handle` export (docs/plugins/llm-gateway.md,
 //! "Endpoints"; scenarios SH-01..SH-14, SM-06, SS-01..SS-08, SF-01..SF-18 and SV-1). The host's
 //! half (TLS, the bearer middleware SM-01..SM-05, health, metrics) and the same routes over
-//! real HTTPS against the API server are in `host/tests/model_serving_api.rs`.
+//! real HTTPS against the API server are in `tests/integration/tests/model_serving_api.rs`.
 
 use std::collections::BTreeMap;
 

@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
+use odh_test_support::cluster_checks::event_with;
 use odh_test_support::host::{load, start_controllers};
 use odh_test_support::{TestContext, Timing, eventually};
 use tokio_util::sync::CancellationToken;
@@ -41,23 +42,7 @@ async fn a_failing_write_does_not_hold_back_the_others_and_is_reported() -> anyh
     eventually(
         "the failure is reported as an Event",
         Timing::default(),
-        || async {
-            let list = events.list(&Default::default()).await?;
-            anyhow::ensure!(
-                list.items
-                    .iter()
-                    .any(|e| e.reason.as_deref() == Some("ApplyFailed")
-                        && e.note
-                            .as_deref()
-                            .is_some_and(|n| n.contains("Not_A_Valid_Name"))),
-                "events: {:?}",
-                list.items
-                    .iter()
-                    .map(|e| (&e.reason, &e.note))
-                    .collect::<Vec<_>>()
-            );
-            Ok(())
-        },
+        || event_with(&events, "ApplyFailed", "Not_A_Valid_Name"),
     )
     .await?;
     // Leave nothing that keeps failing for the `owner` controllers of later test binaries.

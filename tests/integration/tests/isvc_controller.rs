@@ -1,6 +1,6 @@
-//! The `isvc` plugin's controller on the real apiserver (spec isvc.md §6.1 and derived
-//! scenarios): one host controller for the whole test binary, running the built
-//! `target/plugins/isvc.wasm`, reconciling InferenceServices the tests create.
+//! The `isvc` plugin's controller on the real apiserver (docs/plugins/isvc.md, "Controller
+//! `inferenceservice`", and its scenarios): one host controller for the whole test binary, running
+//! the built `target/plugins/isvc.wasm`, reconciling InferenceServices the tests create.
 //!
 //! The test apiserver has no garbage collector (like envtest): where upstream relies on GC,
 //! the tests assert the controller owner reference that makes GC remove the object.
@@ -12,6 +12,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
+use odh_test_support::cluster_checks::refuse_writes;
 use odh_test_support::{TestContext, Timing, consistently, eventually};
 use serde_json::{Value, json};
 
@@ -925,14 +926,6 @@ async fn c_23_c_25_c_26_foreign_owners_and_unowned_objects_are_respected() -> an
     Ok(())
 }
 
-fn cluster_api(t: &TestContext, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
-    Api::all_with(
-        t.client.clone(),
-        &ApiResource::from_gvk_with_plural(&gvk, plural),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d_16_a_failing_cleanup_delete_does_not_keep_the_finalizer() -> anyhow::Result<()> {
     let t = setup("isvc-d16").await?;
@@ -945,42 +938,19 @@ async fn d_16_a_failing_cleanup_delete_does_not_keep_the_finalizer() -> anyhow::
     })
     .await?;
     // An admission policy refuses to delete this binding: the cleanup's Delete fails.
-    let policies = cluster_api(
-        &t,
-        "ValidatingAdmissionPolicy",
-        "validatingadmissionpolicies",
-    );
-    let bindings = cluster_api(
-        &t,
-        "ValidatingAdmissionPolicyBinding",
-        "validatingadmissionpolicybindings",
-    );
-    let policy = format!("keep-{binding}");
-    policies
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-                "metadata": {"name": policy},
-                "spec": {
-                    "matchConstraints": {"resourceRules": [{"apiGroups": ["rbac.authorization.k8s.io"],
-                        "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["clusterrolebindings"]}]},
-                    "validations": [{"expression": format!("oldObject.metadata.name != '{binding}'"),
-                                     "message": "kept by the test"}],
-                },
-            }))?,
-        )
-        .await?;
-    bindings
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": {"name": policy},
-                "spec": {"policyName": policy, "validationActions": ["Deny"]},
-            }))?,
-        )
-        .await?;
+    let refusal = refuse_writes(
+        &format!("keep-{binding}"),
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+    )
+    .on(&["DELETE"])
+    .unless(
+        &format!("oldObject.metadata.name != '{binding}'"),
+        "kept by the test",
+    )
+    .install(&t.client)
+    .await?;
     let dry_run = DeleteParams {
         dry_run: true,
         ..DeleteParams::default()
@@ -997,8 +967,7 @@ async fn d_16_a_failing_cleanup_delete_does_not_keep_the_finalizer() -> anyhow::
     delete_isvc(&t, "only").await?;
     exists(&crbs, &binding).await?;
 
-    bindings.delete(&policy, &DeleteParams::default()).await?;
-    policies.delete(&policy, &DeleteParams::default()).await?;
+    refusal.remove().await?;
     eventually("the binding can be removed", Timing::default(), || async {
         match crbs.delete(&binding, &DeleteParams::default()).await {
             Ok(_) => Ok(()),

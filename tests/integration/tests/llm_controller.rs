@@ -1,6 +1,6 @@
-//! The `llm-gateway` plugin's `llminferenceservice` controller on the real apiserver (spec
-//! llm.md §4; scenarios LC-02, LC-03, LC-06, LC-08, LC-11, LC-12 of §10.1, AP-01, AP-02 of
-//! §10.4 and CP-01..CP-05 of §10.8): one host running the built
+//! The `llm-gateway` plugin's `llminferenceservice` controller on the real apiserver
+//! (docs/plugins/llm-gateway.md, "Controller `llminferenceservice`"; scenarios LC-02, LC-03,
+//! LC-06, LC-08, LC-11, LC-12, AP-01, AP-02 and CP-01..CP-05): one host running the built
 //! `target/plugins/llm-gateway.wasm` for the whole test binary, each test in a namespace of its
 //! own. The AuthPolicy, HTTPRoute and LLMInferenceService CRDs come from `tests/crds`.
 
@@ -304,7 +304,8 @@ async fn ap_01_ap_02_routing_group_auth_posture() -> anyhow::Result<()> {
     .await
 }
 
-/// CP-01..CP-05 (the AuthPolicy comparator, §2.3) as the cluster sees it: an identical policy
+/// CP-01..CP-05 (the AuthPolicy comparator, docs/plugins/llm-gateway.md, "Writes: apply and
+/// claim") as the cluster sees it: an identical policy
 /// is not rewritten when the service reconciles again (CP-01, CP-03: the template's `priority:
 /// 0` and `metrics: false` compare equal with what is stored), labels a user adds stay (CP-04),
 /// and a templated label that differs (CP-02) or is missing (CP-05) is restored.

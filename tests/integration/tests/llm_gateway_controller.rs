@@ -1,11 +1,12 @@
-//! The `llm-gateway` plugin's `gateway-auth-bootstrap` controller on the real apiserver (spec
-//! llm.md §5; scenarios GC-01..GC-26 of §10.2, and the acceptance of issue 14: the default
-//! gateway gets its three objects with no LLMInferenceService, opting out deletes only what we
-//! manage). One host runs the built `target/plugins/llm-gateway.wasm` for the whole binary,
-//! with `podNamespace` set to a system namespace of its own; each test works in namespaces of
-//! its own. The Gateway, EnvoyFilter, AuthPolicy, PodMonitor, Kuadrant and Authorino CRDs come
-//! from `tests/crds` (no Kuadrant or Authorino object: Kuadrant namespace `kuadrant-system`,
-//! Authorino TLS on, as the spec's fixture).
+//! The `llm-gateway` plugin's `gateway-auth-bootstrap` controller on the real apiserver
+//! (docs/plugins/llm-gateway.md, "Gateway controller `gateway-auth-bootstrap`"; scenarios
+//! GC-01..GC-26, and the acceptance of issue 14: the default gateway gets its three objects with no
+//! LLMInferenceService, opting out deletes only what we manage). One host runs the built
+//! `target/plugins/llm-gateway.wasm` for the whole binary, with `podNamespace` set to a system
+//! namespace of its own; each test works in namespaces of its own. The Gateway, EnvoyFilter,
+//! AuthPolicy, PodMonitor, Kuadrant and Authorino CRDs come from `tests/crds` (no Kuadrant or
+//! Authorino object: Kuadrant namespace `kuadrant-system`, Authorino TLS on, as the spec's
+//! fixture).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -236,8 +237,9 @@ async fn referenced_gateway(t: &TestContext) -> anyhow::Result<DynamicObject> {
     Ok(gw)
 }
 
-/// GC-01, GC-16, GC-21, GC-22 (and LC-05 of §10.1, which expects the same): a referenced gateway's EnvoyFilter, AuthPolicy and PodMonitor,
-/// each with exactly one owner reference, the Gateway as controller.
+/// GC-01, GC-16, GC-21, GC-22 (and LC-05, which expects the same): a referenced gateway's
+/// EnvoyFilter, AuthPolicy and PodMonitor, each with exactly one owner reference, the Gateway as
+/// controller.
 #[tokio::test]
 async fn gc_01_gc_16_gc_21_gc_22_referenced_gateway_objects() -> anyhow::Result<()> {
     let t = TestContext::new("gw-gc01").await?;
@@ -338,11 +340,12 @@ async fn gc_07_bootstrap_removed_deletes_the_filter() -> anyhow::Result<()> {
     absent(&filters(&t, &ns), "boot-authn-ssl").await
 }
 
-/// GC-08 (LC-01 of §10.1 expects the same AuthPolicy), the acceptance and the ConfigMap watch, on the one default gateway (one test, so no
-/// other test sees it opted out): with no LLMInferenceService it gets its EF, AP and PM; a
-/// routing header set in `inferenceservice-config` reaches its AuthPolicy; labelled
-/// `opendatahub.io/managed=false` it loses only what we manage (EF, and AP unless the user
-/// opted that out), the PodMonitor staying (still referenced, §11.9).
+/// GC-08 (LC-01 expects the same AuthPolicy), the acceptance and the ConfigMap watch, on the one
+/// default gateway (one test, so no other test sees it opted out): with no LLMInferenceService it
+/// gets its EF, AP and PM; a routing header set in `inferenceservice-config` reaches its
+/// AuthPolicy; labelled `opendatahub.io/managed=false` it loses only what we manage (EF, and AP
+/// unless the user opted that out), the PodMonitor staying (still referenced;
+/// docs/plugins/llm-gateway.md, "Gateway controller `gateway-auth-bootstrap`", Wants).
 #[tokio::test]
 async fn gc_08_default_gateway_and_opting_out() -> anyhow::Result<()> {
     let t = TestContext::new("gw-gc08").await?;

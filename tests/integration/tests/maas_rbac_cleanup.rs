@@ -1,9 +1,9 @@
-//! The MaaS RBAC cleanup of the `llm-gateway` plugin on the real apiserver (spec llm.md §6;
-//! scenarios MR-01..MR-05 of §10.5). The legacy Roles and RoleBindings are created as the 3.3
-//! release left them: by the Go controller's field manager `manager` (which the host takes
-//! over), labelled `app.kubernetes.io/managed-by: odh-model-controller`. The cleanup is two
-//! controllers here (upstream: a one-shot runnable), so objects made after start are removed
-//! too.
+//! The MaaS RBAC cleanup of the `llm-gateway` plugin on the real apiserver
+//! (docs/plugins/llm-gateway.md, "MaaS RBAC cleanup"; scenarios MR-01..MR-05). The legacy Roles and
+//! RoleBindings are created as the 3.3 release left them: by the Go controller's field manager
+//! `manager` (which the host takes over), labelled `app.kubernetes.io/managed-by:
+//! odh-model-controller`. The cleanup is two controllers here (upstream: a one-shot runnable), so
+//! objects made after start are removed too.
 
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};

@@ -1,8 +1,8 @@
-//! The `nim-account` plugin through the real apiserver with a local stand-in for NVIDIA's
-//! APIs (spec nim-process part 1): an HTTPS server on the loopback interface with a test CA and
-//! a certificate for `api.ngc.nvidia.com`, `nvcr.io` and `authn.nvidia.com`, reached through
-//! the host's test-only address override (`ODH_TEST_HTTP_RESOLVE`, `ODH_TEST_HTTP_CA_FILE`).
-//! The plugin keeps its real URLs.
+//! The `nim-account` plugin through the real apiserver with a local stand-in for NVIDIA's APIs
+//! (docs/plugins/nim-account.md, "NVIDIA's APIs"): an HTTPS server on the loopback interface with a
+//! test CA and a certificate for `api.ngc.nvidia.com`, `nvcr.io` and `authn.nvidia.com`, reached
+//! through the host's test-only address override (`ODH_TEST_HTTP_RESOLVE`,
+//! `ODH_TEST_HTTP_CA_FILE`). The plugin keeps its real URLs.
 //!
 //! One host runs the built `target/plugins/nim-account.wasm` for the whole test binary; each
 //! test has a namespace of its own. The sandbox tests (no HTTP grant, a stand-in that never
@@ -15,15 +15,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
 use odh_model_controller::plugin::wire::{Outcome, RequestKey};
 use odh_model_controller::plugin::{CallEnv, Grants, Limits, MemoryCluster, ReconcileInput};
-use odh_test_support::host::{load, load_with, start_controllers};
+use odh_test_support::host::{Setup, controllers_running_with, load, load_with};
 use odh_test_support::https_stand_in::{self, Received, Reply};
 use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const HOSTS: [&str; 3] = ["api.ngc.nvidia.com", "nvcr.io", "authn.nvidia.com"];
 /// A personal key whose validation request the stand-in never answers.
@@ -58,40 +56,21 @@ fn stand_in_reply(call: &Received) -> Reply {
 /// The stand-in and the controllers, once per test binary, on a runtime of their own. The
 /// override is set before any plugin runs.
 fn running() {
-    static RUNNING: OnceLock<()> = OnceLock::new();
-    RUNNING.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("controller runtime");
-            runtime.block_on(async move {
-                let stand_in = https_stand_in::start(&HOSTS, stand_in_reply)
-                    .await
-                    .expect("the NVIDIA stand-in");
-                // SAFETY: set once, before the controllers (or any plugin call) read them.
-                unsafe {
-                    std::env::set_var("ODH_TEST_HTTP_RESOLVE", stand_in.resolve_table(&HOSTS));
-                    std::env::set_var("ODH_TEST_HTTP_CA_FILE", &stand_in.ca_file);
-                }
-                RECEIVED.set(stand_in.received.clone()).ok();
-                // Installs the CRDs (the Account's) before the controllers watch.
-                let t = TestContext::new("nim-controllers")
-                    .await
-                    .expect("test cluster");
-                let client = Client::try_from(t.config.clone()).expect("client");
-                let plugin = load("nim-account");
-                let started = start_controllers(client, vec![plugin], 2, CancellationToken::new())
-                    .await
-                    .expect("controllers start");
-                tx.send(()).expect("test waiting");
-                let _keep = (started.tasks, stand_in);
-                std::future::pending::<()>().await;
-            });
-        });
-        rx.recv().expect("controller thread started");
+    controllers_running_with(|client| async move {
+        let stand_in = https_stand_in::start(&HOSTS, stand_in_reply)
+            .await
+            .expect("the NVIDIA stand-in");
+        // SAFETY: set once, before the controllers (or any plugin call) read them.
+        unsafe {
+            std::env::set_var("ODH_TEST_HTTP_RESOLVE", stand_in.resolve_table(&HOSTS));
+            std::env::set_var("ODH_TEST_HTTP_CA_FILE", &stand_in.ca_file);
+        }
+        RECEIVED.set(stand_in.received.clone()).ok();
+        // Installs the CRDs (the Account's) before the controllers watch.
+        let t = TestContext::new("nim-controllers")
+            .await
+            .expect("test cluster");
+        Setup::new(client, vec![load("nim-account")], 2).keep((t, stand_in))
     });
 }
 

@@ -1,5 +1,5 @@
-//! The `servingruntime` plugin's controllers on the real apiserver (spec core.md §5.1
-//! SR-1..SR-6, §5.5 PC-16, §5.8 X-9): one host running the built
+//! The `servingruntime` plugin's controllers on the real apiserver (docs/plugins/servingruntime.md;
+//! scenarios SR-1..SR-6, PC-16, X-9): one host running the built
 //! `target/plugins/servingruntime.wasm` for the whole test binary, each test in a namespace of
 //! its own; the controller namespace (where `ray-ca-tls` lives) is this binary's own.
 //!
@@ -17,11 +17,10 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use odh_model_controller::plugin::{Grants, Limits};
-use odh_test_support::host::{load_with, start_controllers};
+use odh_test_support::host::{Setup, controllers_running_with, load_with};
 use odh_test_support::namespace::unique_name;
 use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const CA: &str = "ray-ca-tls";
 const RAY_TLS: &str = "ray-tls";
@@ -46,70 +45,45 @@ struct Namespaces {
     monitoring: String,
 }
 
+/// Creates the namespace `name` (one of the controllers', not a test's).
+async fn create_namespace(client: Client, name: String) {
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    Api::<Namespace>::all(client)
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("a namespace of the controllers");
+}
+
 /// The controllers, once per test binary (4 workers), on a runtime of their own.
 fn running() -> &'static Namespaces {
-    static RUNNING: OnceLock<Namespaces> = OnceLock::new();
-    RUNNING.get_or_init(|| {
-        let controller_ns = unique_name("sr-controller");
-        let monitoring_ns = unique_name("sr-monitoring");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (ns, mon) = (controller_ns.clone(), monitoring_ns.clone());
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("controller runtime");
-            runtime.block_on(async move {
-                let config = odh_test_support::namespace::client_config()
-                    .await
-                    .expect("test cluster config");
-                let client = Client::try_from(config).expect("client");
-                let create_namespace = |name: String| {
-                    let client = client.clone();
-                    async move {
-                        let namespace: Namespace =
-                            serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-                        Api::<Namespace>::all(client)
-                            .create(&PostParams::default(), &namespace)
-                            .await
-                            .expect("a namespace of the controllers")
-                    }
-                };
-                create_namespace(ns.clone()).await;
-                let plugin = load_with("servingruntime", |r| {
-                    r.settings(json!({"podNamespace": ns, "monitoringNamespace": mon}))
-                        .grants(Grants {
-                            secure_random: true,
-                            ..Grants::default()
-                        })
-                        // Above the built-in default (60 s): three concurrent key generations
-                        // on a loaded two-core machine must not hit the deadline and start
-                        // over, which is what the test would then measure.
-                        .limits(Limits {
-                            reconcile_timeout_ms: 150_000,
-                            reconcile_budget_ms: 300_000,
-                            ..Limits::default()
-                        })
-                });
-                let started =
-                    start_controllers(client.clone(), vec![plugin], 4, CancellationToken::new())
-                        .await
-                        .expect("controllers start");
-                // Made once they watch: a watched change maps to its request (at start-up the
-                // whole list is replayed, which a busy shared apiserver can make overflow).
-                create_namespace(mon).await;
-                tx.send(()).expect("test waiting");
-                let _tasks = started.tasks;
-                std::future::pending::<()>().await;
-            });
+    static NAMESPACES: OnceLock<Namespaces> = OnceLock::new();
+    let namespaces = NAMESPACES.get_or_init(|| Namespaces {
+        controller: unique_name("sr-controller"),
+        monitoring: unique_name("sr-monitoring"),
+    });
+    let (ns, mon) = (namespaces.controller.clone(), namespaces.monitoring.clone());
+    controllers_running_with(|client| async move {
+        create_namespace(client.clone(), ns.clone()).await;
+        let plugin = load_with("servingruntime", |r| {
+            r.settings(json!({"podNamespace": ns, "monitoringNamespace": mon}))
+                .grants(Grants {
+                    secure_random: true,
+                    ..Grants::default()
+                })
+                // Above the built-in default (60 s): three concurrent key generations on a
+                // loaded two-core machine must not hit the deadline and start over, which is
+                // what the test would then measure.
+                .limits(Limits {
+                    reconcile_timeout_ms: 150_000,
+                    reconcile_budget_ms: 300_000,
+                    ..Limits::default()
+                })
         });
-        rx.recv().expect("controller thread started");
-        Namespaces {
-            controller: controller_ns,
-            monitoring: monitoring_ns,
-        }
-    })
+        // Made once they watch: a watched change maps to its request (at start-up the whole
+        // list is replayed, which a busy shared apiserver can make overflow).
+        Setup::new(client.clone(), vec![plugin], 4).after_start(create_namespace(client, mon))
+    });
+    namespaces
 }
 
 /// The controller namespace, with the controllers running.
@@ -364,8 +338,8 @@ fn check_pod_entry(entry: &str, ca: &str, ip: &str, namespace: &str) -> anyhow::
     Ok(())
 }
 
-/// X-9 and the end-to-end flow (spec §2.7): a Ray TLS predictor pod that gets an IP gets
-/// `ray-tls[<ip>]`, signed by `ray-ca-tls`; `ca.crt` stays.
+/// X-9 and the end-to-end flow (docs/plugins/servingruntime.md, "The Ray TLS flow"): a Ray TLS
+/// predictor pod that gets an IP gets `ray-tls[<ip>]`, signed by `ray-ca-tls`; `ca.crt` stays.
 #[tokio::test]
 async fn x_9_pod_with_an_ip_gets_its_certificate_in_ray_tls() -> anyhow::Result<()> {
     let _shared = CA_CHANGE.read().await;

@@ -1,5 +1,5 @@
-//! The `storage` plugin's controllers on the real apiserver (spec core.md §5.3 CM-1..CM-3,
-//! §5.4 SEC-1..SEC-5, §5.8 X-5, X-6): one host running the built `target/plugins/storage.wasm`
+//! The `storage` plugin's controllers on the real apiserver (docs/plugins/storage.md; scenarios
+//! CM-1..CM-3, SEC-1..SEC-5, X-5, X-6): one host running the built `target/plugins/storage.wasm`
 //! for the whole test binary, each test in a namespace of its own.
 //!
 //! The host talks to the apiserver through a counting proxy, so a test can count the writes
@@ -14,11 +14,10 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use odh_test_support::host::{load, start_controllers};
+use odh_test_support::host::{Setup, controllers_running_with, load};
 use odh_test_support::proxy::CountingProxy;
 use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const BUNDLE: &str = "odh-kserve-custom-ca-bundle";
 const TRUSTED: &str = "odh-trusted-ca-bundle";
@@ -40,33 +39,14 @@ const SERVING: &str = "  -----BEGIN CERTIFICATE-----\nU0VSVklORw==\n-----END CER
 /// The storage controllers, once per test binary (4 workers), on a runtime of their own,
 /// behind the proxy that records their requests.
 fn controllers() -> &'static CountingProxy {
-    static RUNNING: OnceLock<CountingProxy> = OnceLock::new();
-    RUNNING.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("controller runtime");
-            runtime.block_on(async move {
-                let config = odh_test_support::namespace::client_config()
-                    .await
-                    .expect("test cluster config");
-                let upstream = Client::try_from(config).expect("client");
-                let proxy = CountingProxy::start(upstream).await.expect("proxy");
-                let client = Client::try_from(proxy.config()).expect("proxied client");
-                let started =
-                    start_controllers(client, vec![load("storage")], 4, CancellationToken::new())
-                        .await
-                        .expect("controllers start");
-                tx.send(proxy).expect("test waiting");
-                let _tasks = started.tasks;
-                std::future::pending::<()>().await;
-            });
-        });
-        rx.recv().expect("controller thread started")
-    })
+    static PROXY: OnceLock<CountingProxy> = OnceLock::new();
+    controllers_running_with(|upstream| async move {
+        let proxy = CountingProxy::start(upstream).await.expect("proxy");
+        let client = Client::try_from(proxy.config()).expect("proxied client");
+        assert!(PROXY.set(proxy).is_ok(), "one proxy");
+        Setup::new(client, vec![load("storage")], 4)
+    });
+    PROXY.get().expect("the proxy of the running controllers")
 }
 
 /// A test namespace, with the controllers running.

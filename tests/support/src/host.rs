@@ -1,6 +1,8 @@
 //! The host under test: plugins built by `make plugins`, loaded as the host loads them, and
 //! controllers of those plugins running against the test cluster.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use kube::Client;
@@ -111,6 +113,52 @@ pub struct RunningControllers {
     pub slots: Vec<PluginSlot>,
 }
 
+/// What the controllers of [`controllers_running_with`] run with, made by its setup hook on the
+/// controllers' own runtime.
+pub struct Setup {
+    /// The client the controllers use (a proxy's, say).
+    pub client: Client,
+    pub plugins: Vec<LoadedPlugin>,
+    /// Workers per controller.
+    pub workers: usize,
+    /// Kept as long as the controllers run (a proxy or a stand-in serving on their runtime).
+    keep: Vec<Box<dyn std::any::Any>>,
+    /// Run on the controllers' runtime once they are started, before the first caller returns.
+    after_start: Vec<Pin<Box<dyn Future<Output = ()>>>>,
+}
+
+impl Setup {
+    /// The controllers of `plugins` on `client`, `workers` per controller.
+    pub fn new(client: Client, plugins: Vec<LoadedPlugin>, workers: usize) -> Self {
+        Self {
+            client,
+            plugins,
+            workers,
+            keep: Vec::new(),
+            after_start: Vec::new(),
+        }
+    }
+
+    /// Keeps `value` alive as long as the controllers run.
+    pub fn keep(mut self, value: impl std::any::Any) -> Self {
+        self.keep.push(Box::new(value));
+        self
+    }
+
+    /// Runs `step` once the controllers are started (they watch), before any test goes on.
+    pub fn after_start(mut self, step: impl Future<Output = ()> + 'static) -> Self {
+        self.after_start.push(Box::pin(step));
+        self
+    }
+}
+
+/// The setup hook of [`controllers_running_with`]: given the test cluster's admin client.
+type SetupHook = Box<dyn FnOnce(Client) -> Pin<Box<dyn Future<Output = Setup>>> + Send>;
+
+/// The controllers of the test binary, started once by [`controllers_running`] or
+/// [`controllers_running_with`].
+static RUNNING: OnceLock<RunningControllers> = OnceLock::new();
+
 /// Runs the controllers of `plugins` for the whole test binary, on a runtime of their own
 /// (each test has its own runtime; the controllers must outlive every test), with caches
 /// filtered as the plugins' manifests declare. Started once: later calls return the running
@@ -119,31 +167,101 @@ pub fn controllers_running(
     plugins: impl FnOnce() -> Vec<LoadedPlugin>,
     workers: usize,
 ) -> &'static RunningControllers {
-    static RUNNING: OnceLock<RunningControllers> = OnceLock::new();
     RUNNING.get_or_init(|| {
         let plugins = plugins();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("controller runtime");
-            runtime.block_on(async move {
-                let config = crate::namespace::client_config()
-                    .await
-                    .expect("test cluster config");
-                let client = Client::try_from(config).expect("client");
-                let started = start_controllers(client, plugins, workers, CancellationToken::new())
-                    .await
-                    .expect("controllers start");
-                tx.send((started.ctx.clone(), started.slots.clone()))
-                    .expect("test waiting");
-                let _tasks = started.tasks;
-                std::future::pending::<()>().await;
-            });
-        });
-        let (ctx, slots) = rx.recv().expect("controller thread started");
-        RunningControllers { ctx, slots }
+        start_running(Box::new(move |client| {
+            Box::pin(async move { Setup::new(client, plugins, workers) })
+        }))
     })
+}
+
+/// [`controllers_running`] with a setup hook run first on the controllers' runtime: given the
+/// test cluster's admin client, it returns the [`Setup`] to run with (another client, say
+/// through a proxy; namespaces or a stand-in made first; values to keep; steps once started).
+/// Environment variables the plugins read (test-only overrides) are set there too, before any
+/// plugin runs. Started once per test binary, as [`controllers_running`], whose set it shares.
+pub fn controllers_running_with<F, Fut>(setup: F) -> &'static RunningControllers
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: Future<Output = Setup> + 'static,
+{
+    RUNNING.get_or_init(|| start_running(Box::new(move |client| Box::pin(setup(client)))))
+}
+
+fn start_running(setup: SetupHook) -> RunningControllers {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("controller runtime");
+        runtime.block_on(async move {
+            let config = crate::namespace::client_config()
+                .await
+                .expect("test cluster config");
+            let client = Client::try_from(config).expect("client");
+            let Setup {
+                client,
+                plugins,
+                workers,
+                keep,
+                after_start,
+            } = setup(client).await;
+            let started = start_controllers(client, plugins, workers, CancellationToken::new())
+                .await
+                .expect("controllers start");
+            for step in after_start {
+                step.await;
+            }
+            tx.send((started.ctx.clone(), started.slots.clone()))
+                .expect("test waiting");
+            let _keep = (started.tasks, keep);
+            std::future::pending::<()>().await;
+        });
+    });
+    let (ctx, slots) = rx.recv().expect("controller thread started");
+    RunningControllers { ctx, slots }
+}
+
+/// The kinds with webhooks in `table`, in the order upstream registers them: the order of the
+/// registration list, then plugins that are not built in, by name.
+pub fn webhook_kinds(table: &odh_model_controller::webhook::WebhookTable) -> Vec<String> {
+    let rank = |plugin: &str| {
+        odh_model_controller::builtins::BUILTINS
+            .iter()
+            .position(|b| b.name == plugin)
+            .unwrap_or(usize::MAX)
+    };
+    // Within a plugin, the order its manifest declares its webhooks in.
+    let declared = |r: &odh_model_controller::webhook::WebhookRoute| {
+        r.plugin
+            .current()
+            .manifest()
+            .webhooks
+            .iter()
+            .position(|w| w.path == r.path)
+            .unwrap_or(usize::MAX)
+    };
+    let mut routes: Vec<_> = table.routes().collect();
+    routes.sort_by_key(|r| {
+        (
+            rank(r.plugin.name()),
+            r.plugin.name().to_string(),
+            declared(r),
+        )
+    });
+    let mut kinds: Vec<String> = Vec::new();
+    for r in routes {
+        // Upstream names the NIM Account's webhook setup `NIMAccount`.
+        let kind = if r.gvk.group == "nim.opendatahub.io" && r.gvk.kind == "Account" {
+            "NIMAccount".to_string()
+        } else {
+            r.gvk.kind.clone()
+        };
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    kinds
 }

@@ -14,11 +14,15 @@
 
 mod apiserver;
 pub mod bench_gate;
+pub mod binary;
+pub mod cluster_checks;
 pub mod crds;
 pub mod dev;
 pub mod host;
 pub mod https_stand_in;
 pub mod namespace;
+pub mod net;
+pub mod process;
 pub mod proxy;
 mod wait;
 

@@ -132,8 +132,8 @@ async fn tls_1_0_and_1_1_are_refused_and_cbc_suites_never_chosen() {
 // ---------------------------------------------------------------------------------------------
 // Suites and groups, offered one at a time by rustls.
 
-/// What a policy allows (mirrors `TlsPolicy`'s documentation, spec §8.2 for the
-/// model-serving-api).
+/// What a policy allows (mirrors `TlsPolicy`'s documentation; for the model-serving-api,
+/// docs/plugins/llm-gateway.md, "Server behaviour (both ways)").
 fn allowed_suite(policy: TlsPolicy, suite: CipherSuite) -> bool {
     match policy {
         TlsPolicy::Default => true,

@@ -4,8 +4,6 @@
 //! settings come from upstream's environment variables (`POD_NAMESPACE`,
 //! `MODELREGISTRY_STATE`).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -24,6 +22,9 @@ use odh_model_controller::builtins;
 use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
 use odh_model_controller::profile::Profile;
 use odh_model_controller::webhook::WebhookTable;
+use odh_test_support::cluster_checks::refuse_writes;
+use odh_test_support::host::webhook_kinds;
+use odh_test_support::process::ServingHost;
 use odh_test_support::{TestContext, Timing, eventually};
 use serde_json::{Value, json};
 
@@ -57,7 +58,7 @@ fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() 
         "LLMInferenceService",
     ];
     const XKS: [&str; 1] = ["LLMInferenceService"];
-    let built = common::webhook_kinds(&table);
+    let built = webhook_kinds(&table);
     assert!(built.contains(&"InferenceService".to_string()), "{built:?}");
     let expected = |list: &[&str]| -> Vec<String> {
         list.iter()
@@ -66,12 +67,12 @@ fn m_01_default_plugins_register_the_inference_service_webhooks_except_in_xks() 
             .collect()
     };
     assert_eq!(
-        common::webhook_kinds(&Profile::Full.webhooks(table.clone())),
+        webhook_kinds(&Profile::Full.webhooks(table.clone())),
         expected(&FULL),
         "full profile"
     );
     assert_eq!(
-        common::webhook_kinds(&Profile::WebhookOnly.webhooks(table)),
+        webhook_kinds(&Profile::WebhookOnly.webhooks(table)),
         expected(&XKS),
         "xKS profile"
     );
@@ -181,7 +182,7 @@ fn graph_entry(mut entry: Value) -> Value {
     entry
 }
 
-fn webhook_entry(host: &common::ServingHost, name: &str, path: &str, namespaces: &[&str]) -> Value {
+fn webhook_entry(host: &ServingHost, name: &str, path: &str, namespaces: &[&str]) -> Value {
     json!({
         "name": name,
         "clientConfig": host.client_config(path),
@@ -259,7 +260,7 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     // The registry is reached by a name, as in a cluster: a granted name that resolves to
     // loopback is refused, so the name goes to the local registry through the test override.
     let resolve = format!("{MR_HOST}:80=127.0.0.1:{mr_port}");
-    let host = common::ServingHost::start(
+    let host = ServingHost::start(
         "isvc-e2e",
         &[
             ("POD_NAMESPACE", protected.as_str()),
@@ -360,8 +361,8 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         other => panic!("W-V02: expected a denial, got {other:?}"),
     }
 
-    // An InferenceGraph is validated on create (spec core §3.2, IG-7 and IG-3 through the
-    // apiserver): a public serviceUrl is an `Invalid` denial naming the step's field.
+    // An InferenceGraph is validated on create (docs/plugins/isvc.md, "Webhooks"; IG-7 and IG-3
+    // through the apiserver): a public serviceUrl is an `Invalid` denial naming the step's field.
     let graphs = dynamic(
         &client,
         &ns,
@@ -619,56 +620,12 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
 
     // D7: when the ServiceAccount cannot be created, the API server's own status is the
     // answer, as upstream's (here an admission policy refuses that ServiceAccount).
-    let policies = Api::<DynamicObject>::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicy",
-            ),
-            "validatingadmissionpolicies",
-        ),
-    );
-    let bindings = Api::<DynamicObject>::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicyBinding",
-            ),
-            "validatingadmissionpolicybindings",
-        ),
-    );
-    let policy = format!("no-blocked-sa-{ns}");
-    policies
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-                "metadata": {"name": policy},
-                "spec": {
-                    "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                        "operations": ["CREATE"], "resources": ["serviceaccounts"]}]},
-                    "validations": [{"expression": "object.metadata.name != 'blocked-sa'",
-                                     "message": "no blocked-sa here", "reason": "Forbidden"}],
-                },
-            }))?,
-        )
-        .await?;
-    bindings
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": {"name": policy},
-                "spec": {
-                    "policyName": policy, "validationActions": ["Deny"],
-                    "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}},
-                },
-            }))?,
-        )
+    let refusal = refuse_writes(&format!("no-blocked-sa-{ns}"), "", "v1", "serviceaccounts")
+        .on(&["CREATE"])
+        .unless("object.metadata.name != 'blocked-sa'", "no blocked-sa here")
+        .reason("Forbidden")
+        .in_namespace(&ns)
+        .install(&client)
         .await?;
     let blocked: Secret = serde_json::from_value(json!({
         "metadata": {"name": "blocked", "annotations": {"opendatahub.io/connection-type-protocol": "s3"}},
@@ -716,8 +673,7 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         "{}",
         status.message
     );
-    bindings.delete(&policy, &DeleteParams::default()).await?;
-    policies.delete(&policy, &DeleteParams::default()).await?;
+    refusal.remove().await?;
 
     // The `servingruntime` built-in, as the binary serves it with no plugins ConfigMap, has
     // what its keys need (real randomness, a longer deadline): every ServingRuntime reconcile

@@ -1,23 +1,22 @@
-//! The NIM Account validating webhook (built-in `nim-account`, spec nim-process §1.14)
-//! through the real apiserver and the real binary: `odh-model-controller run` with its default
-//! plugins serves `/validate-nim-opendatahub-io-v1-account`, registered as upstream's
+//! The NIM Account validating webhook (built-in `nim-account`, docs/plugins/nim-account.md,
+//! "Webhook") through the real apiserver and the real binary: `odh-model-controller run` with its
+//! default plugins serves `/validate-nim-opendatahub-io-v1-account`, registered as upstream's
 //! kustomize output registers it (CREATE and UPDATE of accounts, failurePolicy Fail). W1 as a
 //! client sees it: a second Account in a namespace is denied, 403 Forbidden, with upstream's
 //! message.
-
-mod common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use odh_test_support::process::ServingHost;
 use odh_test_support::{TestContext, Timing, eventually};
 use serde_json::{Value, json};
 
 const WEBHOOK: &str = "validating.nim.account.odh-model-controller.opendatahub.io";
 
 /// Upstream's webhook entry, with the test host's URL and CA and the namespace scope.
-fn account_webhook(host: &common::ServingHost, namespace: &str) -> Value {
+fn account_webhook(host: &ServingHost, namespace: &str) -> Value {
     json!({
         "name": WEBHOOK,
         "clientConfig": host.client_config("/validate-nim-opendatahub-io-v1-account"),
@@ -50,8 +49,7 @@ async fn w1_a_second_account_in_a_namespace_is_denied_over_https() -> anyhow::Re
     let ns = t.namespace.clone();
     let client = t.client.clone();
     // The Accounts name a missing Secret: the host's controller stops without calling NVIDIA.
-    let host =
-        common::ServingHost::start("nim-webhook-e2e", &[("POD_NAMESPACE", ns.as_str())]).await?;
+    let host = ServingHost::start("nim-webhook-e2e", &[("POD_NAMESPACE", ns.as_str())]).await?;
     let with_log = |e: anyhow::Error| host.with_log(e);
 
     let configuration = format!("nim-webhook-e2e-{ns}");

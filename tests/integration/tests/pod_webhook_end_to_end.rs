@@ -1,11 +1,8 @@
-//! The Pod mutating webhook (built-in `pod-mutator`, spec core.md §3.1) through the real
-//! apiserver and the real binary: `odh-model-controller run` with its default plugins serves
-//! `/mutate--v1-pod`, registered as upstream's kustomize output registers it (CREATE of
-//! pods, failurePolicy Fail, the object selector `serving.kserve.io/inferenceservice`
-//! Exists and `control-plane` DoesNotExist). Scenarios PW-1..PW-3 and X-11 as a client sees
-//! them.
-
-mod common;
+//! The Pod mutating webhook (built-in `pod-mutator`, docs/plugins/pod-mutator.md, "Webhook")
+//! through the real apiserver and the real binary: `odh-model-controller run` with its default
+//! plugins serves `/mutate--v1-pod`, registered as upstream's kustomize output registers it (CREATE
+//! of pods, failurePolicy Fail, the object selector `serving.kserve.io/inferenceservice` Exists and
+//! `control-plane` DoesNotExist). Scenarios PW-1..PW-3 and X-11 as a client sees them.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -17,6 +14,8 @@ use odh_model_controller::plugin::wire::Operation;
 use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
 use odh_model_controller::profile::Profile;
 use odh_model_controller::webhook::WebhookTable;
+use odh_test_support::host::webhook_kinds;
+use odh_test_support::process::ServingHost;
 use odh_test_support::{TestContext, Timing, eventually};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -28,7 +27,7 @@ const IMAGE: &str = "registry.redhat.io/ubi9/ubi-minimal:latest";
 const SCRIPT_SHA256: &str = "60f07b79337bcfcb4ad453fb2a74427430e57f0bd845fd6130f99b89758f02ad";
 
 /// Upstream's webhook entry, with the test's URL, CA and namespace scope.
-fn pod_webhook(host: &common::ServingHost, namespace: &str) -> Value {
+fn pod_webhook(host: &ServingHost, namespace: &str) -> Value {
     json!({
         "name": WEBHOOK,
         "clientConfig": host.client_config("/mutate--v1-pod"),
@@ -134,7 +133,7 @@ fn main_1_main_2_the_pod_webhook_is_first_in_full_and_absent_in_xks() {
         Some(("pod-mutator".into(), "Pod".into(), vec![Operation::Create]))
     );
     assert_eq!(
-        common::webhook_kinds(&full).first().map(String::as_str),
+        webhook_kinds(&full).first().map(String::as_str),
         Some("Pod")
     );
     let xks = Profile::WebhookOnly.webhooks(table);
@@ -154,7 +153,7 @@ async fn pod_webhook_through_the_apiserver_and_the_real_binary() -> anyhow::Resu
         .create(&PostParams::default(), &namespace)
         .await?;
 
-    let host = common::ServingHost::start(
+    let host = ServingHost::start(
         "pod-webhook-e2e",
         &[("POD_NAMESPACE", controller_ns.as_str())],
     )

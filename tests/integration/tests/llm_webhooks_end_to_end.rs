@@ -1,13 +1,11 @@
-//! The LLMInferenceService mutating webhooks (built-in `llm-gateway`, spec llm.md §7) through
-//! the real apiserver and the real binary: `odh-model-controller run` with its default plugins
-//! serves both paths, registered as upstream registers them (CREATE and UPDATE,
-//! failurePolicy Fail, sideEffects NoneOnDryRun). A v1alpha2 object gets its model URI from a
-//! URI connection and its resources from a HardwareProfile; a v1alpha1 one its pull secret
-//! from an OCI connection; an S3 connection's ServiceAccount is created; a template without a
-//! `main` container gets the ContainerNameMismatch Event; an empty `URI` is a clear denial
-//! (§11.12). The webhook-only profile (xKS) keeps both paths.
-
-mod common;
+//! The LLMInferenceService mutating webhooks (built-in `llm-gateway`, docs/plugins/llm-gateway.md,
+//! "Webhooks") through the real apiserver and the real binary: `odh-model-controller run` with its
+//! default plugins serves both paths, registered as upstream registers them (CREATE and UPDATE,
+//! failurePolicy Fail, sideEffects NoneOnDryRun). A v1alpha2 object gets its model URI from a URI
+//! connection and its resources from a HardwareProfile; a v1alpha1 one its pull secret from an OCI
+//! connection; an S3 connection's ServiceAccount is created; a template without a `main` container
+//! gets the ContainerNameMismatch Event; an empty `URI` is a clear denial
+//! (docs/plugins/llm-gateway.md, "Divergences"). The webhook-only profile (xKS) keeps both paths.
 
 use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
@@ -17,14 +15,16 @@ use odh_model_controller::builtins;
 use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
 use odh_model_controller::profile::Profile;
 use odh_model_controller::webhook::WebhookTable;
+use odh_test_support::process::ServingHost;
 use odh_test_support::{TestContext, Timing, eventually};
 use serde_json::{Value, json};
 
 const V1ALPHA2: &str = "/mutate-serving-kserve-io-v1alpha2-llminferenceservice";
 const V1ALPHA1: &str = "/mutate-serving-kserve-io-v1alpha1-llminferenceservice";
 
-/// Upstream's entry for one version (§7.1), with the test's URL, CA and namespace scope.
-fn entry(host: &common::ServingHost, version: &str, path: &str, namespace: &str) -> Value {
+/// Upstream's entry for one version (docs/plugins/llm-gateway.md, "Webhooks"), with the test's URL,
+/// CA and namespace scope.
+fn entry(host: &ServingHost, version: &str, path: &str, namespace: &str) -> Value {
     json!({
         "name": format!("connection-llmisvc-{version}.odh-model-controller.opendatahub.io"),
         "clientConfig": host.client_config(path),
@@ -128,8 +128,7 @@ async fn llm_webhooks_through_the_apiserver_and_the_real_binary() -> anyhow::Res
     let t = TestContext::new("llm-webhook").await?;
     let ns = t.namespace.clone();
     let client = t.client.clone();
-    let host =
-        common::ServingHost::start("llm-webhook-e2e", &[("POD_NAMESPACE", ns.as_str())]).await?;
+    let host = ServingHost::start("llm-webhook-e2e", &[("POD_NAMESPACE", ns.as_str())]).await?;
     let with_log = |e: anyhow::Error| host.with_log(e);
 
     let secrets: Api<Secret> = t.api();
@@ -265,8 +264,8 @@ async fn llm_webhooks_through_the_apiserver_and_the_real_binary() -> anyhow::Res
         Some("s3-conn")
     );
 
-    // §7.4: a template without a `main` container gets nothing from the profile, but the
-    // ContainerNameMismatch Event is created.
+    // HardwareProfile (docs/plugins/llm-gateway.md, "Webhooks"): a template without a `main`
+    // container gets nothing from the profile, but the ContainerNameMismatch Event is created.
     let created = t
         .create(
             &v1alpha2,
@@ -295,7 +294,7 @@ async fn llm_webhooks_through_the_apiserver_and_the_real_binary() -> anyhow::Res
         Some("LLMInferenceService")
     );
 
-    // §11.12: an empty URI value is a clear 403, not a crash.
+    // An empty URI value is a clear 403, not a crash (docs/plugins/llm-gateway.md, "Divergences").
     let denied = t
         .create(
             &v1alpha2,

@@ -1,8 +1,8 @@
-//! The model-serving-api end to end (spec §8; scenarios SM-01..SM-05 of §10.11 and
-//! E2E-01..E2E-26 of §10.12): the real binary's `model-serving-api` subcommand, and the same
-//! server inside the controller (`run --model-serving-api-bind-address`), over real HTTPS
-//! against the test apiserver with the Gateway CRD, labelled namespaces, ServiceAccounts with
-//! TokenRequest tokens and Roles granting `create llminferenceservices`.
+//! The model-serving-api end to end (docs/plugins/llm-gateway.md, "model-serving-api"; scenarios
+//! SM-01..SM-05 and E2E-01..E2E-26): the real binary's `model-serving-api` subcommand, and the same
+//! server inside the controller (`run --model-serving-api-bind-address`), over real HTTPS against
+//! the test apiserver with the Gateway CRD, labelled namespaces, ServiceAccounts with TokenRequest
+//! tokens and Roles granting `create llminferenceservices`.
 //!
 //! The acceptance points of issue #14: a caller who may create LLMInferenceServices in a
 //! namespace sees exactly the gateways whose listeners allow it; one who may not gets `[]`; a
@@ -11,7 +11,7 @@
 
 use std::net::SocketAddr;
 use std::os::unix::fs::symlink;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,8 +30,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-mod common;
-use common::free_port;
+use odh_test_support::net::{self, free_port};
+use odh_test_support::process::HostProcess;
 
 const GATEWAYS: &str = "/api/v1/gateways";
 const SAMPLES: &str = "/api/v1/samples/llm-d";
@@ -251,8 +251,61 @@ async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<Reply> {
 }
 
 async fn get_as(addr: SocketAddr, path: &str, token: &str) -> anyhow::Result<Reply> {
-    let bearer = format!("Bearer {token}");
-    send(addr, "GET", path, &[("authorization", &bearer)]).await
+    Req::get(path).bearer(token).send(addr).await
+}
+
+/// One request of a scenario, sent on a fresh HTTPS connection: a method, a path and headers.
+struct Req {
+    method: &'static str,
+    path: String,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl Req {
+    fn get(path: impl Into<String>) -> Self {
+        Self {
+            method: "GET",
+            path: path.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    fn post(path: impl Into<String>) -> Self {
+        Self {
+            method: "POST",
+            ..Self::get(path)
+        }
+    }
+
+    fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// `Authorization: Bearer <token>`.
+    fn bearer(self, token: &str) -> Self {
+        self.header("authorization", format!("Bearer {token}"))
+    }
+
+    async fn send(&self, addr: SocketAddr) -> anyhow::Result<Reply> {
+        let headers: Vec<(&str, &str)> =
+            self.headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        send(addr, self.method, &self.path, &headers).await
+    }
+}
+
+/// The certificate `addr` serves.
+async fn served_cert(addr: SocketAddr) -> anyhow::Result<CertificateDer<'static>> {
+    handshake(
+        addr,
+        client_config(rustls::crypto::ring::default_provider()),
+    )
+    .await
+}
+
+/// The serial number of the certificate `addr` serves.
+async fn served_serial(addr: SocketAddr) -> anyhow::Result<u64> {
+    Ok(serial_of(&served_cert(addr).await?))
 }
 
 fn assert_secured(r: &Reply) {
@@ -274,67 +327,59 @@ fn assert_error(r: &Reply, status: u16, body: &str) {
 // ---------------------------------------------------------------------------------------------
 // The server processes.
 
-/// An `odh-model-controller` child process, killed when dropped.
-struct Process {
-    child: std::process::Child,
-    log: PathBuf,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_file(&self.log);
-        }
-    }
-}
-
 /// A cache of compiled plugins shared by the test's processes (compiling the component is the
 /// slow part of a start).
 fn plugin_cache() -> PathBuf {
     odh_test_support::workspace_root().join("target/test-plugin-cache")
 }
 
+/// The server's configuration variables: a test sets those it means, never inherits them.
+const SERVER_ENV: [&str; 14] = [
+    "LISTEN_ADDR",
+    "METRICS_ADDR",
+    "TLS_CERT_DIR",
+    "LOG_LEVEL",
+    "READ_TIMEOUT",
+    "WRITE_TIMEOUT",
+    "IDLE_TIMEOUT",
+    "KUBE_QPS",
+    "KUBE_BURST",
+    "GATEWAY_LABEL_SELECTOR",
+    "RUST_LOG",
+    "ODH_PLATFORM_TYPE",
+    "ENABLE_WEBHOOKS",
+    "POD_NAMESPACE",
+];
+
+/// An `odh-model-controller` child process, killed when dropped.
+struct Process(HostProcess);
+
+impl std::ops::Deref for Process {
+    type Target = HostProcess;
+    fn deref(&self) -> &HostProcess {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Process {
+    fn deref_mut(&mut self) -> &mut HostProcess {
+        &mut self.0
+    }
+}
+
 impl Process {
     fn start(name: &str, args: &[String], env: &[(&str, &str)]) -> anyhow::Result<Self> {
-        let log = std::env::temp_dir().join(odh_test_support::namespace::unique_name(name));
-        let file = std::fs::File::create(&log)?;
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_odh-model-controller"));
-        cmd.args(args)
-            .stdin(std::process::Stdio::null())
-            .stdout(file.try_clone()?)
-            .stderr(file);
-        for var in [
-            "LISTEN_ADDR",
-            "METRICS_ADDR",
-            "TLS_CERT_DIR",
-            "LOG_LEVEL",
-            "READ_TIMEOUT",
-            "WRITE_TIMEOUT",
-            "IDLE_TIMEOUT",
-            "KUBE_QPS",
-            "KUBE_BURST",
-            "GATEWAY_LABEL_SELECTOR",
-            "RUST_LOG",
-            "ODH_PLATFORM_TYPE",
-            "ENABLE_WEBHOOKS",
-            "POD_NAMESPACE",
-        ] {
-            cmd.env_remove(var);
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        Ok(Self {
-            child: cmd.spawn()?,
-            log,
-        })
+        Ok(Self(HostProcess::spawn(name, args, &SERVER_ENV, env)?))
     }
 
     /// `odh-model-controller model-serving-api` against the test cluster.
     fn standalone(name: &str, env: &[(&str, &str)]) -> anyhow::Result<Self> {
         let kubeconfig = odh_test_support::cluster()?.kubeconfig.clone();
+        Self::standalone_as(name, &kubeconfig, env)
+    }
+
+    /// `odh-model-controller model-serving-api` as the user of `kubeconfig`.
+    fn standalone_as(name: &str, kubeconfig: &Path, env: &[(&str, &str)]) -> anyhow::Result<Self> {
         Self::start(
             name,
             &[
@@ -346,34 +391,8 @@ impl Process {
         )
     }
 
-    fn output(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
     fn with_log(&self, e: anyhow::Error) -> anyhow::Error {
         anyhow::anyhow!("{e:#}; log:\n{}", self.output())
-    }
-
-    fn terminate(&self) {
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(status.success());
-    }
-
-    /// Waits for the exit, at most `within`.
-    fn wait(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().ok().flatten() {
-                return Some(status);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
     }
 
     /// Waits until `addr` answers `/healthz`.
@@ -389,6 +408,41 @@ impl Process {
         )
         .await
         .map_err(|e| self.with_log(e))
+    }
+}
+
+/// A ready standalone server on fresh loopback ports (the API's and the metrics'), its
+/// certificate (serial 1) in a Secret volume, logging at debug.
+struct Standalone {
+    process: Process,
+    addr: SocketAddr,
+    metrics_addr: SocketAddr,
+    volume: SecretVolume,
+}
+
+impl Standalone {
+    /// As the admin of the test cluster, with `env` added.
+    async fn start(name: &str, env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        let kubeconfig = odh_test_support::cluster()?.kubeconfig.clone();
+        Self::start_as(name, &kubeconfig, env).await
+    }
+
+    /// As the user of `kubeconfig`, with `env` added.
+    async fn start_as(name: &str, kubeconfig: &Path, env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        let volume = SecretVolume::new(&format!("{name}-tls"), &serving_cert(1));
+        let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+        let metrics_addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+        let (listen, metrics) = (addr.to_string(), metrics_addr.to_string());
+        let mut all = secret_env(&volume, &listen, &metrics);
+        all.extend_from_slice(env);
+        let process = Process::standalone_as(name, kubeconfig, &all)?;
+        process.ready(addr).await?;
+        Ok(Self {
+            process,
+            addr,
+            metrics_addr,
+            volume,
+        })
     }
 }
 
@@ -571,6 +625,14 @@ impl Fixture {
         ]
     }
 
+    /// The (namespace, gateway, listener) entries of `listeners`, all in the gateways' namespace.
+    fn in_gw_ns(&self, listeners: &[(&str, &str)]) -> Vec<(String, String, String)> {
+        listeners
+            .iter()
+            .map(|(name, listener)| triple(&self.gw_ns, name, listener))
+            .collect()
+    }
+
     /// The granted caller's entries for `ns`, once the RBAC grant is in effect.
     async fn discover(&self, addr: SocketAddr, ns: &str) -> anyhow::Result<Reply> {
         let path = format!("{GATEWAYS}?namespace={ns}");
@@ -603,28 +665,21 @@ fn secret_env<'a>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
     let f = Fixture::new("msa-standalone").await?;
-    let first = serving_cert(1);
-    let mut volume = SecretVolume::new("msa-tls", &first);
-    let (port, metrics_port) = (free_port(), free_port());
-    let (listen, metrics_listen) = (
-        format!("127.0.0.1:{port}"),
-        format!("127.0.0.1:{metrics_port}"),
-    );
-    let mut server = Process::standalone(
-        "msa-standalone",
-        &secret_env(&volume, &listen, &metrics_listen),
-    )?;
-    let addr: SocketAddr = listen.parse()?;
-    let metrics_addr: SocketAddr = metrics_listen.parse()?;
-    server.ready(addr).await?;
+    let Standalone {
+        process: mut server,
+        addr,
+        metrics_addr,
+        mut volume,
+    } = Standalone::start("msa-standalone", &[]).await?;
 
-    // E2E-01: health, with the security headers; any method; the JSON body of §8.6.
-    for (method, path) in [
-        ("GET", "/healthz"),
-        ("GET", "/readyz"),
-        ("POST", "/healthz"),
+    // E2E-01: health, with the security headers; any method; the JSON body of
+    // docs/plugins/llm-gateway.md, "Endpoints".
+    for req in [
+        Req::get("/healthz"),
+        Req::get("/readyz"),
+        Req::post("/healthz"),
     ] {
-        let r = send(addr, method, path, &[]).await?;
+        let r = req.send(addr).await?;
         assert_eq!((r.status, r.body.as_str()), (200, r#"{"status":"ok"}"#));
         assert_eq!(r.header("content-type"), Some("application/json"));
         assert_secured(&r);
@@ -643,47 +698,38 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
     // E2E-02, SM-02..SM-05: the bearer middleware answers before the handler, so a POST
     // without a token is 401, not 405.
     let path = format!("{GATEWAYS}?namespace={}", f.gw_ns);
-    for (method, headers) in [
-        ("GET", vec![]),                                        // E2E-02, SM-02
-        ("GET", vec![("authorization", "Basic dXNlcjpwYXNz")]), // SM-03
-        ("GET", vec![("authorization", "Bearer ")]),            // SM-04
-        ("GET", vec![("authorization", "Bearer    ")]),
-        ("GET", vec![("authorization", "Bearertoken")]), // SM-05
-        ("GET", vec![("authorization", "bearer token")]),
-        ("POST", vec![]),
+    for req in [
+        Req::get(&path),                                               // E2E-02, SM-02
+        Req::get(&path).header("authorization", "Basic dXNlcjpwYXNz"), // SM-03
+        Req::get(&path).header("authorization", "Bearer "),            // SM-04
+        Req::get(&path).header("authorization", "Bearer    "),
+        Req::get(&path).header("authorization", "Bearertoken"), // SM-05
+        Req::get(&path).header("authorization", "bearer token"),
+        Req::post(&path),
     ] {
-        let r = send(addr, method, &path, &headers).await?;
-        assert_error(&r, 401, UNAUTHORIZED);
+        assert_error(&req.send(addr).await?, 401, UNAUTHORIZED);
     }
 
     // E2E-03..E2E-05 with a token.
     let token = f.granted.clone();
-    let bearer = format!("Bearer {token}");
-    let with_token = [("authorization", bearer.as_str())];
-    // E2E-03: no namespace.
-    assert_error(
-        &send(addr, "GET", GATEWAYS, &with_token).await?,
-        400,
-        r#"{"error":"missing required query parameter: namespace"}"#,
-    );
-    // E2E-04: not an RFC 1123 label.
-    assert_error(
-        &send(
-            addr,
-            "GET",
-            &format!("{GATEWAYS}?namespace=INVALID_NS"),
-            &with_token,
-        )
-        .await?,
-        400,
-        r#"{"error":"invalid namespace: must match RFC 1123"}"#,
-    );
-    // E2E-05: POST with a token.
-    assert_error(
-        &send(addr, "POST", &path, &with_token).await?,
-        405,
-        r#"{"error":"method not allowed"}"#,
-    );
+    for (req, status, body) in [
+        // E2E-03: no namespace.
+        (
+            Req::get(GATEWAYS),
+            400,
+            r#"{"error":"missing required query parameter: namespace"}"#,
+        ),
+        // E2E-04: not an RFC 1123 label.
+        (
+            Req::get(format!("{GATEWAYS}?namespace=INVALID_NS")),
+            400,
+            r#"{"error":"invalid namespace: must match RFC 1123"}"#,
+        ),
+        // E2E-05: POST with a token.
+        (Req::post(&path), 405, r#"{"error":"method not allowed"}"#),
+    ] {
+        assert_error(&req.bearer(&token).send(addr).await?, status, body);
+    }
 
     // E2E-06, SM-01: the granted caller (token trimmed) sees exactly the listeners that admit
     // the gateways' own namespace: test-gw (All), same-gw (Same), meta-gw's both listeners;
@@ -694,15 +740,18 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
     let gw_ns = f.gw_ns.as_str();
     assert_eq!(
         entries(&r, &f.ours()),
-        [
-            triple(gw_ns, "meta-gw", "web"),
-            triple(gw_ns, "meta-gw", "internal"),
-            triple(gw_ns, "same-gw", "http"),
-            triple(gw_ns, "test-gw", "http"),
-        ]
+        f.in_gw_ns(&[
+            ("meta-gw", "web"),
+            ("meta-gw", "internal"),
+            ("same-gw", "http"),
+            ("test-gw", "http"),
+        ])
     );
     let padded = format!("Bearer   {token}  ");
-    let r2 = send(addr, "GET", &path, &[("authorization", &padded)]).await?;
+    let r2 = Req::get(&path)
+        .header("authorization", padded)
+        .send(addr)
+        .await?;
     assert_eq!(r2.status, 200, "SM-01: the token is trimmed");
     assert_eq!(entries(&r2, &f.ours()), entries(&r, &f.ours()));
     // Status is Unknown without conditions; display fields only where annotated (E2E-12).
@@ -719,48 +768,43 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
         }
     }
 
-    // E2E-07: a caller without the grant gets an empty list (200), here and everywhere.
-    for ns in [gw_ns, &f.other_ns] {
-        let r = get_as(addr, &format!("{GATEWAYS}?namespace={ns}"), &f.nobody).await?;
+    // E2E-07: a caller without the grant gets an empty list (200), here and everywhere; so
+    // does a token the apiserver does not accept (the review fails, nothing leaks), and the
+    // granted caller in a namespace that does not exist (not granted there: no read made).
+    for (path, token) in [
+        (format!("{GATEWAYS}?namespace={gw_ns}"), f.nobody.as_str()),
+        (
+            format!("{GATEWAYS}?namespace={}", f.other_ns),
+            f.nobody.as_str(),
+        ),
+        (path.clone(), "not-a-real-token"),
+        (
+            format!("{GATEWAYS}?namespace=msa-no-such-ns"),
+            token.as_str(),
+        ),
+    ] {
+        let r = get_as(addr, &path, token).await?;
         assert_eq!((r.status, r.body.as_str()), (200, r#"{"gateways":[]}"#));
     }
-    // A token the apiserver does not accept: the review fails, nothing leaks.
-    let r = get_as(addr, &path, "not-a-real-token").await?;
-    assert_eq!((r.status, r.body.as_str()), (200, r#"{"gateways":[]}"#));
 
     // E2E-08/09: same-gw is seen from its own namespace only.
     let r = f.discover(addr, &f.other_ns).await?;
     assert_eq!(
         entries(&r, &f.ours()),
-        [
-            triple(gw_ns, "meta-gw", "web"),
-            triple(gw_ns, "test-gw", "http")
-        ],
+        f.in_gw_ns(&[("meta-gw", "web"), ("test-gw", "http")]),
         "E2E-09: not same-gw"
     );
     // E2E-10/11: sel-gw from the labelled namespace only.
     let r = f.discover(addr, &f.match_ns).await?;
     assert_eq!(
         entries(&r, &f.ours()),
-        [
-            triple(gw_ns, "meta-gw", "web"),
-            triple(gw_ns, "sel-gw", "http"),
-            triple(gw_ns, "test-gw", "http"),
-        ]
+        f.in_gw_ns(&[("meta-gw", "web"), ("sel-gw", "http"), ("test-gw", "http")])
     );
     let r = f.discover(addr, &f.no_match_ns).await?;
     assert!(
         !entries(&r, &f.ours()).contains(&triple(gw_ns, "sel-gw", "http")),
         "E2E-11"
     );
-    // Not granted in a namespace that does not exist: the empty answer, no read made.
-    let r = get_as(
-        addr,
-        &format!("{GATEWAYS}?namespace=msa-no-such-ns"),
-        &token,
-    )
-    .await?;
-    assert_eq!((r.status, r.body.as_str()), (200, r#"{"gateways":[]}"#));
 
     // E2E-17..E2E-21: each sample type (no authentication).
     for (id, t) in [
@@ -797,24 +841,28 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
         r.body.contains("kind: LLMInferenceServiceConfig")
             && r.body.contains("single-profile-handler")
     );
-    // E2E-24: no type.
-    assert_error(
-        &get(addr, SAMPLES).await?,
-        400,
-        r#"{"error":"missing required query parameter: type"}"#,
-    );
-    // E2E-25: an unknown type.
-    assert_error(
-        &get(addr, &format!("{SAMPLES}?type=nonexistent")).await?,
-        404,
-        r#"{"error":"no sample found for type: nonexistent"}"#,
-    );
-    // E2E-26: POST.
-    assert_error(
-        &send(addr, "POST", &format!("{SAMPLES}?type=router"), &[]).await?,
-        405,
-        r#"{"error":"method not allowed"}"#,
-    );
+    for (req, status, body) in [
+        // E2E-24: no type.
+        (
+            Req::get(SAMPLES),
+            400,
+            r#"{"error":"missing required query parameter: type"}"#,
+        ),
+        // E2E-25: an unknown type.
+        (
+            Req::get(format!("{SAMPLES}?type=nonexistent")),
+            404,
+            r#"{"error":"no sample found for type: nonexistent"}"#,
+        ),
+        // E2E-26: POST.
+        (
+            Req::post(format!("{SAMPLES}?type=router")),
+            405,
+            r#"{"error":"method not allowed"}"#,
+        ),
+    ] {
+        assert_error(&req.send(addr).await?, status, body);
+    }
 
     // E2E-13..E2E-16: HTTPS /metrics on METRICS_ADDR, same certificate.
     let m = get(metrics_addr, "/metrics").await?;
@@ -846,18 +894,10 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
         404,
         "only /metrics"
     );
-    assert_eq!(
-        serial_of(
-            &handshake(
-                metrics_addr,
-                client_config(rustls::crypto::ring::default_provider())
-            )
-            .await?
-        ),
-        1
-    );
+    assert_eq!(served_serial(metrics_addr).await?, 1);
 
-    // §8.2: TLS 1.2 with the four ECDHE AES-GCM suites only, P-256/P-384 only.
+    // TLS 1.2 with the four ECDHE AES-GCM suites only, P-256/P-384 only
+    // (docs/plugins/llm-gateway.md, "Server behaviour (both ways)").
     tls_parameters(addr).await?;
 
     // The request log: one `request completed` record per request.
@@ -889,11 +929,7 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
     let swapped = Instant::now();
     let deadline = swapped + Duration::from_secs(10);
     let took = loop {
-        let cert = handshake(
-            addr,
-            client_config(rustls::crypto::ring::default_provider()),
-        )
-        .await?;
+        let cert = served_cert(addr).await?;
         if serial_of(&cert) == 2 {
             assert_eq!(cert, second.2);
             break swapped.elapsed();
@@ -905,16 +941,7 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert!(took < Duration::from_secs(1), "served after {took:?}");
-    assert_eq!(
-        serial_of(
-            &handshake(
-                metrics_addr,
-                client_config(rustls::crypto::ring::default_provider())
-            )
-            .await?
-        ),
-        2
-    );
+    assert_eq!(served_serial(metrics_addr).await?, 2);
     // A mismatched pair keeps the served certificate (and the server up).
     let (cert3, _, _) = serving_cert(3);
     let (_, key4, _) = serving_cert(4);
@@ -926,12 +953,7 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
             interval: Duration::from_millis(100),
         },
         || async {
-            let cert = handshake(
-                addr,
-                client_config(rustls::crypto::ring::default_provider()),
-            )
-            .await?;
-            anyhow::ensure!(serial_of(&cert) == 2);
+            anyhow::ensure!(served_serial(addr).await? == 2);
             Ok(())
         },
     )
@@ -945,7 +967,8 @@ async fn standalone_model_serving_api_end_to_end() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The TLS parameters of spec §8.2, from the client side.
+/// The TLS parameters of docs/plugins/llm-gateway.md, "Server behaviour (both ways)", from
+/// the client side.
 async fn tls_parameters(addr: SocketAddr) -> anyhow::Result<()> {
     use rustls::crypto::ring::{cipher_suite as cs, default_provider, kx_group};
     let with = |suites: Vec<rustls::SupportedCipherSuite>,
@@ -1080,35 +1103,14 @@ async fn the_deployed_rbac_is_enough_for_the_standalone_server() -> anyhow::Resu
     ));
     std::fs::write(&kubeconfig_path, serde_yaml::to_string(&kubeconfig)?)?;
 
-    let volume = SecretVolume::new("msa-tls-rbac", &serving_cert(1));
-    let (port, metrics_port) = (free_port(), free_port());
-    let (listen, metrics) = (
-        format!("127.0.0.1:{port}"),
-        format!("127.0.0.1:{metrics_port}"),
-    );
-    let server = Process::start(
-        "msa-rbac",
-        &[
-            "model-serving-api".into(),
-            format!("--kubeconfig={}", kubeconfig_path.display()),
-            format!("--plugin-cache-dir={}", plugin_cache().display()),
-        ],
-        &secret_env(&volume, &listen, &metrics),
-    )?;
-    let addr: SocketAddr = listen.parse()?;
-    server.ready(addr).await?;
+    let server = Standalone::start_as("msa-rbac", &kubeconfig_path, &[]).await?;
     // The labelled namespace needs the Namespace read (sel-gw is a Selector listener).
-    let r = f.discover(addr, &f.match_ns).await?;
-    let gw_ns = f.gw_ns.as_str();
+    let r = f.discover(server.addr, &f.match_ns).await?;
     assert_eq!(
         entries(&r, &f.ours()),
-        [
-            triple(gw_ns, "meta-gw", "web"),
-            triple(gw_ns, "sel-gw", "http"),
-            triple(gw_ns, "test-gw", "http"),
-        ]
+        f.in_gw_ns(&[("meta-gw", "web"), ("sel-gw", "http"), ("test-gw", "http")])
     );
-    let log = server.output();
+    let log = server.process.output();
     assert!(!log.to_lowercase().contains("forbidden"), "{log}");
     let _ = std::fs::remove_file(kubeconfig_path);
     Ok(())
@@ -1125,19 +1127,10 @@ async fn gateway_label_selector_limits_the_listed_gateways() -> anyhow::Result<(
     );
     labelled["metadata"]["labels"] = json!({"msa-e2e": label, "tier": "edge"});
     gateway(&f.t, &f.gw_ns, labelled).await?;
-    let volume = SecretVolume::new("msa-tls-sel", &serving_cert(1));
-    let (port, metrics_port) = (free_port(), free_port());
-    let (listen, metrics) = (
-        format!("127.0.0.1:{port}"),
-        format!("127.0.0.1:{metrics_port}"),
-    );
     let selector = format!(" msa-e2e={label} , tier=edge ,");
-    let mut env = secret_env(&volume, &listen, &metrics);
-    env.push(("GATEWAY_LABEL_SELECTOR", &selector));
-    let server = Process::standalone("msa-selector", &env)?;
-    let addr: SocketAddr = listen.parse()?;
-    server.ready(addr).await?;
-    let r = f.discover(addr, &f.gw_ns).await?;
+    let server =
+        Standalone::start("msa-selector", &[("GATEWAY_LABEL_SELECTOR", &selector)]).await?;
+    let r = f.discover(server.addr, &f.gw_ns).await?;
     let all: Vec<String> = r.json()["gateways"]
         .as_array()
         .unwrap()
@@ -1153,7 +1146,7 @@ async fn gateway_label_selector_limits_the_listed_gateways() -> anyhow::Result<(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Configuration errors: exit 1 with upstream's message (spec §8.1).
+// Configuration errors: exit 1 with upstream's message (docs/plugins/llm-gateway.md, "Running it").
 
 #[test]
 fn configuration_errors_exit_1_with_upstreams_messages() -> anyhow::Result<()> {
@@ -1285,14 +1278,9 @@ async fn the_same_server_runs_inside_the_controller() -> anyhow::Result<()> {
         UNAUTHORIZED,
     );
     let r = f.discover(addr, &f.match_ns).await?;
-    let gw_ns = f.gw_ns.as_str();
     assert_eq!(
         entries(&r, &f.ours()),
-        [
-            triple(gw_ns, "meta-gw", "web"),
-            triple(gw_ns, "sel-gw", "http"),
-            triple(gw_ns, "test-gw", "http"),
-        ]
+        f.in_gw_ns(&[("meta-gw", "web"), ("sel-gw", "http"), ("test-gw", "http")])
     );
     let r = get_as(
         addr,
@@ -1304,19 +1292,10 @@ async fn the_same_server_runs_inside_the_controller() -> anyhow::Result<()> {
     let r = get(addr, &format!("{SAMPLES}?type=router&topology=x-pd")).await?;
     assert!(r.status == 200 && r.body.contains("name: pd-scheduling-policy"));
     assert_eq!(get(addr, "/metrics").await?.status, 404);
-    assert_eq!(
-        serial_of(
-            &handshake(
-                addr,
-                client_config(rustls::crypto::ring::default_provider())
-            )
-            .await?
-        ),
-        7
-    );
+    assert_eq!(served_serial(addr).await?, 7);
 
     // The server's metrics are on the controller's /metrics (plain HTTP).
-    let m = common::get(([127, 0, 0, 1], metrics_port).into(), "/metrics").await?;
+    let m = net::get(([127, 0, 0, 1], metrics_port).into(), "/metrics").await?;
     assert!(
         m.body.contains("http_server_request_duration_seconds_count{http_request_method=\"GET\",http_response_status_code=\"401\""),
         "{}",
@@ -1327,7 +1306,7 @@ async fn the_same_server_runs_inside_the_controller() -> anyhow::Result<()> {
         "the controller is ready",
         Timing::within(Duration::from_secs(120)),
         || async {
-            let r = common::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
+            let r = net::get(([127, 0, 0, 1], health_port).into(), "/readyz").await?;
             anyhow::ensure!(r.status == 200, "{r:?}");
             Ok(())
         },

@@ -1,0 +1,183 @@
+//! Loopback networking for tests: free ports, a self-signed serving certificate, an HTTPS
+//! client speaking HTTP/1.1 (keep-alive) and a plain HTTP/1.1 one-shot request.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// A self-signed serving certificate for 127.0.0.1 written as `tls.crt`/`tls.key` into a fresh
+/// directory; returns the directory and the certificate (the client's trust root).
+pub fn serving_cert(prefix: &str) -> (PathBuf, CertificateDer<'static>) {
+    let dir =
+        std::env::temp_dir().join(format!("{prefix}-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+    std::fs::write(dir.join("tls.crt"), cert.cert.pem()).unwrap();
+    std::fs::write(dir.join("tls.key"), cert.signing_key.serialize_pem()).unwrap();
+    (dir, cert.cert.der().clone())
+}
+
+pub(crate) fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// An HTTP/1.1 keep-alive connection over TLS to `addr`.
+pub struct Client {
+    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    addr: SocketAddr,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr, ca: &CertificateDer<'static>) -> anyhow::Result<Self> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca.clone())?;
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let tcp = TcpStream::connect(addr).await?;
+        let tls = TlsConnector::from(Arc::new(config))
+            .connect(ServerName::try_from("127.0.0.1")?, tcp)
+            .await?;
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await?;
+        tokio::spawn(conn);
+        Ok(Self { sender, addr })
+    }
+
+    /// One request with extra headers; returns the status, the headers and the body.
+    pub async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> anyhow::Result<Reply> {
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(http::header::HOST, self.addr.to_string());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.sender.ready().await?;
+        let response = self
+            .sender
+            .send_request(request.body(Full::new(Bytes::new()))?)
+            .await?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or_default().to_string()))
+            .collect();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok(Reply {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    }
+
+    /// POSTs JSON to `path`; returns the status and the body.
+    pub async fn post(
+        &mut self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> anyhow::Result<(u16, serde_json::Value)> {
+        let request = http::Request::post(path)
+            .header(http::header::HOST, self.addr.to_string())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))?;
+        self.sender.ready().await?;
+        let response = self.sender.send_request(request).await?;
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await?.to_bytes();
+        Ok((
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+        ))
+    }
+}
+
+pub fn remove_dir(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A loopback port nothing listens on right now (for a child process to bind).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A response as the tiny client below reads it.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request on a fresh connection (`Connection: close`, so the body runs to EOF).
+pub async fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<Reply> {
+    let mut stream = TcpStream::connect(addr).await?;
+    let req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(req.as_bytes()).await?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw)).await??;
+    let raw = String::from_utf8(raw)?;
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow::anyhow!("no end of headers in {raw:?}"))?;
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("bad status line {status_line:?}"))?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    anyhow::ensure!(
+        !headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked")),
+        "chunked responses are not expected here"
+    );
+    Ok(Reply {
+        status,
+        headers,
+        body: body.to_string(),
+    })
+}
+
+/// [`request`] with `GET`.
+pub async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<Reply> {
+    request(addr, "GET", path).await
+}
