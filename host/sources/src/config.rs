@@ -248,12 +248,13 @@ mod tests {
 
     /// A built-in `servingruntime` that needs longer reconciles and real randomness.
     fn builtins() -> Builtins {
-        let mut limits = Limits::default();
-        limits.reconcile_timeout_ms = 60_000;
         Builtins::new([BuiltinComponent {
             name: "servingruntime".into(),
             component: b"",
-            limits,
+            limits: Limits {
+                reconcile_timeout_ms: 60_000,
+                ..Limits::default()
+            },
             grants: Grants {
                 secure_random: true,
                 ..Grants::default()
