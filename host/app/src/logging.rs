@@ -31,8 +31,7 @@ fn default_filter(level: &str) -> EnvFilter {
 /// a terminal: a pod's log (a pipe) gets plain text.
 pub fn init(encoder: Encoder, level: &str) {
     use std::io::IsTerminal;
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| default_filter(level));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter(level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
@@ -47,8 +46,7 @@ pub fn init(encoder: Encoder, level: &str) {
 /// The model-serving-api's logging (docs/plugins/llm-gateway.md, "Running it"): JSON lines on
 /// stdout at `level` (`RUST_LOG` overrides it when set).
 pub fn init_json_stdout(level: &str) {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| default_filter(level));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter(level));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
@@ -90,4 +88,3 @@ mod tests {
         }
     }
 }
-
