@@ -111,12 +111,7 @@ struct Scenario {
 fn plugin(name: &str) -> LoadedPlugin {
     let engine = PluginEngine::new(EngineOptions::default()).unwrap();
     let settings = builtins::find(name)
-        .map(|b| {
-            b.starting_settings(
-                |k| (k == "POD_NAMESPACE").then(|| "odh-system".into()),
-                None,
-            )
-        })
+        .map(|b| b.starting_settings(|k| (k == "POD_NAMESPACE").then(|| "odh-system".into())))
         .unwrap_or_else(|| json!({}));
     // The built-ins of the binary; `hello`, a test plugin, from target/plugins.
     let (source, bytes) = match builtins::component(name) {

@@ -67,7 +67,7 @@ impl Host {
     pub async fn build(args: RunArgs) -> anyhow::Result<Self> {
         let env = ProcessEnv::from_env();
         let terminated = startup::termination()?;
-        let (config, client, bearer_token) = startup::connect(args.kubeconfig.as_deref()).await?;
+        let (config, client, identity) = startup::connect(args.kubeconfig.as_deref()).await?;
         let version = client
             .apiserver_version()
             .await
@@ -75,7 +75,7 @@ impl Host {
         info!(version = %version.git_version, "connected to the API server");
         info!("{}", env.profile.describe());
 
-        let (engine, plugins) = startup::load_plugins(&args, bearer_token.as_deref())?;
+        let (engine, plugins) = startup::load_plugins(&args, identity)?;
         // Webhooks, API routes and controllers call whatever version a slot holds: the registry
         // swaps them, and adds and removes plugins in the set.
         let slots: Vec<PluginSlot> = plugins.iter().cloned().map(PluginSlot::new).collect();

@@ -4,7 +4,9 @@
 
 use anyhow::Context;
 use kube::{Client, Config, config::KubeConfigOptions};
-use odh_plugin_runtime::{EngineOptions, LoadRequest, LoadedPlugin, PluginEngine, Source};
+use odh_plugin_runtime::{
+    EngineOptions, Identity, LoadRequest, LoadedPlugin, PluginEngine, Source,
+};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -33,11 +35,12 @@ pub(crate) fn plugin_source_roots()
 pub(crate) const REGISTRY_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The plugins this process starts with: the default built-ins (what upstream runs) unless
-/// `--no-default-plugins`, and the `--plugin` names (built-in) or `.wasm` files. A built-in starts with the settings
-/// its registration entry derives from the environment.
+/// `--no-default-plugins`, and the `--plugin` names (built-in) or `.wasm` files. A built-in
+/// starts with the settings its registration entry derives from the environment; the engine
+/// holds the controller's `identity`, which the host sends for plugins where their grants allow.
 pub(crate) fn load_plugins(
     args: &RunArgs,
-    bearer_token: Option<&str>,
+    identity: Identity,
 ) -> anyhow::Result<(PluginEngine, Vec<LoadedPlugin>)> {
     let mut wanted: Vec<String> = if args.no_default_plugins {
         Vec::new()
@@ -52,9 +55,10 @@ pub(crate) fn load_plugins(
     let options = EngineOptions {
         cache_dir: args.plugin_cache_dir.clone(),
         precompiled_dir: Some(args.plugin_precompiled_dir.clone()),
+        identity,
         ..Default::default()
     };
-    load_plugins_named(&wanted, options, bearer_token)
+    load_plugins_named(&wanted, options)
 }
 
 /// Loads `wanted` (built-in names or `.wasm` files), each built-in with the settings its
@@ -62,7 +66,6 @@ pub(crate) fn load_plugins(
 pub fn load_plugins_named(
     wanted: &[String],
     options: EngineOptions,
-    bearer_token: Option<&str>,
 ) -> anyhow::Result<(PluginEngine, Vec<LoadedPlugin>)> {
     let engine = PluginEngine::new(options)?;
     let mut sources = Vec::new();
@@ -85,7 +88,7 @@ pub fn load_plugins_named(
     for (source, bytes) in &sources {
         let settings = match source {
             Source::Builtin(name) => builtins::find(name)
-                .map(|b| b.starting_settings(|k| std::env::var(k).ok(), bearer_token))
+                .map(|b| b.starting_settings(|k| std::env::var(k).ok()))
                 .unwrap_or_default(),
             _ => serde_json::json!({}),
         };
@@ -165,27 +168,29 @@ fn settings_refusal(e: &odh_plugin_runtime::LoadError) -> Option<&str> {
     }
 }
 
-/// The bearer token of the process's own identity, captured once as upstream does: a
-/// kubeconfig's static token, else the in-cluster ServiceAccount token file.
-fn bearer_token(config: &Config) -> Option<String> {
+/// The process's own identity, read at each use: a kubeconfig's static token, else the
+/// in-cluster ServiceAccount token file (projected tokens are rotated while the process runs).
+fn identity(config: &Config) -> Identity {
     use secrecy::ExposeSecret;
-    config
-        .auth_info
-        .token
-        .as_ref()
-        .map(|t| t.expose_secret().to_string())
-        .or_else(|| {
-            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/token")
+    match config.auth_info.token.as_ref() {
+        Some(token) => {
+            let token = token.expose_secret().to_string();
+            Identity::from_fn(move || Some(token.clone()))
+        }
+        None => Identity::from_fn(|| {
+            std::fs::read_to_string(SERVICE_ACCOUNT_TOKEN_FILE)
                 .ok()
                 .map(|t| t.trim().to_string())
-        })
-        .filter(|t| !t.is_empty())
+        }),
+    }
 }
+
+const SERVICE_ACCOUNT_TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
 /// Kube config resolution as upstream: `--kubeconfig`, then KUBECONFIG, in-cluster, ~/.kube/config.
 pub async fn connect(
     kubeconfig: Option<&std::path::Path>,
-) -> anyhow::Result<(Config, Client, Option<String>)> {
+) -> anyhow::Result<(Config, Client, Identity)> {
     let config = match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -196,11 +201,11 @@ pub async fn connect(
             .await
             .context("unable to load kube config")?,
     };
-    let token = bearer_token(&config);
+    let identity = identity(&config);
     Ok((
         config.clone(),
         odh_reconcile::api_client::counted_client(config)?,
-        token,
+        identity,
     ))
 }
 

@@ -27,6 +27,7 @@ static THROWAWAY: Builtin = Builtin {
     },
     limits: &[("reconcileTimeoutMs", 7_000)],
     secure_random: true,
+    service_account_namespaces: &["vendor-system"],
     ..Builtin::named("vendor-runtime")
 };
 
@@ -108,9 +109,12 @@ fn the_live_registration_and_the_starting_point_follow_the_entry() {
     assert_eq!(THROWAWAY.limits().reconcile_timeout_ms, 7_000);
     assert!(THROWAWAY.grants().secure_random);
     assert_eq!(
+        THROWAWAY.grants().service_account_namespaces,
+        ["vendor-system".to_string()].into()
+    );
+    assert_eq!(
         THROWAWAY.starting_settings(
-            |k| (k == "THROWAWAY_REGISTRY").then(|| "quay.io/vendor".to_string()),
-            None
+            |k| (k == "THROWAWAY_REGISTRY").then(|| "quay.io/vendor".to_string())
         ),
         json!({"registry": "quay.io/vendor"})
     );

@@ -60,6 +60,7 @@ impl CallState {
         limits: &Limits,
         env: &CallEnv,
         clock: CallClock,
+        identity: crate::identity::Identity,
     ) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
         let mut wasi = WasiCtx::builder();
@@ -81,6 +82,7 @@ impl CallState {
             env.effects,
             limits,
             clock.budget_end(),
+            identity,
         );
         Self {
             plugin,

@@ -26,6 +26,10 @@ pub struct Grants {
     /// Real randomness from the OS for `wasi:random/random`; otherwise it is deterministic.
     #[serde(default)]
     pub secure_random: bool,
+    /// Namespaces whose Services may receive the controller's ServiceAccount token when the
+    /// plugin asks for it ([`crate::identity`]). Granted only: a manifest cannot ask for more.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub service_account_namespaces: BTreeSet<String>,
 }
 
 impl Grants {
@@ -36,6 +40,7 @@ impl Grants {
             writes: Some(BTreeSet::new()),
             http_hosts: Some(BTreeSet::new()),
             secure_random: false,
+            service_account_namespaces: BTreeSet::new(),
         }
     }
 }
@@ -47,6 +52,7 @@ pub struct Capabilities {
     pub writes: BTreeSet<Gvk>,
     pub http_hosts: BTreeSet<String>,
     pub secure_random: bool,
+    pub service_account_namespaces: BTreeSet<String>,
 }
 
 fn narrow<T: Ord + Clone>(declared: &[T], granted: &Option<BTreeSet<T>>) -> BTreeSet<T> {
@@ -93,6 +99,30 @@ impl Capabilities {
             writes: narrow(&manifest.writes, &grants.writes),
             http_hosts: narrow_hosts(&manifest.http_hosts, &grants.http_hosts),
             secure_random: grants.secure_random,
+            service_account_namespaces: grants.service_account_namespaces.clone(),
+        }
+    }
+
+    /// Whether the controller's identity may go to `authority`: a Service, by its cluster DNS
+    /// name, of a namespace these capabilities name; else why not, for the plugin and the log.
+    pub fn may_send_identity_to(&self, authority: &str) -> Result<(), String> {
+        let granted = || {
+            self.service_account_namespaces
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match crate::identity::service_of(authority) {
+            Some((_, namespace)) if self.service_account_namespaces.contains(&namespace) => Ok(()),
+            Some((service, namespace)) => Err(format!(
+                "the controller's identity was not sent to the Service {service} of namespace {namespace}: the plugin may send it only to Services of the namespaces it is granted (grants.serviceAccountNamespaces: [{}])",
+                granted()
+            )),
+            None => Err(format!(
+                "the controller's identity was not sent to {authority}: only a Service of the cluster, named <service>.<namespace>.svc, in a namespace the plugin is granted (grants.serviceAccountNamespaces: [{}]) receives it; an address taken from an object does not",
+                granted()
+            )),
         }
     }
 
@@ -221,6 +251,33 @@ mod tests {
         );
         assert!(!Capabilities::new(&m, &Grants::none()).may_read(&cm));
         assert!(Capabilities::new(&m, &Grants::default()).may_read(&cm));
+    }
+
+    #[test]
+    fn the_identity_goes_only_to_services_of_granted_namespaces() {
+        let caps = Capabilities::new(
+            &manifest(&[], &["*"]),
+            &Grants {
+                service_account_namespaces: ["registries".to_string()].into(),
+                ..Grants::default()
+            },
+        );
+        assert_eq!(
+            caps.may_send_identity_to("mr.registries.svc.cluster.local:8080"),
+            Ok(())
+        );
+        assert_eq!(caps.may_send_identity_to("mr.registries.svc"), Ok(()));
+        let other = caps
+            .may_send_identity_to("mr.tenant.svc.cluster.local:8080")
+            .unwrap_err();
+        assert!(other.contains("Service mr of namespace tenant"), "{other}");
+        assert!(other.contains("[registries]"), "{other}");
+        let external = caps
+            .may_send_identity_to("mr.tenant.example:443")
+            .unwrap_err();
+        assert!(external.contains("mr.tenant.example:443"), "{external}");
+        let ungranted = Capabilities::new(&manifest(&[], &["*"]), &Grants::default());
+        assert!(ungranted.may_send_identity_to("mr.registries.svc").is_err());
     }
 
     #[test]

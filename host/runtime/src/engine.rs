@@ -36,6 +36,9 @@ pub struct EngineOptions {
     pub max_instances: u32,
     /// The largest memory limit any plugin may be given.
     pub max_memory_mib: usize,
+    /// The controller's identity, sent for plugins to the Services their grants name
+    /// ([`crate::identity`]); never handed to a plugin.
+    pub identity: crate::identity::Identity,
 }
 
 impl Default for EngineOptions {
@@ -45,6 +48,7 @@ impl Default for EngineOptions {
             precompiled_dir: None,
             max_instances: 128,
             max_memory_mib: 512,
+            identity: crate::identity::Identity::none(),
         }
     }
 }

@@ -13,6 +13,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 use crate::call_env::Effects;
 use crate::capabilities::Capabilities;
 use crate::http_connect::{self, IoFuture, Refusal};
+use crate::identity::{self, Identity};
 use crate::limits::Limits;
 
 pub(super) struct HttpGate {
@@ -23,6 +24,8 @@ pub(super) struct HttpGate {
     total_timeout: Duration,
     /// The call's wall-clock end: no request outlives it.
     budget_end: Instant,
+    /// The controller's identity, added by the host where the plugin asks and may have it.
+    identity: Identity,
 }
 
 type SendFuture =
@@ -35,6 +38,7 @@ impl HttpGate {
         effects: Effects,
         limits: &Limits,
         budget_end: Instant,
+        identity: Identity,
     ) -> Self {
         Self {
             plugin,
@@ -43,7 +47,39 @@ impl HttpGate {
             connect_timeout: limits.http_connect_timeout(),
             total_timeout: limits.http_timeout(),
             budget_end,
+            identity,
         }
+    }
+
+    /// Where the plugin asks for the controller's identity (`Odh-Authorization:
+    /// service-account`), the header it asked with replaced by the token, or why not. The
+    /// plugin never sees the token: only the request on its way out carries it.
+    fn authenticate(
+        &self,
+        request: &mut http::Request<WasiBody>,
+        authority: &str,
+    ) -> Result<(), String> {
+        let Some(asked) = request.headers_mut().remove(identity::REQUEST_HEADER) else {
+            return Ok(());
+        };
+        if asked != identity::SERVICE_ACCOUNT {
+            return Err(format!(
+                "{}: {asked:?} is not an identity the host sends (only {:?})",
+                identity::REQUEST_HEADER,
+                identity::SERVICE_ACCOUNT
+            ));
+        }
+        self.caps.may_send_identity_to(authority)?;
+        let token = self.identity.token().ok_or_else(|| {
+            "the controller's identity was not sent: this host has no ServiceAccount token"
+                .to_string()
+        })?;
+        let value = http::HeaderValue::try_from(format!("Bearer {token}"))
+            .map_err(|_| "the controller's token is not a valid header value".to_string())?;
+        request
+            .headers_mut()
+            .insert(http::header::AUTHORIZATION, value);
+        Ok(())
     }
 
     fn refuse(error: Error) -> SendFuture {
@@ -60,7 +96,7 @@ fn is_safe(method: &http::Method) -> bool {
 impl WasiHttpHooks for HttpGate {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _fut: IoFuture,
     ) -> SendFuture {
@@ -81,6 +117,10 @@ impl WasiHttpHooks for HttpGate {
                 &*self.plugin
             );
             tracing::info!(plugin = %self.plugin, "{message}");
+            return Self::refuse(Error::InternalError(Some(message)));
+        }
+        if let Err(message) = self.authenticate(&mut request, &authority) {
+            tracing::warn!(plugin = %self.plugin, host = %authority, "{message}");
             return Self::refuse(Error::InternalError(Some(message)));
         }
         let left = self.budget_end.saturating_duration_since(Instant::now());

@@ -23,6 +23,7 @@ pub mod export;
 pub mod gvk;
 mod http_connect;
 mod http_gate;
+pub mod identity;
 pub mod limits;
 mod loaded;
 pub mod log_budget;
@@ -38,6 +39,7 @@ pub use cluster_view::{ClusterView, MemoryCluster, NoCluster};
 pub use engine::{EngineOptions, PRECOMPILED_DIR, PluginEngine};
 pub use errors::{CallError, GuestError};
 pub use export::Export;
+pub use identity::Identity;
 pub use limits::Limits;
 pub use loaded::{
     AdmissionInput, LoadError, LoadRequest, LoadedPlugin, ReconcileInput, WatchEventInput,

@@ -189,8 +189,14 @@ impl RegistryConfig {
             }
             let limits = refine(builtins.limits(&name), e.limits)
                 .map_err(|m| format!("plugin {name}: limits: {m}"))?;
-            let grants = refine(builtins.grants(&name), e.grants)
-                .map_err(|m| format!("plugin {name}: grants: {m}"))?;
+            let mut base_grants = builtins.grants(&name);
+            if !source.is_builtin() {
+                // Code from outside the host authenticates as the controller only where the
+                // admin's entry says, never by taking a built-in's name.
+                base_grants.service_account_namespaces.clear();
+            }
+            let grants =
+                refine(base_grants, e.grants).map_err(|m| format!("plugin {name}: grants: {m}"))?;
             plugins.insert(
                 name.clone(),
                 PluginEntry {
@@ -257,9 +263,38 @@ mod tests {
             },
             grants: Grants {
                 secure_random: true,
+                service_account_namespaces: ["registries".to_string()].into(),
                 ..Grants::default()
             },
         }])
+    }
+
+    #[test]
+    fn only_the_builtin_itself_inherits_where_the_controllers_identity_may_go() {
+        let parse = |yaml: &str| RegistryConfig::parse(yaml, &builtins()).unwrap();
+        let builtin = parse("plugins:\n  servingruntime:\n    source: builtin\n");
+        assert_eq!(
+            builtin.plugins["servingruntime"]
+                .grants
+                .service_account_namespaces,
+            ["registries".to_string()].into()
+        );
+        let sha = "a".repeat(64);
+        let replacement = parse(&format!(
+            "plugins:\n  servingruntime:\n    source: https://example.com/p.wasm\n    sha256: {sha}\n"
+        ));
+        let e = &replacement.plugins["servingruntime"];
+        assert!(e.grants.service_account_namespaces.is_empty(), "{e:?}");
+        assert!(e.grants.secure_random, "other needs of the name stay");
+        let granted = parse(&format!(
+            "plugins:\n  servingruntime:\n    source: https://example.com/p.wasm\n    sha256: {sha}\n    grants: {{serviceAccountNamespaces: [mine]}}\n"
+        ));
+        assert_eq!(
+            granted.plugins["servingruntime"]
+                .grants
+                .service_account_namespaces,
+            ["mine".to_string()].into()
+        );
     }
 
     const FULL: &str = r#"

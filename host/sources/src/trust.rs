@@ -27,6 +27,7 @@ pub fn baseline(predecessor: Option<&LoadedPlugin>, manifest: &Manifest) -> Capa
                 writes: owned,
                 http_hosts: BTreeSet::new(),
                 secure_random: false,
+                service_account_namespaces: BTreeSet::new(),
             }
         }
     }
@@ -94,6 +95,12 @@ pub fn widened(granted: &Capabilities, baseline: &Capabilities) -> Vec<String> {
     if granted.secure_random && !baseline.secure_random {
         out.push("secure randomness".into());
     }
+    out.extend(
+        granted
+            .service_account_namespaces
+            .difference(&baseline.service_account_namespaces)
+            .map(|ns| format!("the controller's identity to Services of {ns}")),
+    );
     out
 }
 

@@ -1,6 +1,8 @@
 //! The plugin's settings. The host fills them from upstream's environment variables
 //! (`POD_NAMESPACE`, `MODELREGISTRY_STATE`, the cluster domain); an admin may override them in the plugins
-//! ConfigMap. JSON: `{"podNamespace": "...", "modelRegistry": {"enabled": true, "bearerToken": "..."}, "clusterDomain": "cluster.local"}`.
+//! ConfigMap. JSON: `{"podNamespace": "...", "modelRegistry": {"enabled": true}, "clusterDomain": "cluster.local"}`.
+//! No credential is a setting: the Model Registry gets the controller's identity from the host
+//! (docs/plugins/isvc.md, "Model Registry sync").
 
 use odh_plugin_sdk::Validatable;
 use serde::Deserialize;
@@ -35,9 +37,6 @@ impl Settings {
 pub struct ModelRegistrySettings {
     #[serde(default)]
     pub enabled: bool,
-    /// Sent as `Authorization: Bearer <token>` to the Model Registry when non-empty.
-    #[serde(default)]
-    pub bearer_token: Option<String>,
 }
 
 /// Every combination that parses is usable: upstream reads these without further checks.

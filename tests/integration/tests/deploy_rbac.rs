@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
 use kube::api::{
     Api, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
@@ -133,30 +132,6 @@ fn webhook_objects(
 }
 
 /// A kubeconfig (JSON) for the test cluster that authenticates with `token` only.
-fn token_kubeconfig(token: &str, path: &Path) -> anyhow::Result<()> {
-    let admin = kube::config::Kubeconfig::read_from(&odh_test_support::cluster()?.kubeconfig)?;
-    let context = admin
-        .contexts
-        .first()
-        .and_then(|c| c.context.clone())
-        .ok_or_else(|| anyhow::anyhow!("no context in the test kubeconfig"))?;
-    let cluster = admin
-        .clusters
-        .iter()
-        .find(|c| c.name == context.cluster)
-        .and_then(|c| c.cluster.clone())
-        .ok_or_else(|| anyhow::anyhow!("no cluster in the test kubeconfig"))?;
-    let config = json!({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "test", "cluster": serde_json::to_value(&cluster)?}],
-        "users": [{"name": "sa", "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "test", "user": "sa"}}],
-        "current-context": "sa",
-    });
-    std::fs::write(path, serde_json::to_vec_pretty(&config)?)?;
-    Ok(())
-}
-
 /// A self-signed serving certificate for 127.0.0.1 (`tls.crt`, `tls.key`) in `dir`.
 fn serving_cert(dir: &Path) -> anyhow::Result<String> {
     std::fs::create_dir_all(dir)?;
@@ -319,27 +294,13 @@ async fn deploy_host(
     for o in &rbac {
         apply(&admin, o).await?;
     }
-    let token = Api::<ServiceAccount>::namespaced(admin.clone(), &controller_ns)
-        .create_token_request(
-            "odh-model-controller",
-            &PostParams::default(),
-            &TokenRequest {
-                spec: TokenRequestSpec {
-                    audiences: vec![],
-                    expiration_seconds: Some(3600),
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-        )
-        .await?
-        .status
-        .ok_or_else(|| anyhow::anyhow!("a TokenRequest without status"))?
-        .token;
+    let token =
+        odh_test_support::service_account::token(&admin, &controller_ns, "odh-model-controller")
+            .await?;
     let work = std::env::temp_dir().join(unique_name("deploy-rbac"));
     std::fs::create_dir_all(&work)?;
     let kubeconfig = work.join("kubeconfig");
-    token_kubeconfig(&token, &kubeconfig)?;
+    odh_test_support::service_account::token_kubeconfig(&token, &kubeconfig)?;
     let ca_pem = serving_cert(&work.join("certs"))?;
 
     // What the pod webhook reads (the parameters ConfigMap in the controller's namespace).

@@ -1,8 +1,8 @@
 //! `odh-model-controller run` with its default plugins (the built-in `isvc`) against the real
 //! apiserver: the apiserver calls our HTTPS webhooks, the controller reconciles, the Model
-//! Registry sync talks to a small local stand-in for the Model Registry REST API, and the
-//! settings come from upstream's environment variables (`POD_NAMESPACE`,
-//! `MODELREGISTRY_STATE`).
+//! Registry sync talks to a small local stand-in for the Model Registry REST API (as the
+//! controller's ServiceAccount, whose token only the host holds), and the settings come from
+//! upstream's environment variables (`POD_NAMESPACE`, `MODELREGISTRY_STATE`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -14,7 +14,9 @@ use axum::{Json, Router};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceAccount};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use kube::{Client, ResourceExt};
@@ -22,7 +24,7 @@ use odh_model_controller::builtins;
 use odh_model_controller::plugin::{LoadRequest, LoadedPlugin, Source};
 use odh_model_controller::profile::Profile;
 use odh_model_controller::webhook::WebhookTable;
-use odh_test_support::cluster_checks::refuse_writes;
+use odh_test_support::cluster_checks::{event_with, refuse_writes};
 use odh_test_support::host::webhook_kinds;
 use odh_test_support::process::ServingHost;
 use odh_test_support::{TestContext, Timing, eventually};
@@ -87,6 +89,8 @@ struct Registry {
     environments: BTreeMap<String, Value>,
     services: BTreeMap<String, Value>,
     next_id: u64,
+    /// The `Authorization` header of every request, in order ("" when absent).
+    authorizations: Vec<String>,
 }
 
 type Shared = Arc<Mutex<Registry>>;
@@ -96,9 +100,10 @@ fn id(r: &mut Registry) -> String {
     r.next_id.to_string()
 }
 
-/// The Model Registry's name in the InferenceServices' annotation.
-const MR_HOST: &str = "model-registry.isvc-e2e.test";
-const MR_URL: &str = "http://model-registry.isvc-e2e.test";
+/// The Model Registry Service's name and its `http-api` port, as the Model Registry operator
+/// makes them.
+const MR_SERVICE: &str = "model-registry";
+const MR_PORT: u16 = 8080;
 
 async fn model_registry() -> (u16, Shared) {
     let state = Shared::default();
@@ -169,6 +174,19 @@ async fn model_registry() -> (u16, Shared) {
             ),
         )
         .with_state(state.clone());
+    let seen = state.clone();
+    let app = app.layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let authorization = request
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string();
+            seen.lock().unwrap().authorizations.push(authorization);
+            next.run(request)
+        },
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -230,7 +248,23 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         .create(&PostParams::default(), &namespace)
         .await?;
 
+    // The Model Registry lives in its own namespace (the DataScienceCluster's
+    // registriesNamespace), behind its Service; the tenant's namespace has a server of the
+    // tenant's.
+    let registries = odh_test_support::namespace::unique_name("isvc-e2e-mr");
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": registries}}))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    let service: Service = serde_json::from_value(json!({
+        "metadata": {"name": MR_SERVICE, "labels": {"component": "model-registry"}},
+        "spec": {"ports": [{"name": "http-api", "port": MR_PORT}]},
+    }))?;
+    Api::<Service>::namespaced(client.clone(), &registries)
+        .create(&PostParams::default(), &service)
+        .await?;
     let (mr_port, registry) = model_registry().await;
+    let (tenant_port, tenant_server) = model_registry().await;
     let dscs = Api::<DynamicObject>::all_with(
         client.clone(),
         &ApiResource::from_gvk_with_plural(
@@ -252,16 +286,55 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         &serde_json::from_value(json!({
             "apiVersion": "datasciencecluster.opendatahub.io/v1", "kind": "DataScienceCluster",
             "metadata": {"name": dsc_name},
-            "spec": {"components": {"modelregistry": {"registriesNamespace": ns}}},
+            "spec": {"components": {"modelregistry": {"registriesNamespace": registries}}},
         }))?,
     )
     .await?;
 
-    // The registry is reached by a name, as in a cluster: a granted name that resolves to
-    // loopback is refused, so the name goes to the local registry through the test override.
-    let resolve = format!("{MR_HOST}:80=127.0.0.1:{mr_port}");
-    let host = ServingHost::start(
+    // The host runs as a ServiceAccount with a real token (bound to cluster-admin here), and
+    // the admin grants the isvc plugin the registries' namespace for the controller's identity.
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "odh-model-controller"}}))?;
+    Api::<ServiceAccount>::namespaced(client.clone(), &protected)
+        .create(&PostParams::default(), &sa)
+        .await?;
+    let binding_name = format!("isvc-e2e-{ns}");
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": binding_name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "odh-model-controller", "namespace": protected}],
+    }))?;
+    let bindings = Api::<ClusterRoleBinding>::all(client.clone());
+    bindings.create(&PostParams::default(), &binding).await?;
+    let token =
+        odh_test_support::service_account::token(&client, &protected, "odh-model-controller")
+            .await?;
+    let work = std::env::temp_dir().join(odh_test_support::namespace::unique_name("isvc-e2e"));
+    std::fs::create_dir_all(&work)?;
+    let kubeconfig = work.join("kubeconfig");
+    odh_test_support::service_account::token_kubeconfig(&token, &kubeconfig)?;
+    let plugins: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "odh-model-controller-plugins"},
+        "data": {"plugins.yaml": format!(
+            "plugins:\n  isvc:\n    source: builtin\n    grants: {{serviceAccountNamespaces: [{registries}]}}\n"
+        )},
+    }))?;
+    Api::<ConfigMap>::namespaced(client.clone(), &protected)
+        .create(&PostParams::default(), &plugins)
+        .await?;
+
+    // Services are reached by their cluster names, as in a cluster: a granted name that
+    // resolves to loopback is refused, so the names go to the local servers through the test
+    // override.
+    let tenant_url = format!("http://mine.{ns}.svc.cluster.local:{MR_PORT}");
+    let resolve = format!(
+        "{MR_SERVICE}.{registries}.svc.cluster.local:{MR_PORT}=127.0.0.1:{mr_port},\
+         mine.{ns}.svc.cluster.local:{MR_PORT}=127.0.0.1:{tenant_port}"
+    );
+    let host = ServingHost::start_as(
+        &kubeconfig,
         "isvc-e2e",
+        false,
         &[
             ("POD_NAMESPACE", protected.as_str()),
             ("MODELREGISTRY_STATE", "managed"),
@@ -478,7 +551,6 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         "modelregistry.opendatahub.io/registered-model-id": "1",
         "modelregistry.opendatahub.io/model-version-id": "2",
     });
-    v["metadata"]["annotations"] = json!({"modelregistry.opendatahub.io/url": MR_URL});
     create(&isvcs, v).await?;
     let registered = eventually(
         "E-02: the ISVC carries the MR id",
@@ -520,7 +592,54 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         );
         assert_eq!(mr["servingEnvironmentId"], r.environments[&ns]["id"]);
         assert_eq!(mr["desiredState"], "DEPLOYED");
+        // Managed: every call carried the controller's real token, added by the host.
+        assert!(!r.authorizations.is_empty());
+        assert!(
+            r.authorizations
+                .iter()
+                .all(|a| *a == format!("Bearer {token}")),
+            "{:?}",
+            r.authorizations.iter().map(|a| a.len()).collect::<Vec<_>>()
+        );
     }
+
+    // A tenant points the Model Registry of their InferenceService at a server of theirs (a
+    // Service of their own namespace): the host sends it nothing, the ISVC gets a Warning
+    // Event saying why.
+    let mut v = isvc("tenant-steered");
+    v["metadata"]["labels"] = json!({
+        "modelregistry.opendatahub.io/registered-model-id": "1",
+        "modelregistry.opendatahub.io/model-version-id": "2",
+    });
+    v["metadata"]["annotations"] = json!({"modelregistry.opendatahub.io/url": tenant_url});
+    create(&isvcs, v).await?;
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    eventually(
+        "the tenant-steered ISVC gets a Warning Event",
+        Timing::default(),
+        || async {
+            event_with(
+                &events,
+                "ReconcileFailed",
+                &format!(
+                    "the controller's identity was not sent to the Service mine of namespace {ns}"
+                ),
+            )
+            .await
+        },
+    )
+    .await?;
+    {
+        let seen = tenant_server.lock().unwrap();
+        assert!(
+            seen.authorizations.is_empty(),
+            "the tenant's server was called: {} requests",
+            seen.authorizations.len()
+        );
+    }
+    isvcs
+        .delete("tenant-steered", &DeleteParams::default())
+        .await?;
     assert!(
         o.finalizers()
             .iter()
@@ -552,7 +671,6 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         "modelregistry.opendatahub.io/registered-model-id": "1",
         "modelregistry.opendatahub.io/model-version-id": "2",
     });
-    v["metadata"]["annotations"] = json!({"modelregistry.opendatahub.io/url": MR_URL});
     create(&isvcs, v).await?;
     let stuck_id = eventually(
         "the second MR-linked ISVC carries both finalizers",
@@ -581,7 +699,7 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         &serde_json::from_value(json!({
             "apiVersion": "datasciencecluster.opendatahub.io/v1", "kind": "DataScienceCluster",
             "metadata": {"name": second_dsc},
-            "spec": {"components": {"modelregistry": {"registriesNamespace": ns}}},
+            "spec": {"components": {"modelregistry": {"registriesNamespace": registries}}},
         }))?,
     )
     .await?;
@@ -696,5 +814,9 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
     mwcs.delete(&format!("isvc-e2e-{ns}"), &DeleteParams::default())
         .await?;
     dscs.delete(&dsc_name, &DeleteParams::default()).await?;
+    bindings
+        .delete(&binding_name, &DeleteParams::default())
+        .await?;
+    let _ = std::fs::remove_dir_all(&work);
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! The `odh-model-controller` binary as a child process: [`HostProcess`] runs it with any
 //! arguments, [`ServingHost`] runs `run` serving its webhooks on loopback, ready.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::net::{free_port, get, rand_suffix, remove_dir, serving_cert};
@@ -28,7 +28,17 @@ impl HostProcess {
     /// Starts `odh-model-controller run` against the test cluster with `args` (JSON logs,
     /// metrics off unless given) and `env`; output goes to a log file named after `name`.
     pub fn start(name: &str, args: &[String], env: &[(&str, &str)]) -> anyhow::Result<Self> {
-        let kubeconfig = crate::cluster()?.kubeconfig.clone();
+        Self::start_as(&crate::cluster()?.kubeconfig, name, args, env)
+    }
+
+    /// [`HostProcess::start`] with the credentials of `kubeconfig` (e.g. a ServiceAccount's
+    /// token, see [`crate::service_account`]).
+    pub fn start_as(
+        kubeconfig: &Path,
+        name: &str,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let mut run = vec![
             "run".to_string(),
             "--zap-devel=false".to_string(),
@@ -128,6 +138,16 @@ impl ServingHost {
         sync_webhooks: bool,
         env: &[(&str, &str)],
     ) -> anyhow::Result<Self> {
+        Self::start_as(&crate::cluster()?.kubeconfig, name, sync_webhooks, env).await
+    }
+
+    /// [`ServingHost::start_with`] with the credentials of `kubeconfig`.
+    pub async fn start_as(
+        kubeconfig: &Path,
+        name: &str,
+        sync_webhooks: bool,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let (cert_dir, _) = serving_cert(name);
         let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
         let webhook_port = free_port();
@@ -143,7 +163,7 @@ impl ServingHost {
             args.push(format!("--webhook-url=https://127.0.0.1:{webhook_port}"));
         }
         let host = Self {
-            process: HostProcess::start(name, &args, env)?,
+            process: HostProcess::start_as(kubeconfig, name, &args, env)?,
             webhook_port,
             ca_pem,
             cert_dir,

@@ -14,9 +14,6 @@ pub enum FromProcess {
     Env(&'static str),
     /// Whether the variable is set to exactly this value.
     EnvIs(&'static str, &'static str),
-    /// The process's own bearer token (a kubeconfig token or the in-cluster ServiceAccount
-    /// token, read once at start), only when the variable is set to exactly this value.
-    TokenWhen(&'static str, &'static str),
     /// The cluster's DNS domain as knative finds it: `cluster.local` when `/etc/resolv.conf`
     /// cannot be read, else the variable when set and not empty, else the `svc.<domain>` search
     /// entry of `/etc/resolv.conf`, else `cluster.local`.
@@ -78,6 +75,9 @@ pub struct Builtin {
     pub limits: &'static [(&'static str, u64)],
     /// `grants.secureRandom`: real randomness, for keys.
     pub secure_random: bool,
+    /// `grants.serviceAccountNamespaces`: the namespaces whose Services may receive the
+    /// controller's identity when the plugin asks for it (never the token itself).
+    pub service_account_namespaces: &'static [&'static str],
     /// Its API routes are what the standalone `model-serving-api` serves by default.
     pub model_serving_api: bool,
 }
@@ -94,6 +94,7 @@ impl Builtin {
             rbac: RbacNeeds::NONE,
             limits: &[],
             secure_random: false,
+            service_account_namespaces: &[],
             model_serving_api: false,
         }
     }
@@ -132,10 +133,6 @@ pub const BUILTINS: &[Builtin] = &[
             (
                 "/modelRegistry/enabled",
                 FromProcess::EnvIs("MODELREGISTRY_STATE", "managed"),
-            ),
-            (
-                "/modelRegistry/bearerToken",
-                FromProcess::TokenWhen("MODELREGISTRY_STATE", "managed"),
             ),
             (
                 "/clusterDomain",
@@ -181,6 +178,9 @@ pub const BUILTINS: &[Builtin] = &[
                 ),
             ],
         },
+        // Where the Model Registry operator puts the registries (its default namespaces in
+        // ODH and RHOAI): the Model Registry sync authenticates as the controller there only.
+        service_account_namespaces: &["odh-model-registries", "rhoai-model-registries"],
         ..Builtin::named("isvc")
     },
     // Upstream registers the LLMInferenceService webhooks after the InferenceGraph ones, and

@@ -121,17 +121,18 @@ impl Builtin {
     pub fn grants(&self) -> Grants {
         Grants {
             secure_random: self.secure_random,
+            service_account_namespaces: self
+                .service_account_namespaces
+                .iter()
+                .map(|ns| ns.to_string())
+                .collect(),
             ..Grants::default()
         }
     }
 
     /// The settings this plugin starts with: each declared source read through `env` (a
-    /// variable lookup) and `token` (the process's bearer token), set at its JSON pointer.
-    pub fn starting_settings(
-        &self,
-        env: impl Fn(&str) -> Option<String>,
-        token: Option<&str>,
-    ) -> Value {
+    /// variable lookup), set at its JSON pointer. No credential is ever a setting.
+    pub fn starting_settings(&self, env: impl Fn(&str) -> Option<String>) -> Value {
         let mut settings = Value::Object(Default::default());
         for (pointer, source) in self.settings {
             let value = match *source {
@@ -139,9 +140,6 @@ impl Builtin {
                 FromProcess::EnvIs(var, want) => {
                     Some(Value::Bool(env(var).as_deref() == Some(want)))
                 }
-                FromProcess::TokenWhen(var, want) => token
-                    .filter(|_| env(var).as_deref() == Some(want))
-                    .map(|t| Value::String(t.to_string())),
                 FromProcess::ClusterDomain(var) => Some(Value::String(cluster_domain(
                     env(var),
                     std::fs::read_to_string(RESOLV_CONF).ok().as_deref(),
@@ -213,7 +211,6 @@ mod tests {
         settings: &[
             ("/namespace", FromProcess::Env("NS")),
             ("/feature/enabled", FromProcess::EnvIs("STATE", "managed")),
-            ("/feature/token", FromProcess::TokenWhen("STATE", "managed")),
         ],
         ..Builtin::named("p")
     };
@@ -221,13 +218,13 @@ mod tests {
     #[test]
     fn settings_follow_the_declared_sources() {
         assert_eq!(
-            PLUGIN.starting_settings(env(&[("NS", "odh"), ("STATE", "managed")]), Some("t")),
-            json!({"namespace": "odh", "feature": {"enabled": true, "token": "t"}})
+            PLUGIN.starting_settings(env(&[("NS", "odh"), ("STATE", "managed")])),
+            json!({"namespace": "odh", "feature": {"enabled": true}})
         );
         assert_eq!(
-            PLUGIN.starting_settings(env(&[("NS", ""), ("STATE", "Managed")]), Some("t")),
+            PLUGIN.starting_settings(env(&[("NS", ""), ("STATE", "Managed")])),
             json!({"feature": {"enabled": false}}),
-            "empty variables are unset; the token goes only where its condition holds"
+            "empty variables are unset; a condition holds for its exact value only"
         );
     }
 
@@ -249,6 +246,20 @@ mod tests {
             "cluster.local",
             "without a readable resolv.conf knative never looks at the variable"
         );
+    }
+
+    #[test]
+    fn no_setting_of_a_builtin_holds_a_credential() {
+        for b in BUILTINS {
+            let settings = b.starting_settings(|_| Some("managed".into())).to_string();
+            for word in ["token", "password", "secret", "bearer"] {
+                assert!(
+                    !settings.to_ascii_lowercase().contains(word),
+                    "{}: {settings}",
+                    b.name
+                );
+            }
+        }
     }
 
     #[test]

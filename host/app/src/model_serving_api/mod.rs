@@ -58,7 +58,6 @@ pub fn load_plugins(options: &Options) -> anyhow::Result<Vec<LoadedPlugin>> {
             precompiled_dir: options.plugin_precompiled_dir.clone(),
             ..Default::default()
         },
-        None,
     )?;
     Ok(plugins)
 }
@@ -71,7 +70,7 @@ pub async fn run(
     config: ServerConfig,
     plugins: Vec<LoadedPlugin>,
 ) -> anyhow::Result<()> {
-    let (kube_config, client, _token) = startup::connect(options.kubeconfig.as_deref()).await?;
+    let (kube_config, client, _identity) = startup::connect(options.kubeconfig.as_deref()).await?;
     if config.otlp_endpoint.is_some() {
         warn!("OTEL_EXPORTER_OTLP_ENDPOINT is set, but this build exports no traces");
     }

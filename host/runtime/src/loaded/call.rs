@@ -86,7 +86,14 @@ impl Bootstrap<'_> {
             (limits.reconcile_timeout(), limits.reconcile_budget())
         };
         let clock = CallClock::new(deadline, budget);
-        let state = CallState::new(self.name.clone(), self.caps.clone(), limits, env, clock);
+        let state = CallState::new(
+            self.name.clone(),
+            self.caps.clone(),
+            limits,
+            env,
+            clock,
+            engine.options().identity.clone(),
+        );
         let mut store = Store::new(engine.engine(), state);
         store.limiter(|s| &mut s.limiter);
         store.call_hook(|mut cx, hook| {

@@ -2,7 +2,7 @@
 //! the plugin's HTTP [`Client`].
 
 use odh_plugin_sdk::go::{path_escape, query_escape, status_line};
-use odh_plugin_sdk::http::Request;
+use odh_plugin_sdk::http::{Request, SERVICE_ACCOUNT_HEADER};
 
 use super::service_url::url_from_service;
 use super::*;
@@ -10,7 +10,10 @@ use super::*;
 /// The Model Registry REST client (what the generated Go `openapi.APIClient` does).
 pub(super) struct MrClient<'a> {
     base: String,
-    authorization: Option<String>,
+    /// Ask the host to send the controller's identity (upstream sends its ServiceAccount token
+    /// when the Model Registry is managed); the host sends it only to a Model Registry Service
+    /// of a namespace the plugin is granted, never to a URL an InferenceService names.
+    as_controller: bool,
     http: &'a dyn Client,
 }
 
@@ -29,14 +32,9 @@ impl<'a> MrClient<'a> {
         } else {
             url.to_string()
         };
-        let authorization = settings
-            .bearer_token
-            .as_deref()
-            .filter(|t| !t.is_empty())
-            .map(|t| format!("Bearer {t}"));
         Ok(MrClient {
             base: base.trim_end_matches('/').to_string(),
-            authorization,
+            as_controller: settings.enabled,
             http,
         })
     }
@@ -56,8 +54,8 @@ impl<'a> MrClient<'a> {
                 .header("Content-Type", "application/json")
                 .body(body.to_string());
         }
-        if let Some(authorization) = &self.authorization {
-            request = request.header("Authorization", authorization);
+        if self.as_controller {
+            request = request.header(SERVICE_ACCOUNT_HEADER.0, SERVICE_ACCOUNT_HEADER.1);
         }
         let response = self
             .http

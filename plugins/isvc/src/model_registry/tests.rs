@@ -281,10 +281,7 @@ fn deleting(mut isvc: Value) -> Value {
 }
 
 fn settings() -> ModelRegistrySettings {
-    ModelRegistrySettings {
-        enabled: true,
-        bearer_token: None,
-    }
+    ModelRegistrySettings { enabled: true }
 }
 
 /// The sync for `isvc` (none: a request for a gone one), as the outcome it decides.
@@ -961,42 +958,37 @@ fn model_without_runtime_omits_runtime() {
 // Headers.
 
 #[test]
-fn bearer_header_only_when_token_non_empty() {
+fn the_controllers_identity_is_asked_for_and_never_carried() {
     let isvc = isvc(&[
         (REGISTERED_MODEL_ID_LABEL, "1"),
         (MODEL_VERSION_ID_LABEL, "2"),
     ]);
     let mr = FakeMr::prefilled();
-    let with_token = ModelRegistrySettings {
-        enabled: true,
-        bearer_token: Some("sa-token".into()),
-    };
-    sync_with(Some(&isvc), &cluster(), &mr, &with_token).unwrap();
+    sync_with(Some(&isvc), &cluster(), &mr, &settings()).unwrap();
     assert_eq!(mr.calls().len(), 4);
     for call in mr.calls() {
+        // The host replaces the request header with the token, where the grant allows it.
         assert_eq!(
-            call.header_value("authorization"),
-            Some("Bearer sa-token"),
+            call.header_value("odh-authorization"),
+            Some("service-account"),
             "{call:?}"
         );
+        assert_eq!(call.header_value("authorization"), None, "{call:?}");
         assert_eq!(call.header_value("accept"), Some("application/json"));
         assert_eq!(
             call.header_value("content-type"),
             body(&call).as_ref().map(|_| "application/json")
         );
     }
-    for token in [None, Some(String::new())] {
-        let mr = FakeMr::prefilled();
-        let settings = ModelRegistrySettings {
-            enabled: true,
-            bearer_token: token,
-        };
-        sync_with(Some(&isvc), &cluster(), &mr, &settings).unwrap();
-        assert_eq!(mr.calls().len(), 4);
-        assert!(
-            mr.calls()
-                .iter()
-                .all(|c| c.header_value("authorization").is_none())
-        );
-    }
+    // Not managed: no identity asked for.
+    let mr = FakeMr::prefilled();
+    let unmanaged = ModelRegistrySettings { enabled: false };
+    sync_with(Some(&isvc), &cluster(), &mr, &unmanaged).unwrap();
+    assert_eq!(mr.calls().len(), 4);
+    assert!(
+        mr.calls()
+            .iter()
+            .all(|c| c.header_value("odh-authorization").is_none()
+                && c.header_value("authorization").is_none())
+    );
 }

@@ -31,6 +31,13 @@ mod wasi;
 
 pub use fake::Fake;
 
+/// The header a request asks the host to send the controller's own identity with. The host
+/// replaces it with `Authorization: Bearer <the controller's ServiceAccount token>` only for a
+/// Service of the cluster (`<service>.<namespace>.svc[.cluster.local]`) in a namespace the
+/// plugin is granted (`grants.serviceAccountNamespaces`), and refuses the request otherwise
+/// (a transport error saying why). The plugin never sees the token.
+pub const SERVICE_ACCOUNT_HEADER: (&str, &str) = ("Odh-Authorization", "service-account");
+
 use crate::Error;
 
 /// One outgoing request. Header names are sent as given; HTTP treats them case-insensitively.
