@@ -171,7 +171,8 @@ fn host_binary() -> anyhow::Result<PathBuf> {
         .args(["build", "-q", "--workspace", "--bins", "--tests"])
         .status()?;
     anyhow::ensure!(status.success(), "building odh-model-controller failed");
-    Ok(root.join("target/debug/odh-model-controller"))
+    // Where cargo put it (CARGO_TARGET_DIR may name another target directory).
+    Ok(odh_test_support::binary::host())
 }
 
 fn free_port() -> u16 {
