@@ -11,6 +11,7 @@
 //! knows Kubernetes clients, servers or any product: those are the crates above.
 
 pub mod bindings;
+mod bounded_waits;
 mod call_clock;
 pub mod call_env;
 mod call_state;
