@@ -29,6 +29,7 @@ pub mod limits;
 mod loaded;
 pub mod log_budget;
 pub mod set;
+pub mod shadow_report;
 pub mod slot;
 pub mod source;
 pub mod wire;
