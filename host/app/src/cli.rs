@@ -195,6 +195,10 @@ pub struct RunArgs {
     /// Plugins compiled when the image was built (`plugin precompile`); read only.
     #[arg(long, default_value = crate::plugin::PRECOMPILED_DIR)]
     pub plugin_precompiled_dir: PathBuf,
+    /// The directory `file://` sources of the plugins ConfigMap are read from (regular files
+    /// under it only); unset, such sources are refused.
+    #[arg(long, value_name = "DIR")]
+    pub plugin_file_dir: Option<PathBuf>,
 }
 
 /// A duration such as `15s`, `500ms`, `2m`.

@@ -241,6 +241,7 @@ impl Host {
                     builtins::catalog(),
                 )
                 .with_extra_roots(startup::plugin_source_roots()?)
+                .with_file_dir(self.args.plugin_file_dir.clone())
                 .with_serve_check(check);
                 tokio::spawn(Arc::new(registry).run(REGISTRY_RETRY, shutdown.clone()));
             }

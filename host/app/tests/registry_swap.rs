@@ -278,9 +278,14 @@ async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported
             "invalid plugin settings",
         ),
         (
-            "unreadable source",
+            "a file source without --plugin-file-dir",
             f.entry("file:///nonexistent/misbehave.wasm", &digest, ""),
-            "reading /nonexistent/misbehave.wasm",
+            "file:///nonexistent/misbehave.wasm is not read: file:// sources are off",
+        ),
+        (
+            "a device as the source",
+            f.entry("file:///dev/zero", &digest, ""),
+            "file:///dev/zero is not read",
         ),
     ];
     for (i, (case, entry, want)) in cases.iter().enumerate() {

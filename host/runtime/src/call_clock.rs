@@ -54,6 +54,11 @@ impl CallClock {
         self.guest_limit.saturating_sub(self.guest_time())
     }
 
+    /// How long the whole call may take.
+    pub fn budget(&self) -> Duration {
+        self.budget
+    }
+
     /// When the call's wall-clock budget runs out: no host call may last beyond it.
     pub fn budget_end(&self) -> Instant {
         self.started + self.budget

@@ -148,8 +148,7 @@ where
                     plugin = shadow.name(),
                     op = op.as_str(),
                     object = %subject,
-                    ?active,
-                    ?candidate,
+                    differences = %crate::shadow_report::describe(&active, &candidate),
                     "shadow candidate decided differently"
                 );
             }

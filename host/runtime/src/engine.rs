@@ -89,6 +89,7 @@ impl PluginEngine {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        crate::bounded_waits::add_to_linker(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
         ScopedPolicy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
 

@@ -21,25 +21,73 @@ pub(super) struct Route {
     pub(super) tls: bool,
 }
 
-/// An address no host name may lead to: loopback, unspecified, link-local (the cloud metadata
-/// service is 169.254.169.254), multicast and broadcast. Private ranges stay reachable: in-cluster
-/// Services live there.
+/// An address no host name may lead to: loopback, unspecified, "this network", link-local (the
+/// cloud metadata service is 169.254.169.254), shared address space (100.64.0.0/10, where some
+/// clouds put their metadata service), multicast and broadcast, AWS's IPv6 metadata address
+/// (`fd00:ec2::254`), and any of these written inside an IPv6 address (IPv4-mapped and
+/// -compatible, NAT64 `64:ff9b::/96` and `64:ff9b:1::/48`, 6to4 `2002::/16`, Teredo
+/// `2001::/32`). Private ranges stay reachable: in-cluster Services live there. The host's own
+/// addresses are refused besides ([`is_own_address`]).
 pub fn is_reserved(ip: IpAddr) -> bool {
     match ip.to_canonical() {
-        IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_unspecified()
-                || v4.is_link_local()
-                || v4.is_multicast()
-                || v4.is_broadcast()
-        }
+        IpAddr::V4(v4) => is_reserved_v4(v4),
         IpAddr::V6(v6) => {
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || v6.is_unicast_link_local()
+                || v6 == AWS_METADATA_V6
+                || embedded_v4(v6).is_some_and(is_reserved_v4)
         }
     }
+}
+
+/// AWS's instance metadata service over IPv6.
+const AWS_METADATA_V6: std::net::Ipv6Addr =
+    std::net::Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254);
+
+fn is_reserved_v4(v4: std::net::Ipv4Addr) -> bool {
+    let [a, b, ..] = v4.octets();
+    v4.is_loopback()
+        || v4.is_unspecified()
+        || a == 0
+        || v4.is_link_local()
+        || (a == 100 && (b & 0xc0) == 64)
+        || v4.is_multicast()
+        || v4.is_broadcast()
+}
+
+/// The IPv4 address an IPv6 address carries by a translation or tunnelling convention.
+fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let low = |hi: u16, lo: u16| {
+        std::net::Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))
+    };
+    match s {
+        // IPv4-compatible (deprecated) ::a.b.c.d; `::` and `::1` are handled as IPv6.
+        [0, 0, 0, 0, 0, 0, hi, lo] if hi != 0 => Some(low(hi, lo)),
+        // NAT64, well-known and local-use prefixes.
+        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] | [0x64, 0xff9b, 1, _, _, _, hi, lo] => {
+            Some(low(hi, lo))
+        }
+        // 6to4: 2002:aabb:ccdd::/48.
+        [0x2002, hi, lo, ..] => Some(low(hi, lo)),
+        // Teredo: the client's address, inverted, in the last 32 bits.
+        [0x2001, 0, _, _, _, _, hi, lo] => Some(low(!hi, !lo)),
+        _ => None,
+    }
+}
+
+/// Whether `ip` is one of the host's own addresses (the pod's IP, any interface's): an address
+/// a socket can be bound to here. A granted name leading there would reach the controller's own
+/// ports past the loopback check.
+pub fn is_own_address(ip: IpAddr) -> bool {
+    std::net::UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
+}
+
+/// Whether a name may lead to `ip` (see [`is_reserved`] and [`is_own_address`]).
+fn is_forbidden(ip: IpAddr) -> bool {
+    is_reserved(ip) || is_own_address(ip)
 }
 
 /// Why a granted request was not sent.
@@ -65,7 +113,7 @@ pub(super) async fn route(
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = bare.parse::<IpAddr>() {
-        if is_reserved(ip) && !caps.grants_exactly(bare) {
+        if is_forbidden(ip) && !caps.grants_exactly(bare) {
             return Err(Refusal::Reserved {
                 host: bare.to_string(),
                 address: ip,
@@ -90,7 +138,7 @@ pub(super) async fn route(
     let Some(first) = addresses.first() else {
         return Err(Refusal::Failed(Error::DestinationNotFound));
     };
-    match addresses.iter().find(|a| !is_reserved(a.ip())) {
+    match addresses.iter().find(|a| !is_forbidden(a.ip())) {
         Some(address) => Ok(Route {
             address: *address,
             host: bare.to_string(),
@@ -226,6 +274,21 @@ mod tests {
             "fe80::1",
             "::ffff:127.0.0.1",
             "ff02::1",
+            // Shared address space (Alibaba's metadata is 100.100.100.200), "this network".
+            "100.64.0.1",
+            "100.100.100.200",
+            "100.127.255.254",
+            "0.1.2.3",
+            // AWS's IPv6 metadata, and the IPv4 metadata written in IPv6 forms.
+            "fd00:ec2::254",
+            "::ffff:169.254.169.254",
+            "::169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::a9fe:a9fe",
+            "2002:a9fe:a9fe::1",
+            "2002:7f00:1::",
+            // Teredo, client 169.254.169.254 inverted.
+            "2001:0:4136:e378:8000:63bf:5601:5601",
         ] {
             assert!(is_reserved(reserved.parse().unwrap()), "{reserved}");
         }
@@ -235,9 +298,29 @@ mod tests {
             "172.16.0.5",
             "8.8.8.8",
             "fd00::1",
+            "fd00:ec2::253",
             "2001:db8::1",
+            "100.63.255.255",
+            "100.128.0.1",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+            "2607:f8b0::1",
         ] {
             assert!(!is_reserved(open.parse().unwrap()), "{open}");
+        }
+    }
+
+    #[test]
+    fn the_hosts_own_addresses_are_recognised() {
+        assert!(is_own_address("127.0.0.1".parse().unwrap()));
+        // TEST-NET-3: documentation only, never an interface's.
+        assert!(!is_own_address("203.0.113.7".parse().unwrap()));
+        let own = std::net::UdpSocket::bind("0.0.0.0:0")
+            .and_then(|s| s.connect("203.0.113.7:9").map(|()| s))
+            .and_then(|s| s.local_addr());
+        if let Ok(addr) = own {
+            // The address a packet to the outside would leave from, when there is a route.
+            assert!(is_own_address(addr.ip()), "{addr}");
         }
     }
 }

@@ -11,6 +11,7 @@
 //! knows Kubernetes clients, servers or any product: those are the crates above.
 
 pub mod bindings;
+mod bounded_waits;
 mod call_clock;
 pub mod call_env;
 mod call_state;
@@ -28,6 +29,7 @@ pub mod limits;
 mod loaded;
 pub mod log_budget;
 pub mod set;
+pub mod shadow_report;
 pub mod slot;
 pub mod source;
 pub mod wire;

@@ -1,6 +1,7 @@
 //! Getting a plugin's component bytes from its source, and checking them.
 
 use std::io::Read;
+use std::path::Path;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
@@ -21,6 +22,10 @@ pub async fn fetch(
     fetch_with_roots(entry, client, namespace, &[]).await
 }
 
+/// Where `file://` sources may be read: regular files under one directory, or none at all.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FileSources<'a>(pub Option<&'a Path>);
+
 /// [`fetch`], trusting `extra_roots` besides the public web PKI for `https://` sources.
 pub async fn fetch_with_roots(
     entry: &PluginEntry,
@@ -28,7 +33,7 @@ pub async fn fetch_with_roots(
     namespace: &str,
     extra_roots: &[rustls::pki_types::CertificateDer<'static>],
 ) -> Result<Vec<u8>, String> {
-    let bytes = fetch_with_origin(entry, client, namespace, extra_roots)
+    let bytes = fetch_with_origin(entry, client, namespace, extra_roots, FileSources(None))
         .await?
         .bytes;
     verify(entry, &bytes)?;
@@ -58,6 +63,7 @@ pub async fn fetch_with_origin(
     client: &kube::Client,
     namespace: &str,
     extra_roots: &[rustls::pki_types::CertificateDer<'static>],
+    files: FileSources<'_>,
 ) -> Result<Fetched, String> {
     let mut origin = None;
     let bytes = match &entry.source {
@@ -75,11 +81,7 @@ pub async fn fetch_with_origin(
                 .ok_or_else(|| format!("{what} has no binaryData key {key:?}"))?;
             decompress(data.0)?
         }
-        Source::File(path) => {
-            let data =
-                std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-            decompress(data)?
-        }
+        Source::File(path) => decompress(read_file_source(path, files)?)?,
         Source::Https(url) => decompress(https_get(url, extra_roots).await?)?,
         Source::Oci(reference) => {
             let pulled = oci_pull(entry, reference, client, namespace, extra_roots).await?;
@@ -243,6 +245,40 @@ async fn trusted_keys(
     Ok(keys)
 }
 
+/// A `file://` source: a regular file under the allowed directory, read no further than
+/// [`MAX_COMPONENT_BYTES`] (whoever edits the plugins ConfigMap must not read the container's
+/// files, nor make the controller read `/dev/zero` until it runs out of memory).
+pub fn read_file_source(path: &Path, files: FileSources<'_>) -> Result<Vec<u8>, String> {
+    let shown = path.display();
+    let Some(dir) = files.0 else {
+        return Err(format!(
+            "file://{shown} is not read: file:// sources are off (start the controller with \
+             --plugin-file-dir=<directory> to read files under that directory)"
+        ));
+    };
+    let dir = std::fs::canonicalize(dir)
+        .map_err(|e| format!("--plugin-file-dir {}: {e}", dir.display()))?;
+    let real = std::fs::canonicalize(path).map_err(|e| format!("reading {shown}: {e}"))?;
+    if !real.starts_with(&dir) {
+        return Err(format!(
+            "file://{shown} is not read: it is not under --plugin-file-dir {}",
+            dir.display()
+        ));
+    }
+    let file = std::fs::File::open(&real).map_err(|e| format!("reading {shown}: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("reading {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("file://{shown} is not read: not a regular file"));
+    }
+    let mut data = Vec::new();
+    file.take(MAX_COMPONENT_BYTES as u64 + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| format!("reading {shown}: {e}"))?;
+    check_size(data)
+}
+
 /// Gunzips `data` when it is gzip, within [`MAX_COMPONENT_BYTES`].
 pub fn decompress(data: Vec<u8>) -> Result<Vec<u8>, String> {
     if !data.starts_with(&[0x1f, 0x8b]) {
@@ -283,6 +319,48 @@ mod tests {
     use crate::builtins::Builtins;
     use crate::config::RegistryConfig;
     use std::io::Write;
+
+    #[test]
+    fn file_sources_are_regular_files_under_the_allowed_directory_read_bounded() {
+        let base = std::env::temp_dir().join(format!("odh-file-sources-{}", std::process::id()));
+        let allowed = base.join("plugins");
+        std::fs::create_dir_all(&allowed).unwrap();
+        let inside = allowed.join("p.wasm");
+        std::fs::write(&inside, b"\0asm component").unwrap();
+        let outside = base.join("secret.txt");
+        std::fs::write(&outside, b"not yours").unwrap();
+        let files = FileSources(Some(&allowed));
+
+        assert_eq!(read_file_source(&inside, files).unwrap(), b"\0asm component");
+        let off = read_file_source(&inside, FileSources(None)).unwrap_err();
+        assert!(off.contains("file:// sources are off") && off.contains("--plugin-file-dir"), "{off}");
+        let err = read_file_source(&outside, files).unwrap_err();
+        assert!(err.contains("not under --plugin-file-dir"), "{err}");
+        let err = read_file_source(&allowed.join("../secret.txt"), files).unwrap_err();
+        assert!(err.contains("not under --plugin-file-dir"), "dot-dot: {err}");
+        #[cfg(unix)]
+        {
+            let link = allowed.join("link.wasm");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&outside, &link).unwrap();
+            let err = read_file_source(&link, files).unwrap_err();
+            assert!(err.contains("not under --plugin-file-dir"), "symlink: {err}");
+        }
+        let err = read_file_source(&allowed, files).unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+        // A device is refused before a byte is read, even where it is allowed.
+        let err = read_file_source(Path::new("/dev/zero"), FileSources(Some(Path::new("/dev"))))
+            .unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+        let big = allowed.join("big.wasm");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_COMPONENT_BYTES as u64 + 4096)
+            .unwrap();
+        let err = read_file_source(&big, files).unwrap_err();
+        assert!(err.contains("larger than"), "{err}");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     fn entry(sha: Option<&str>) -> PluginEntry {
         let mut e = RegistryConfig::parse("plugins: {p: {source: builtin}}", &Builtins::default())

@@ -115,6 +115,8 @@ pub struct Registry {
     active_origins: Mutex<BTreeMap<String, fetch::Origin>>,
     /// Trusted for `https://` sources besides the public web PKI.
     extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// The only directory `file://` sources are read from; none: they are refused.
+    file_dir: Option<std::path::PathBuf>,
     serve_check: Option<ServeCheck>,
 }
 
@@ -147,6 +149,7 @@ impl Registry {
             last_config: Mutex::new(None),
             active_origins: Mutex::new(BTreeMap::new()),
             extra_roots: Vec::new(),
+            file_dir: None,
             serve_check: None,
         }
     }
@@ -157,6 +160,12 @@ impl Registry {
         roots: Vec<rustls::pki_types::CertificateDer<'static>>,
     ) -> Self {
         self.extra_roots = roots;
+        self
+    }
+
+    /// Reads `file://` sources under `dir` (regular files only); without it they are refused.
+    pub fn with_file_dir(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.file_dir = dir;
         self
     }
 
@@ -353,7 +362,13 @@ impl Registry {
                     .to_vec(),
                 origin: None,
             },
-            _ => fetch::fetch_with_origin(entry, &self.client, &self.namespace, &self.extra_roots)
+            _ => fetch::fetch_with_origin(
+                entry,
+                &self.client,
+                &self.namespace,
+                &self.extra_roots,
+                fetch::FileSources(self.file_dir.as_deref()),
+            )
                 .await
                 .map_err(|m| Rejection::new(m, None))?,
         };

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `ok` / absent | reconcile applies ConfigMap `<name>-ok` (controller-owned); mutate adds label `misbehave/ok: "true"`; validate allows |
 //! | `loop` | spins forever |
+//! | `sleep` | sleeps (WASI clock) ten minutes, twice |
 //! | `alloc` | allocates and touches 1 MiB blocks forever |
 //! | `panic` | `panic!("misbehave: deliberate panic")` |
 //! | `trap` | `unreachable` instruction |
@@ -261,6 +262,12 @@ pub fn misbehave(
                 }
                 hoard.push(std::hint::black_box(block));
             }
+        }
+        // Ten minutes asleep in WASI (a `poll` on the monotonic clock), then a second nap.
+        "sleep" => {
+            std::thread::sleep(std::time::Duration::from_secs(600));
+            std::thread::sleep(std::time::Duration::from_secs(600));
+            Ok(None)
         }
         "panic" => panic!("misbehave: deliberate panic"),
         "trap" => trap(),
