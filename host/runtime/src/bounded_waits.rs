@@ -17,13 +17,12 @@ use crate::call_state::CallState;
 /// Replaces wasmtime-wasi's `wasi:clocks/monotonic-clock` in `linker` (already holding it).
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let added = monotonic_clock::add_to_linker::<CallState, BoundedWaits>(linker, |state| {
-        BoundedClock {
+    let added =
+        monotonic_clock::add_to_linker::<CallState, BoundedWaits>(linker, |state| BoundedClock {
             budget_end: state.clock.budget_end(),
             budget: state.clock.budget(),
             clocks: state.clocks(),
-        }
-    });
+        });
     linker.allow_shadowing(false);
     added
 }

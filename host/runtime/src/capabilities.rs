@@ -178,6 +178,11 @@ impl Capabilities {
     /// allows every host under `suffix` and `*` any host (for services whose address is only
     /// known at run time, such as a Model Registry found in the cluster).
     pub fn may_connect(&self, authority: &str) -> bool {
+        if authority.contains('@') {
+            // Grants name hosts: a `user@host` authority is never granted (its user part could
+            // read as a granted name to one parser and not to another).
+            return false;
+        }
         let authority = authority.to_ascii_lowercase();
         let host = host_of(&authority);
         self.http_hosts.iter().any(|granted| {
@@ -278,6 +283,17 @@ mod tests {
         assert!(external.contains("mr.tenant.example:443"), "{external}");
         let ungranted = Capabilities::new(&manifest(&[], &["*"]), &Grants::default());
         assert!(ungranted.may_send_identity_to("mr.registries.svc").is_err());
+    }
+
+    #[test]
+    fn an_authority_with_credentials_is_never_granted() {
+        let caps = Capabilities {
+            http_hosts: ["*".to_string(), "api.example.com".to_string()].into(),
+            ..Default::default()
+        };
+        assert!(caps.may_connect("api.example.com"));
+        assert!(!caps.may_connect("api.example.com@127.0.0.1:8080"));
+        assert!(!caps.may_connect("user:pw@api.example.com"));
     }
 
     #[test]

@@ -60,9 +60,7 @@ fn is_reserved_v4(v4: std::net::Ipv4Addr) -> bool {
 /// The IPv4 address an IPv6 address carries by a translation or tunnelling convention.
 fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
     let s = v6.segments();
-    let low = |hi: u16, lo: u16| {
-        std::net::Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))
-    };
+    let low = |hi: u16, lo: u16| std::net::Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
     match s {
         // IPv4-compatible (deprecated) ::a.b.c.d; `::` and `::1` are handled as IPv6.
         [0, 0, 0, 0, 0, 0, hi, lo] if hi != 0 => Some(low(hi, lo)),
@@ -308,6 +306,47 @@ mod tests {
         ] {
             assert!(!is_reserved(open.parse().unwrap()), "{open}");
         }
+    }
+
+    /// Under a wildcard grant, a literal address in any disguise, and the host's own address,
+    /// are refused before a connection; the same address granted literally is reached.
+    #[tokio::test]
+    async fn a_wildcard_grant_reaches_no_reserved_or_own_address_in_any_form() {
+        let wildcard = Capabilities {
+            http_hosts: ["*".to_string()].into(),
+            ..Default::default()
+        };
+        let own = std::net::UdpSocket::bind("0.0.0.0:0")
+            .and_then(|s| s.connect("203.0.113.7:9").map(|()| s))
+            .and_then(|s| s.local_addr())
+            .map(|a| a.ip().to_string())
+            .unwrap_or_else(|_| "127.0.0.1".into());
+        for url in [
+            "http://[::ffff:127.0.0.1]:8080/x".to_string(),
+            "http://[64:ff9b::7f00:1]:8080/x".to_string(),
+            "http://[2002:7f00:1::]:8080/x".to_string(),
+            format!("http://{own}:8080/x"),
+            "http://100.100.100.200/latest/meta-data".to_string(),
+            "http://[fd00:ec2::254]/latest/meta-data".to_string(),
+            "http://[::169.254.169.254]/latest/meta-data".to_string(),
+        ] {
+            let uri: http::Uri = url.parse().unwrap();
+            let routed = route(&uri, &wildcard, Duration::from_secs(1)).await;
+            assert!(matches!(routed, Err(Refusal::Reserved { .. })), "{url}");
+        }
+        let literal = Capabilities {
+            http_hosts: ["100.100.100.200".to_string()].into(),
+            ..Default::default()
+        };
+        let uri: http::Uri = "http://100.100.100.200/x".parse().unwrap();
+        let routed = route(&uri, &literal, Duration::from_secs(1)).await;
+        assert!(matches!(routed, Ok(Route { tls: false, .. })));
+        let open: http::Uri = "http://10.96.0.1/x".parse().unwrap();
+        assert!(
+            route(&open, &wildcard, Duration::from_secs(1))
+                .await
+                .is_ok()
+        );
     }
 
     #[test]

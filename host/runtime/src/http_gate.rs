@@ -105,12 +105,6 @@ impl WasiHttpHooks for HttpGate {
             .authority()
             .map(|a| a.as_str().to_string())
             .unwrap_or_default();
-        if authority.contains('@') {
-            // Grants name hosts: a `user@host` authority is refused rather than matched (its
-            // user part could read as a granted name to one parser and not to another).
-            tracing::warn!(plugin = %self.plugin, "refused outgoing HTTP with credentials in its URL");
-            return Self::refuse(Error::HttpRequestUriInvalid);
-        }
         if !self.caps.may_connect(&authority) {
             tracing::warn!(plugin = %self.plugin, host = %authority, "denied outgoing HTTP to a host the plugin was not granted");
             return Self::refuse(Error::HttpRequestDenied);

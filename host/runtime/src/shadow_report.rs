@@ -149,14 +149,20 @@ mod tests {
                 "metadata": {"name": "s"}, "data": {"password": v}, "stringData": {"token": v}}}]})
         };
         let line = describe(&Ok(secret("aHVudGVyMg==")), &Ok(secret("c2VjcmV0")));
-        assert!(!line.contains("aHVudGVyMg==") && !line.contains("c2VjcmV0"), "{line}");
+        assert!(
+            !line.contains("aHVudGVyMg==") && !line.contains("c2VjcmV0"),
+            "{line}"
+        );
         assert!(
             line.contains("/apply/0/object/data/password: \"<redacted>\" → \"<redacted>\""),
             "{line}"
         );
         // A whole Secret added by the candidate is shown with its keys, not its values.
         let line = describe(&Ok(json!({"apply": []})), &Ok(secret("c2VjcmV0")));
-        assert!(!line.contains("c2VjcmV0") && line.contains("password"), "{line}");
+        assert!(
+            !line.contains("c2VjcmV0") && line.contains("password"),
+            "{line}"
+        );
     }
 
     #[test]
@@ -164,9 +170,15 @@ mod tests {
         let long = "x".repeat(500);
         let line = describe(&Ok(json!({"v": long})), &Ok(json!({"v": 1})));
         assert!(line.contains("… (502 bytes)") && line.len() < 300, "{line}");
-        let a: Value = (0..20).map(|i| (format!("k{i:02}"), json!(i))).collect::<serde_json::Map<_, _>>().into();
+        let a: Value = (0..20)
+            .map(|i| (format!("k{i:02}"), json!(i)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
         let line = describe(&Ok(a), &Ok(json!({})));
-        assert!(line.starts_with("20 differences:") && line.ends_with("and 12 more"), "{line}");
+        assert!(
+            line.starts_with("20 differences:") && line.ends_with("and 12 more"),
+            "{line}"
+        );
     }
 
     #[test]

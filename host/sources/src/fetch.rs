@@ -331,20 +331,32 @@ mod tests {
         std::fs::write(&outside, b"not yours").unwrap();
         let files = FileSources(Some(&allowed));
 
-        assert_eq!(read_file_source(&inside, files).unwrap(), b"\0asm component");
+        assert_eq!(
+            read_file_source(&inside, files).unwrap(),
+            b"\0asm component"
+        );
         let off = read_file_source(&inside, FileSources(None)).unwrap_err();
-        assert!(off.contains("file:// sources are off") && off.contains("--plugin-file-dir"), "{off}");
+        assert!(
+            off.contains("file:// sources are off") && off.contains("--plugin-file-dir"),
+            "{off}"
+        );
         let err = read_file_source(&outside, files).unwrap_err();
         assert!(err.contains("not under --plugin-file-dir"), "{err}");
         let err = read_file_source(&allowed.join("../secret.txt"), files).unwrap_err();
-        assert!(err.contains("not under --plugin-file-dir"), "dot-dot: {err}");
+        assert!(
+            err.contains("not under --plugin-file-dir"),
+            "dot-dot: {err}"
+        );
         #[cfg(unix)]
         {
             let link = allowed.join("link.wasm");
             let _ = std::fs::remove_file(&link);
             std::os::unix::fs::symlink(&outside, &link).unwrap();
             let err = read_file_source(&link, files).unwrap_err();
-            assert!(err.contains("not under --plugin-file-dir"), "symlink: {err}");
+            assert!(
+                err.contains("not under --plugin-file-dir"),
+                "symlink: {err}"
+            );
         }
         let err = read_file_source(&allowed, files).unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");

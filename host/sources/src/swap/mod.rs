@@ -369,8 +369,8 @@ impl Registry {
                 &self.extra_roots,
                 fetch::FileSources(self.file_dir.as_deref()),
             )
-                .await
-                .map_err(|m| Rejection::new(m, None))?,
+            .await
+            .map_err(|m| Rejection::new(m, None))?,
         };
         let digest = hex::encode(Sha256::digest(&bytes));
         let reject = |message: String| Rejection::new(message, Some(&digest));
