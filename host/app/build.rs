@@ -79,6 +79,8 @@ fn build_plugins(root: &Path) -> anyhow::Result<PathBuf> {
     cmd.current_dir(root)
         .args([
             "build",
+            // The workspace's Cargo.lock, as the outer build resolved it: no other versions.
+            "--locked",
             "--profile",
             "wasm",
             "--target",

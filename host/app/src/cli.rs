@@ -131,6 +131,11 @@ pub struct RunArgs {
     /// (off where an operator owns them).
     #[arg(long, default_value_t = false)]
     pub sync_webhook_configurations: bool,
+    /// Namespaces (comma-separated) no webhook of a plugin added at run time is called for,
+    /// besides kube-system, kube-public, kube-node-lease, OpenShift's control plane and
+    /// POD_NAMESPACE, which are always excluded. Built-in webhooks keep upstream's selectors.
+    #[arg(long, value_delimiter = ',', value_name = "NAMESPACES")]
+    pub webhook_excluded_namespaces: Vec<String>,
     /// The Service in front of the webhook servers, in POD_NAMESPACE, as the synced
     /// configurations name it.
     #[arg(long, default_value = "odh-model-controller-webhook-service")]

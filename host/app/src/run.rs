@@ -424,12 +424,21 @@ fn config_sync(
     } else {
         CaSource::CertDir(args.webhook_cert_dir.clone())
     };
-    Ok(WebhookConfigSync::new(
-        client,
-        builtins::webhook_names(),
-        endpoint,
-        ca,
-    ))
+    Ok(
+        WebhookConfigSync::new(client, builtins::webhook_names(), endpoint, ca)
+            .excluding(
+                env.pod_namespace
+                    .clone()
+                    .into_iter()
+                    .chain(args.webhook_excluded_namespaces.iter().cloned()),
+            )
+            .excluding_labelled(
+                DEPLOYMENT
+                    .control_plane_namespace_labels
+                    .iter()
+                    .map(|l| l.to_string()),
+            ),
+    )
 }
 
 /// The model-serving-api server with the plugins' API routes, bound (none when disabled):

@@ -231,6 +231,15 @@ async fn a_plugin_added_in_the_configmap_serves_without_a_restart_and_leaves_wit
                 "operator": "In", "values": ["example"]}]}),
             "{entry}: {vendor}"
         );
+        // Never the cluster's own namespaces, nor the controller's.
+        assert_eq!(
+            vendor["namespaceSelector"],
+            json!({"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                 "values": ["kube-system", "kube-public", "kube-node-lease", t.namespace]},
+                {"key": "openshift.io/run-level", "operator": "DoesNotExist"}]}),
+            "{entry}: {vendor}"
+        );
     }
 
     // The apiserver calls its mutating webhook (it may take a moment to see the new
@@ -288,6 +297,35 @@ async fn a_plugin_added_in_the_configmap_serves_without_a_restart_and_leaves_wit
         !annotations.contains_key("runtimes.example.com/min-replicas"),
         "not defaulted: {annotations:?}"
     );
+
+    // The cluster's own namespaces are never the plugin's: a vendor runtime with a foreign
+    // image in kube-system is neither checked nor defaulted (the apiserver does not call it).
+    let system_runtimes = Api::<DynamicObject>::namespaced_with(
+        t.client.clone(),
+        "kube-system",
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("serving.kserve.io", "v1alpha1", "ServingRuntime"),
+            "servingruntimes",
+        ),
+    );
+    let system = system_runtimes
+        .create(
+            &PostParams::default(),
+            &runtime("system-foreign", "quay.io/someone/else:1")?,
+        )
+        .await
+        .map_err(|e| host.with_log(e.into()))?;
+    assert!(
+        !system
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(MIN_REPLICAS),
+        "the vendor plugin was called in kube-system"
+    );
+    system_runtimes
+        .delete("system-foreign", &Default::default())
+        .await?;
 
     // Without its entry the plugin goes: its webhook entries, then its controller.
     configure("plugins: {}\n".into()).await?;

@@ -41,6 +41,9 @@ impl From<crate::bindings::types::Error> for GuestError {
     }
 }
 
+/// Between a trap's cause and the plugin's stderr in [`CallError::Trap`]'s message.
+pub const STDERR_SEPARATOR: &str = "; plugin stderr: ";
+
 /// A failed plugin call. Every message names the plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
@@ -141,6 +144,25 @@ impl CallError {
                 Some((plugin, kind))
             }
             _ => None,
+        }
+    }
+
+    /// The error as a client of the host may read it (an admission denial, an API answer): a
+    /// trap's captured plugin stderr stays in the controller's log, since a panic message can
+    /// hold whatever the plugin was handling.
+    pub fn for_clients(&self) -> String {
+        match self {
+            Self::Trap {
+                plugin,
+                op,
+                message,
+            } => {
+                let cause = message
+                    .split_once(STDERR_SEPARATOR)
+                    .map_or(message.as_str(), |(cause, _)| cause);
+                format!("plugin {plugin:?} {op} trapped: {cause}")
+            }
+            other => other.to_string(),
         }
     }
 

@@ -121,17 +121,7 @@ async fn serve(
         method: parts.method.to_string(),
         path: parts.uri.path().to_string(),
         query: parts.uri.query().unwrap_or_default().to_string(),
-        headers: parts
-            .headers
-            .iter()
-            .filter(|(n, _)| *n != header::AUTHORIZATION)
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
+        headers: plugin_headers(&parts.headers),
         body,
     };
     let plugin = slot.name().to_string();
@@ -158,6 +148,30 @@ async fn serve(
             })
         }
     }
+}
+
+/// The request's headers as the plugin sees them: all but the caller's credentials.
+fn plugin_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter(|(n, _)| !is_credential(n))
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Headers that carry the caller's credentials: they stay with the host (which checks the
+/// bearer token itself and hands the plugin an access reviewer, never the token).
+fn is_credential(name: &header::HeaderName) -> bool {
+    name == header::AUTHORIZATION
+        || name == header::PROXY_AUTHORIZATION
+        || name == header::COOKIE
+        // OpenShift's OAuth proxy forwards the user's token in this header.
+        || name.as_str() == "x-forwarded-access-token"
 }
 
 /// The token of an `Authorization: Bearer <token>` header (exactly that prefix; the token
@@ -257,5 +271,35 @@ impl CallerView for TokenCaller {
                 .await
                 .map_err(|_| anyhow::anyhow!("no answer within {within:?}"))?
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_credential_of_the_caller_reaches_the_plugin() {
+        let mut headers = http::HeaderMap::new();
+        for (name, value) in [
+            ("authorization", "Bearer caller-token"),
+            ("proxy-authorization", "Basic dXNlcjpwYXNz"),
+            ("cookie", "_oauth_proxy=session"),
+            ("x-forwarded-access-token", "caller-token"),
+            ("accept", "application/json"),
+            ("x-gateway-model-name", "m"),
+        ] {
+            headers.append(
+                header::HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+        }
+        assert_eq!(
+            plugin_headers(&headers),
+            [
+                ("accept".to_string(), "application/json".to_string()),
+                ("x-gateway-model-name".to_string(), "m".to_string()),
+            ]
+        );
     }
 }

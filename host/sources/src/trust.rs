@@ -19,9 +19,16 @@ pub fn baseline(predecessor: Option<&LoadedPlugin>, manifest: &Manifest) -> Capa
                 .controllers
                 .iter()
                 .flat_map(|c| c.owns.iter().cloned())
+                .filter(|k| !is_sensitive(k))
                 .collect();
             let mut reads = owned.clone();
-            reads.extend(manifest.controllers.iter().map(|c| c.primary.clone()));
+            reads.extend(
+                manifest
+                    .controllers
+                    .iter()
+                    .map(|c| c.primary.clone())
+                    .filter(|k| !is_sensitive(k)),
+            );
             Capabilities {
                 reads,
                 writes: owned,
@@ -31,6 +38,52 @@ pub fn baseline(predecessor: Option<&LoadedPlugin>, manifest: &Manifest) -> Capa
             }
         }
     }
+}
+
+/// Kinds no plugin from outside the host holds by declaring them its primary or owned kinds:
+/// credentials, what runs code (Pods and the workloads that make them, ServiceAccounts they
+/// run as), who may do what (RBAC), what intercepts every write (webhooks, admission
+/// policies) and the API itself (CRDs). Only the admin's explicit grant gives them.
+pub const SENSITIVE_KINDS: &[(&str, &str)] = &[
+    ("", "Secret"),
+    ("", "ServiceAccount"),
+    ("", "Pod"),
+    ("apps", "Deployment"),
+    ("apps", "DaemonSet"),
+    ("apps", "StatefulSet"),
+    ("apps", "ReplicaSet"),
+    ("batch", "Job"),
+    ("batch", "CronJob"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingAdmissionPolicyBinding",
+    ),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+];
+
+/// Whether `kind` is one of [`SENSITIVE_KINDS`] (any version).
+pub fn is_sensitive(kind: &Gvk) -> bool {
+    SENSITIVE_KINDS
+        .iter()
+        .any(|(group, name)| kind.group == *group && kind.kind == *name)
 }
 
 /// What `manifest` declares beyond `baseline` in the kinds of grant `grants` leaves out (those
@@ -162,6 +215,48 @@ mod tests {
             widened(&granted, &base),
             ["reads Secret/v1", "writes Pod/v1", "HTTP host *"]
         );
+    }
+
+    #[test]
+    fn a_sensitive_owned_kind_needs_an_explicit_grant() {
+        let mut m = manifest(&["ConfigMap", "Secret"], &["Secret", "Service"], &[]);
+        m.controllers[0].owns.push(gvk("Secret"));
+        m.controllers[0]
+            .owns
+            .push(Gvk::new("rbac.authorization.k8s.io", "v1", "RoleBinding"));
+        m.writes
+            .push(Gvk::new("rbac.authorization.k8s.io", "v1", "RoleBinding"));
+        let base = baseline(None, &m);
+        assert!(!base.writes.contains(&gvk("Secret")) && !base.reads.contains(&gvk("Secret")));
+        assert!(
+            base.writes.contains(&gvk("Service")),
+            "other owned kinds stay"
+        );
+        assert_eq!(
+            beyond_baseline(&m, &Grants::default(), &base),
+            [
+                "reads Secret/v1",
+                "writes Secret/v1",
+                "writes RoleBinding.rbac.authorization.k8s.io/v1"
+            ]
+        );
+        let granted = Grants {
+            reads: Some([gvk("ConfigMap"), gvk("Secret")].into()),
+            writes: Some(
+                [
+                    gvk("Secret"),
+                    gvk("Service"),
+                    Gvk::new("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        };
+        assert!(beyond_baseline(&m, &granted, &base).is_empty());
+        // A sensitive primary is not read without a grant either.
+        let mut pods = manifest(&["Pod"], &[], &[]);
+        pods.controllers[0].primary = gvk("Pod");
+        assert!(!baseline(None, &pods).reads.contains(&gvk("Pod")));
     }
 
     #[test]

@@ -254,6 +254,10 @@ pub struct Deployment {
     /// The leader-election Lease (upstream's election ID, so a Go replica and one of ours
     /// never lead at once).
     pub lease_name: &'static str,
+    /// Labels marking the platform's control-plane namespaces: no webhook of a plugin added at
+    /// run time is called in a namespace carrying one (OpenShift's `openshift-*` control plane;
+    /// a selector cannot match a name prefix).
+    pub control_plane_namespace_labels: &'static [&'static str],
 }
 
 pub const DEPLOYMENT: Deployment = Deployment {
@@ -268,6 +272,7 @@ pub const DEPLOYMENT: Deployment = Deployment {
     validating_configuration: "validating.odh-model-controller.opendatahub.io",
     plugin_webhook_domain: "plugins.odh-model-controller.opendatahub.io",
     lease_name: "odh-model-controller.opendatahub.io",
+    control_plane_namespace_labels: &["openshift.io/run-level"],
 };
 
 /// The webhook-only profile: the process environment that picks it (variable, value) and the

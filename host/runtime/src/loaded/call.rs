@@ -191,7 +191,11 @@ impl Bootstrap<'_> {
         let message = if stderr.is_empty() {
             what
         } else {
-            format!("{what}; plugin stderr: {}", panic_summary(&stderr))
+            format!(
+                "{what}{}{}",
+                crate::errors::STDERR_SEPARATOR,
+                panic_summary(&stderr)
+            )
         };
         CallError::Trap {
             plugin,

@@ -52,11 +52,21 @@ pub enum CaSource {
     Injected,
 }
 
+/// Namespaces no webhook of a plugin added at run time is ever called for, whatever the
+/// plugin's selector: the cluster's own. With `failurePolicy: Fail` a broken plugin
+/// intercepting Pods there could otherwise stop the control plane from healing itself.
+pub const ALWAYS_EXCLUDED_NAMESPACES: &[&str] = &["kube-system", "kube-public", "kube-node-lease"];
+
 pub struct WebhookConfigSync {
     client: kube::Client,
     names: WebhookNames,
     endpoint: Endpoint,
     ca: CaSource,
+    /// Besides [`ALWAYS_EXCLUDED_NAMESPACES`]: the controller's own and those the deployment
+    /// names (`--webhook-excluded-namespaces`).
+    excluded_namespaces: Vec<String>,
+    /// Namespaces carrying one of these labels are excluded too (the platform's control plane).
+    excluded_labels: Vec<String>,
     /// How often the configurations are applied again although the table did not change.
     pub interval: Duration,
 }
@@ -73,8 +83,27 @@ impl WebhookConfigSync {
             names,
             endpoint,
             ca,
+            excluded_namespaces: Vec::new(),
+            excluded_labels: Vec::new(),
             interval: Duration::from_secs(30),
         }
+    }
+
+    /// Also keeps every webhook of a plugin added at run time away from `namespaces` (the
+    /// controller's own, the deployment's list). Built-in webhooks keep upstream's selectors.
+    pub fn excluding(mut self, namespaces: impl IntoIterator<Item = String>) -> Self {
+        for ns in namespaces {
+            if !ns.is_empty() && !self.excluded_namespaces.contains(&ns) {
+                self.excluded_namespaces.push(ns);
+            }
+        }
+        self
+    }
+
+    /// Also keeps those webhooks away from every namespace carrying one of `labels`.
+    pub fn excluding_labelled(mut self, labels: impl IntoIterator<Item = String>) -> Self {
+        self.excluded_labels.extend(labels);
+        self
     }
 
     /// The two configurations as this host declares them for `table` (mutating, validating).
@@ -124,6 +153,9 @@ impl WebhookConfigSync {
                 if let Some(selector) = selector {
                     entry[field] = json!({"matchExpressions": selector.match_expressions()});
                 }
+            }
+            if !self.names.listed.contains_key(&route.path) {
+                guard_namespaces(&mut entry, &self.excluded_namespaces, &self.excluded_labels);
             }
             match route.kind {
                 WebhookType::Mutating => lists.0.push(entry),
@@ -237,5 +269,66 @@ impl WebhookConfigSync {
                 r = changed.changed() => if r.is_err() { return },
             }
         }
+    }
+}
+
+/// Narrows `entry`'s namespace selector so that it never matches the cluster's own namespaces
+/// ([`ALWAYS_EXCLUDED_NAMESPACES`]), `also`, nor a namespace carrying one of `labels`.
+fn guard_namespaces(entry: &mut Value, also: &[String], labels: &[String]) {
+    let mut names: Vec<&str> = ALWAYS_EXCLUDED_NAMESPACES.to_vec();
+    for name in also {
+        if !names.contains(&name.as_str()) {
+            names.push(name);
+        }
+    }
+    let mut guards =
+        vec![json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": names})];
+    guards.extend(
+        labels
+            .iter()
+            .map(|label| json!({"key": label, "operator": "DoesNotExist"})),
+    );
+    let selector = entry
+        .as_object_mut()
+        .map(|e| e.entry("namespaceSelector").or_insert_with(|| json!({})));
+    let Some(selector) = selector else { return };
+    let expressions = &mut selector["matchExpressions"];
+    if !expressions.is_array() {
+        *expressions = json!([]);
+    }
+    if let Some(list) = expressions.as_array_mut() {
+        list.extend(guards);
+    }
+}
+
+#[cfg(test)]
+mod guard_tests {
+    use super::*;
+
+    #[test]
+    fn a_run_time_plugins_webhook_never_reaches_the_clusters_own_namespaces() {
+        let mut entry = json!({"name": "w", "namespaceSelector": {"matchExpressions": [
+            {"key": "team", "operator": "In", "values": ["a"]}]}});
+        guard_namespaces(
+            &mut entry,
+            &["controllers".to_string(), "kube-system".to_string()],
+            &["platform/control-plane".to_string()],
+        );
+        assert_eq!(
+            entry["namespaceSelector"]["matchExpressions"],
+            json!([
+                {"key": "team", "operator": "In", "values": ["a"]},
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                 "values": ["kube-system", "kube-public", "kube-node-lease", "controllers"]},
+                {"key": "platform/control-plane", "operator": "DoesNotExist"},
+            ])
+        );
+        // A webhook without a selector (every namespace) gets one.
+        let mut entry = json!({"name": "w"});
+        guard_namespaces(&mut entry, &[], &[]);
+        assert_eq!(
+            entry["namespaceSelector"]["matchExpressions"][0]["values"],
+            json!(["kube-system", "kube-public", "kube-node-lease"])
+        );
     }
 }

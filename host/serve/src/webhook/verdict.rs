@@ -122,7 +122,7 @@ impl Verdict {
         match error.guest_error() {
             Some(GuestError::Invalid(m)) => Self::deny(400, m.clone()),
             Some(GuestError::Denied(m)) => Self::deny(403, m.clone()),
-            _ => Self::deny(500, error.to_string()),
+            _ => Self::deny(500, error.for_clients()),
         }
     }
 }
@@ -264,6 +264,16 @@ mod tests {
                 500,
                 Some(r#"plugin "misbehave" mutate trapped: unreachable"#)
             )
+        );
+        // A panic's stderr (it may quote what the plugin handled) stays in the log.
+        let v = Verdict::from_call_error(&CallError::Trap {
+            plugin: "misbehave".into(),
+            op: "mutate",
+            message: "wasm trap: unreachable; plugin stderr: panicked at: token=s3cr3t".into(),
+        });
+        assert_eq!(
+            v.message.as_deref(),
+            Some(r#"plugin "misbehave" mutate trapped: wasm trap: unreachable"#)
         );
     }
 }

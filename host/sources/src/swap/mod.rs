@@ -415,7 +415,9 @@ impl Registry {
             if !beyond.is_empty() {
                 let held = match predecessor {
                     Some(_) => "the version it replaces holds",
-                    None => "a new plugin holds (its controllers' primary and owned kinds)",
+                    None => {
+                        "a new plugin holds (its controllers' primary and owned kinds, none of them a sensitive kind such as Secret, Pod, a workload, RBAC, a webhook configuration or a CRD)"
+                    }
                 };
                 return Err(reject(format!(
                     "the candidate declares {} beyond what {held}; grant them in the entry's grants to allow them",
