@@ -218,10 +218,18 @@ impl PluginEngine {
             if !path.exists() {
                 continue;
             }
-            // SAFETY: the file was written by `Component::serialize` of an engine with the same
-            // compatibility hash (it is in the file name), into a directory only we write (the
+            let compiled = match read_verified(path) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "ignoring a compiled-plugin cache entry: {e:#}");
+                    continue;
+                }
+            };
+            // SAFETY: these are the exact bytes `Component::serialize` of an engine with the
+            // same compatibility hash (it is in the file name) wrote, as the digest recorded
+            // beside them when they were written shows, into a directory only we write (the
             // cache) or into the image with the binary (the precompiled built-ins).
-            match unsafe { Component::deserialize_file(engine, path) } {
+            match unsafe { Component::deserialize(engine, &compiled) } {
                 Ok(c) => {
                     tracing::debug!(path = %path.display(), "loaded a compiled plugin component");
                     return Ok(c);
@@ -336,14 +344,45 @@ fn portable_isa(config: &mut Config) {
 #[cfg(not(target_arch = "x86_64"))]
 fn portable_isa(_config: &mut Config) {}
 
+/// Writes a compiled component and, beside it, the sha256 of its exact bytes: only bytes whose
+/// digest matches are ever deserialized (deserializing is `unsafe`: wasmtime trusts them).
 fn write_cache(path: &std::path::Path, component: &Component) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, component.serialize()?)?;
-    std::fs::rename(&tmp, path)?;
+    let bytes = component.serialize()?;
+    let digest = digest_path(path);
+    let tmp = |p: &std::path::Path| {
+        let mut name = p.as_os_str().to_os_string();
+        name.push(format!(".tmp{}", std::process::id()));
+        PathBuf::from(name)
+    };
+    std::fs::write(tmp(&digest), hex::encode(Sha256::digest(&bytes)))?;
+    std::fs::rename(tmp(&digest), &digest)?;
+    std::fs::write(tmp(path), &bytes)?;
+    std::fs::rename(tmp(path), path)?;
     Ok(())
+}
+
+/// Where the digest of a compiled component's bytes is kept: `<name>.cwasm.sha256`.
+fn digest_path(path: &std::path::Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".sha256");
+    PathBuf::from(name)
+}
+
+/// The compiled component at `path`, if its bytes are those recorded when it was written.
+fn read_verified(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context;
+    let bytes = std::fs::read(path)?;
+    let recorded =
+        std::fs::read_to_string(digest_path(path)).context("no digest was recorded beside it")?;
+    let actual = hex::encode(Sha256::digest(&bytes));
+    anyhow::ensure!(
+        recorded.trim() == actual,
+        "its sha256 ({actual}) is not the one recorded when it was written"
+    );
+    Ok(bytes)
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
@@ -415,10 +454,11 @@ mod tests {
             })
             .unwrap()
         };
-        // `plugin precompile` writes as the cache does.
+        // `plugin precompile` writes as the cache does: the component and its digest.
         engine(Some(image.clone()), None).compile(bytes).unwrap();
         let written = files(&image);
-        assert_eq!(written.len(), 1, "{written:?}");
+        assert_eq!(written.len(), 2, "{written:?}");
+        assert!(written[1].ends_with(".cwasm.sha256"), "{written:?}");
 
         // Found in the image: nothing compiled, so nothing written to the cache.
         engine(Some(cache.clone()), Some(image.clone()))
@@ -427,6 +467,7 @@ mod tests {
         assert!(files(&cache).is_empty(), "{:?}", files(&cache));
 
         // A corrupt image entry: compiled again, cached, the image left alone.
+        let good = std::fs::read(image.join(&written[0])).unwrap();
         std::fs::write(image.join(&written[0]), b"not a compiled component").unwrap();
         engine(Some(cache.clone()), Some(image.clone()))
             .compile(bytes)
@@ -436,6 +477,25 @@ mod tests {
             std::fs::read(image.join(&written[0])).unwrap(),
             b"not a compiled component"
         );
+
+        // A tampered cache entry (one byte changed: it may still deserialize, and wasmtime would
+        // run whatever it says) is refused by its digest and compiled again.
+        let entry = cache.join(&written[0]);
+        let mut tampered = good.clone();
+        let middle = tampered.len() / 2;
+        tampered[middle] ^= 0x01;
+        std::fs::write(&entry, &tampered).unwrap();
+        engine(Some(cache.clone()), None).compile(bytes).unwrap();
+        assert_eq!(
+            std::fs::read(&entry).unwrap(),
+            good,
+            "recompiled and rewritten"
+        );
+        // So is an entry without its digest.
+        std::fs::remove_file(cache.join(&written[1])).unwrap();
+        assert!(read_verified(&entry).is_err());
+        engine(Some(cache.clone()), None).compile(bytes).unwrap();
+        assert!(read_verified(&entry).is_ok(), "rewritten with its digest");
         let _ = std::fs::remove_dir_all(&root);
     }
 }
