@@ -214,7 +214,8 @@ fn has_port(authority: &str) -> bool {
     }
 }
 
-fn host_of(authority: &str) -> &str {
+/// The host of `host[:port]` (an authority without a valid port is all host).
+pub(crate) fn host_of(authority: &str) -> &str {
     if has_port(authority) {
         authority.rsplit_once(':').map_or(authority, |(h, _)| h)
     } else {

@@ -41,9 +41,6 @@ impl From<crate::bindings::types::Error> for GuestError {
     }
 }
 
-/// Between a trap's cause and the plugin's stderr in [`CallError::Trap`]'s message.
-pub const STDERR_SEPARATOR: &str = "; plugin stderr: ";
-
 /// A failed plugin call. Every message names the plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
@@ -67,11 +64,16 @@ pub enum CallError {
         op: &'static str,
         limit_mib: usize,
     },
-    #[error("plugin {plugin:?} {op} trapped: {message}")]
+    #[error(
+        "plugin {plugin:?} {op} trapped: {message}{}",
+        .stderr.as_deref().map(|s| format!("; plugin stderr: {s}")).unwrap_or_default()
+    )]
     Trap {
         plugin: String,
         op: &'static str,
         message: String,
+        /// What the plugin wrote to stderr (a panic's message, summarised), for the log only.
+        stderr: Option<String>,
     },
     #[error("plugin {plugin:?} {op} returned {size} bytes, over the limit of {limit} bytes")]
     OutputTooLarge {
@@ -156,12 +158,8 @@ impl CallError {
                 plugin,
                 op,
                 message,
-            } => {
-                let cause = message
-                    .split_once(STDERR_SEPARATOR)
-                    .map_or(message.as_str(), |(cause, _)| cause);
-                format!("plugin {plugin:?} {op} trapped: {cause}")
-            }
+                ..
+            } => format!("plugin {plugin:?} {op} trapped: {message}"),
             other => other.to_string(),
         }
     }

@@ -52,15 +52,9 @@ impl std::fmt::Debug for Identity {
 /// external address, an IP, another cluster domain a DNS server outside the cluster could
 /// answer for) is none.
 pub fn service_of(authority: &str) -> Option<(String, String)> {
+    // User info, IPv6 brackets or a bad port leave characters no DNS label holds.
     let authority = authority.to_ascii_lowercase();
-    if authority.contains('@') || authority.starts_with('[') {
-        return None;
-    }
-    let host = match authority.rsplit_once(':') {
-        Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
-        Some(_) => return None,
-        None => authority.as_str(),
-    };
+    let host = crate::capabilities::host_of(&authority);
     let names = host
         .strip_suffix(".svc.cluster.local")
         .or_else(|| host.strip_suffix(".svc"))?;

@@ -188,19 +188,11 @@ impl Bootstrap<'_> {
             Some(t) => t.to_string(),
             None => format!("{e:#}"),
         };
-        let message = if stderr.is_empty() {
-            what
-        } else {
-            format!(
-                "{what}{}{}",
-                crate::errors::STDERR_SEPARATOR,
-                panic_summary(&stderr)
-            )
-        };
         CallError::Trap {
             plugin,
             op,
-            message,
+            message: what,
+            stderr: (!stderr.is_empty()).then(|| panic_summary(&stderr)),
         }
     }
 }

@@ -445,6 +445,7 @@ impl LoadedPlugin {
                 plugin: self.name().to_string(),
                 op: op.as_str(),
                 message: format!("host task failed: {e}"),
+                stderr: None,
             })
         })
     }

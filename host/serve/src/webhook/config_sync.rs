@@ -92,11 +92,8 @@ impl WebhookConfigSync {
     /// Also keeps every webhook of a plugin added at run time away from `namespaces` (the
     /// controller's own, the deployment's list). Built-in webhooks keep upstream's selectors.
     pub fn excluding(mut self, namespaces: impl IntoIterator<Item = String>) -> Self {
-        for ns in namespaces {
-            if !ns.is_empty() && !self.excluded_namespaces.contains(&ns) {
-                self.excluded_namespaces.push(ns);
-            }
-        }
+        self.excluded_namespaces
+            .extend(namespaces.into_iter().filter(|ns| !ns.is_empty()));
         self
     }
 

@@ -256,6 +256,7 @@ mod tests {
             plugin: "misbehave".into(),
             op: "mutate",
             message: "unreachable".into(),
+            stderr: None,
         });
         assert_eq!(
             (v.allowed, v.code, v.message.as_deref()),
@@ -269,7 +270,8 @@ mod tests {
         let v = Verdict::from_call_error(&CallError::Trap {
             plugin: "misbehave".into(),
             op: "mutate",
-            message: "wasm trap: unreachable; plugin stderr: panicked at: token=s3cr3t".into(),
+            message: "wasm trap: unreachable".into(),
+            stderr: Some("panicked at: token=s3cr3t".into()),
         });
         assert_eq!(
             v.message.as_deref(),
