@@ -204,6 +204,68 @@ pub struct RunArgs {
     /// under it only); unset, such sources are refused.
     #[arg(long, value_name = "DIR")]
     pub plugin_file_dir: Option<PathBuf>,
+    /// The ceiling of the plugins ConfigMap (docs/security.md): kinds an entry may grant reads
+    /// of beyond what its plugin holds without a grant. `*`: every kind but the sensitive ones
+    /// (Secrets, Pods, workloads, RBAC, webhook configurations, CRDs); `Kind`, `Kind.group`,
+    /// `*.group` add kinds, sensitive ones included; empty: none.
+    #[arg(long, default_value = "*", value_delimiter = ',', value_name = "KINDS")]
+    pub plugin_grantable_reads: Vec<String>,
+    /// The ceiling: kinds an entry may grant writes of (as `--plugin-grantable-reads`).
+    #[arg(long, default_value = "*", value_delimiter = ',', value_name = "KINDS")]
+    pub plugin_grantable_writes: Vec<String>,
+    /// The ceiling: kinds a plugin may intercept with webhooks the version it replaces did not
+    /// have (as `--plugin-grantable-reads`).
+    #[arg(long, default_value = "*", value_delimiter = ',', value_name = "KINDS")]
+    pub plugin_grantable_webhook_kinds: Vec<String>,
+    /// The ceiling: HTTP host patterns an entry may grant (`host`, `host:port`, `*.suffix`,
+    /// `*` for any host the address checks allow).
+    #[arg(long, default_value = "*", value_delimiter = ',', value_name = "HOSTS")]
+    pub plugin_grantable_hosts: Vec<String>,
+    /// The ceiling: namespaces an entry may add to `serviceAccountNamespaces` (whose Services
+    /// may receive the controller's token) beyond the built-ins' own.
+    #[arg(long, value_delimiter = ',', value_name = "NAMESPACES")]
+    pub plugin_grantable_identity_namespaces: Vec<String>,
+    /// `required`: every plugin from outside the host must be an `oci://` artifact signed by a
+    /// trusted key (a sha256 pin alone is refused); `optional`: as each entry says.
+    #[arg(long, default_value = "optional", value_name = "optional|required")]
+    pub plugin_signatures: odh_plugin_sources::SignatureRequirement,
+    /// Fingerprints (as `plugin keygen` and `plugin inspect` print them) of the only keys whose
+    /// signatures count, whatever keys an entry's key source holds; empty: those keys.
+    #[arg(long, value_delimiter = ',', value_name = "FINGERPRINTS")]
+    pub plugin_trusted_keys: Vec<String>,
+}
+
+impl RunArgs {
+    /// The ceiling the `--plugin-grantable-*`, `--plugin-signatures` and
+    /// `--plugin-trusted-keys` flags set.
+    pub fn plugin_ceiling(&self) -> anyhow::Result<odh_plugin_sources::Ceiling> {
+        use odh_plugin_sources::KindCeiling;
+        let kinds = |flag: &str, items: &[String]| {
+            KindCeiling::parse(items).map_err(|m| anyhow::anyhow!("--{flag}: {m}"))
+        };
+        let listed = |items: &[String]| {
+            items
+                .iter()
+                .map(|i| i.trim().to_string())
+                .filter(|i| !i.is_empty())
+                .collect::<std::collections::BTreeSet<String>>()
+        };
+        Ok(odh_plugin_sources::Ceiling {
+            reads: kinds("plugin-grantable-reads", &self.plugin_grantable_reads)?,
+            writes: kinds("plugin-grantable-writes", &self.plugin_grantable_writes)?,
+            webhook_kinds: kinds(
+                "plugin-grantable-webhook-kinds",
+                &self.plugin_grantable_webhook_kinds,
+            )?,
+            http_hosts: odh_plugin_sources::ceiling::hosts(listed(&self.plugin_grantable_hosts)),
+            identity_namespaces: listed(&self.plugin_grantable_identity_namespaces),
+            signatures: self.plugin_signatures,
+            trusted_keys: listed(&self.plugin_trusted_keys)
+                .into_iter()
+                .map(|k| k.to_ascii_lowercase())
+                .collect(),
+        })
+    }
 }
 
 /// A duration such as `15s`, `500ms`, `2m`.

@@ -66,6 +66,8 @@ impl Host {
     /// the environment gives it stops the start) and binds every listener.
     pub async fn build(args: RunArgs) -> anyhow::Result<Self> {
         let env = ProcessEnv::from_env();
+        // A mistyped ceiling stops the start, not the first ConfigMap change.
+        args.plugin_ceiling()?;
         let terminated = startup::termination()?;
         let (config, client, identity) = startup::connect(args.kubeconfig.as_deref()).await?;
         let version = client
@@ -242,6 +244,7 @@ impl Host {
                 )
                 .with_extra_roots(startup::plugin_source_roots()?)
                 .with_file_dir(self.args.plugin_file_dir.clone())
+                .with_ceiling(self.args.plugin_ceiling()?)
                 .with_serve_check(check);
                 tokio::spawn(Arc::new(registry).run(REGISTRY_RETRY, shutdown.clone()));
             }

@@ -802,3 +802,129 @@ async fn redirects_are_followed_and_credentials_stay_with_their_origin() -> anyh
     origin_task.abort();
     Ok(())
 }
+
+/// Trust in a signature ends with its key: the serving signed version is verified again at
+/// every tick against the keys its entry trusts now, and stops serving (the built-in version
+/// takes over, the status and an Event say why) once the signing key is gone from them; with
+/// the key back it serves again. A cluster admin's `--plugin-trusted-keys` overrides whatever
+/// keys the ConfigMap names.
+#[tokio::test]
+async fn a_signature_is_trusted_only_while_its_key_is_and_the_cluster_pins_the_keys()
+-> anyhow::Result<()> {
+    use odh_model_controller::registry::Ceiling;
+    let t = TestContext::new("registry-oci-untrust").await?;
+    let registry = start_registry().await?;
+    let (engine, slot, wasm) = common::misbehave_slot()?;
+    let plugins = common::registry(&t, engine.clone(), &slot);
+    let dir = registry.dir.join("keys");
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("misbehave.wasm");
+    std::fs::write(&file, &wasm)?;
+    let path = |p: &std::path::Path| p.display().to_string();
+    for name in ["vendor", "stranger"] {
+        cli(vec!["keygen".into(), "--out".into(), path(&dir.join(name))]).await?;
+    }
+    let signed = format!("oci://{}/odh/misbehave:signed", registry.addr);
+    cli(vec!["push".into(), path(&file), signed.clone()]).await?;
+    cli(vec![
+        "sign".into(),
+        signed.clone(),
+        "--key".into(),
+        path(&dir.join("vendor.key")),
+    ])
+    .await?;
+    let pem = |name: &str| std::fs::read_to_string(dir.join(format!("{name}.pub")));
+    let configmaps: Api<ConfigMap> = Api::namespaced(t.client.clone(), &t.namespace);
+    let put_keys = |key: String| {
+        let configmaps = configmaps.clone();
+        async move {
+            let object = ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some("signers".into()),
+                    ..Default::default()
+                },
+                data: Some(BTreeMap::from([("signer.pub".to_string(), key)])),
+                ..Default::default()
+            };
+            configmaps
+                .patch(
+                    "signers",
+                    &kube::api::PatchParams::apply("test").force(),
+                    &kube::api::Patch::Apply(&object),
+                )
+                .await
+        }
+    };
+    put_keys(pem("vendor")?).await?;
+    let config = RegistryConfig::parse(
+        &format!(
+            "plugins:\n  misbehave:\n    source: {signed}\n    signature:\n      publicKeys:\n        configMap: signers\n    settings:\n      okLabel: signed\n"
+        ),
+        &odh_model_controller::builtins::catalog(),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let label = || {
+        slot.current().settings()["okLabel"]
+            .as_str()
+            .map(str::to_string)
+    };
+    assert_eq!(
+        plugins.apply(&config).await.remove("misbehave"),
+        Some(SwapResult::Swapped(common::sha(&wasm)))
+    );
+    assert_eq!(label().as_deref(), Some("signed"));
+    assert!(
+        plugins.recheck_signatures().await.is_empty(),
+        "a version whose key is still trusted keeps serving"
+    );
+
+    // The admin replaces the vendor's key: what it signed stops serving at the next tick.
+    put_keys(pem("stranger")?).await?;
+    let results = plugins.recheck_signatures().await;
+    assert!(
+        matches!(results.get("misbehave"), Some(SwapResult::Swapped(_))),
+        "the built-in version serves again: {results:?}"
+    );
+    assert_eq!(label(), None, "the version the host started with");
+    let status = configmaps.get(STATUS_CONFIGMAP_NAME).await?;
+    let status: serde_json::Value =
+        serde_json::from_str(&status.data.unwrap_or_default()["misbehave"])?;
+    assert!(
+        status["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("no longer trusted") && e.contains("not by a trusted key")),
+        "{status}"
+    );
+    let notes = common::rejection_notes(&t).await?;
+    assert!(
+        notes.iter().any(|n| n.contains("no longer trusted")),
+        "{notes:?}"
+    );
+    assert!(
+        plugins.recheck_signatures().await.is_empty(),
+        "reported once, not at every tick"
+    );
+
+    // The key back, the retry makes the signed version serve again.
+    put_keys(pem("vendor")?).await?;
+    assert_eq!(
+        plugins.retry_rejected().await.remove("misbehave"),
+        Some(SwapResult::Swapped(common::sha(&wasm)))
+    );
+    assert_eq!(label().as_deref(), Some("signed"));
+
+    // A cluster that pins the stranger's fingerprint trusts no signature of the vendor's, even
+    // with the vendor's key in the ConfigMap the entry names.
+    let stranger = oci::PublicKey::parse_all("stranger", pem("stranger")?.as_bytes())
+        .map_err(anyhow::Error::msg)?;
+    let pinned = common::registry(&t, engine, &slot).with_ceiling(Ceiling {
+        trusted_keys: [stranger[0].fingerprint()].into(),
+        ..Ceiling::default()
+    });
+    let refused = pinned.apply(&config).await.remove("misbehave");
+    assert!(
+        matches!(&refused, Some(SwapResult::Rejected(m)) if m.contains("hold no key this cluster trusts") && m.contains(&stranger[0].fingerprint())),
+        "{refused:?}"
+    );
+    Ok(())
+}

@@ -512,3 +512,187 @@ async fn a_new_plugin_joins_with_its_entry_and_leaves_without_it() -> anyhow::Re
     assert!(!cm.data.unwrap_or_default().contains_key("hello"));
     Ok(())
 }
+
+/// The ceiling a cluster admin sets holds against the ConfigMap's grants: an entry granting a
+/// read and an HTTP host past it is refused whole (never loaded narrowed), with the status
+/// saying what and where the ceiling is set, and one Event however often it is retried; the
+/// last good version keeps serving.
+#[tokio::test]
+async fn an_entry_granting_past_the_ceiling_is_refused_with_a_status_and_one_event()
+-> anyhow::Result<()> {
+    use odh_model_controller::plugin::{Grants, PluginSet};
+    use odh_model_controller::registry::{Ceiling, KindCeiling, ceiling};
+    let t = TestContext::new("swap-ceiling").await?;
+    let narrowed = odh_test_support::host::load_with("misbehave", |r| r.grants(Grants::none()));
+    let slot = PluginSlot::new(narrowed);
+    let (_, misbehave) = odh_test_support::host::component("misbehave");
+    let f = Fixture {
+        registry: Registry::new(
+            t.client.clone(),
+            t.namespace.clone(),
+            odh_test_support::host::engine(),
+            PluginSet::new([slot.clone()]),
+            odh_model_controller::builtins::catalog(),
+        )
+        .with_ceiling(Ceiling {
+            reads: KindCeiling::parse(&[]).map_err(anyhow::Error::msg)?,
+            http_hosts: ceiling::hosts(["*.example.com"]),
+            ..Ceiling::default()
+        }),
+        t,
+        slot,
+        misbehave,
+    };
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let entry = f.entry(
+        "configmap://misbehave-plugin/plugin.wasm.gz",
+        &sha(&f.misbehave),
+        "    settings:\n      okLabel: past\n    grants:\n      reads: [{group: \"\", version: v1, kind: ConfigMap}]\n      writes: []\n      httpHosts: [\"127.0.0.1\"]\n",
+    );
+    let SwapResult::Rejected(message) = f.configure(&entry).await? else {
+        panic!("an entry past the ceiling must be refused");
+    };
+    assert!(
+        message.contains(
+            "grants reads ConfigMap/v1, HTTP host 127.0.0.1 past what this cluster allows"
+        ) && message.contains("--plugin-grantable-"),
+        "{message}"
+    );
+    assert_eq!(f.decision(), "true", "the last good version keeps serving");
+    assert!(
+        !f.slot
+            .current()
+            .capabilities()
+            .may_read(&Gvk::new("", "v1", "ConfigMap"))
+    );
+    for _ in 0..8 {
+        f.registry.retry_rejected().await;
+    }
+    let status = f.status().await?;
+    assert_eq!(status["lastError"], json!(message), "{status}");
+    let notes = common::rejection_notes(&f.t).await?;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("past what this cluster allows"),
+        "{notes:?}"
+    );
+    Ok(())
+}
+
+/// A plugin new to the host whose webhooks intercept a sensitive kind (Pods) joins only when
+/// the ceiling names that kind; the same entry goes live under a ceiling that does.
+#[tokio::test]
+async fn a_new_plugin_intercepting_pods_needs_the_ceiling_to_name_them() -> anyhow::Result<()> {
+    use odh_model_controller::plugin::PluginSet;
+    use odh_model_controller::registry::{Ceiling, KindCeiling};
+    let t = TestContext::new("swap-ceiling-pods").await?;
+    let (_, misbehave) = odh_test_support::host::component("misbehave");
+    let registry = |ceiling: Ceiling| {
+        Registry::new(
+            t.client.clone(),
+            t.namespace.clone(),
+            odh_test_support::host::engine(),
+            PluginSet::new([]),
+            odh_model_controller::builtins::catalog(),
+        )
+        .with_ceiling(ceiling)
+    };
+    let configmaps: Api<ConfigMap> = Api::namespaced(t.client.clone(), &t.namespace);
+    let put = |name: &'static str, cm: ConfigMap| {
+        let configmaps = configmaps.clone();
+        async move {
+            let mut cm = cm;
+            cm.metadata.name = Some(name.into());
+            configmaps
+                .patch(
+                    name,
+                    &PatchParams::apply("test").force(),
+                    &Patch::Apply(&cm),
+                )
+                .await
+        }
+    };
+    put(
+        "misbehave-plugin",
+        ConfigMap {
+            binary_data: Some(BTreeMap::from([(
+                "plugin.wasm.gz".to_string(),
+                ByteString(gzip(&misbehave)),
+            )])),
+            ..Default::default()
+        },
+    )
+    .await?;
+    let plugins = put(
+        "odh-model-controller-plugins",
+        ConfigMap {
+            data: Some(BTreeMap::from([(
+                "plugins.yaml".to_string(),
+                format!(
+                    "plugins:\n  misbehave:\n    source: configmap://misbehave-plugin/plugin.wasm.gz\n    sha256: {}\n    grants:\n      httpHosts: [\"127.0.0.1\", \"localhost\"]\n",
+                    sha(&misbehave)
+                ),
+            )])),
+            ..Default::default()
+        },
+    )
+    .await?;
+
+    let refusing = registry(Ceiling::default());
+    let results = refusing
+        .apply_configmap(Some(&plugins))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    match &results["misbehave"] {
+        SwapResult::Rejected(m) => assert!(m.contains("a webhook on Pod/v1"), "{m}"),
+        other => panic!("a Pod webhook past the ceiling must be refused, got {other:?}"),
+    }
+    assert!(refusing.plugins().get("misbehave").is_none());
+
+    let admitting = registry(Ceiling {
+        webhook_kinds: KindCeiling::parse(&["*".into(), "Pod".into()])
+            .map_err(anyhow::Error::msg)?,
+        ..Ceiling::default()
+    });
+    let results = admitting
+        .apply_configmap(Some(&plugins))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    assert_eq!(results["misbehave"], SwapResult::Swapped(sha(&misbehave)));
+    assert!(admitting.plugins().get("misbehave").is_some());
+    Ok(())
+}
+
+/// Where the cluster requires signatures, an entry pinned by sha256 alone is refused before
+/// anything is fetched, saying how to comply.
+#[tokio::test]
+async fn where_signatures_are_required_a_sha256_pin_alone_is_refused() -> anyhow::Result<()> {
+    use odh_model_controller::registry::{Ceiling, SignatureRequirement};
+    let t = TestContext::new("swap-ceiling-signed").await?;
+    let (engine, slot, misbehave) = common::misbehave_slot()?;
+    let f = Fixture {
+        registry: common::registry(&t, engine, &slot).with_ceiling(Ceiling {
+            signatures: SignatureRequirement::Required,
+            ..Ceiling::default()
+        }),
+        t,
+        slot,
+        misbehave,
+    };
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let entry = f.entry(
+        "configmap://misbehave-plugin/plugin.wasm.gz",
+        &sha(&f.misbehave),
+        "    settings:\n      okLabel: unsigned\n",
+    );
+    let SwapResult::Rejected(message) = f.configure(&entry).await? else {
+        panic!("an unsigned entry must be refused");
+    };
+    assert!(
+        message.contains("--plugin-signatures=required") && message.contains("oci://"),
+        "{message}"
+    );
+    assert_eq!(f.decision(), "true");
+    assert_eq!(f.status().await?["lastError"], json!(message));
+    Ok(())
+}

@@ -1,5 +1,6 @@
 //! Getting a plugin's component bytes from its source, and checking them.
 
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::Path;
 
@@ -33,9 +34,16 @@ pub async fn fetch_with_roots(
     namespace: &str,
     extra_roots: &[rustls::pki_types::CertificateDer<'static>],
 ) -> Result<Vec<u8>, String> {
-    let bytes = fetch_with_origin(entry, client, namespace, extra_roots, FileSources(None))
-        .await?
-        .bytes;
+    let bytes = fetch_with_origin(
+        entry,
+        client,
+        namespace,
+        extra_roots,
+        FileSources(None),
+        &Default::default(),
+    )
+    .await?
+    .bytes;
     verify(entry, &bytes)?;
     Ok(bytes)
 }
@@ -45,8 +53,8 @@ pub async fn fetch_with_roots(
 pub struct Origin {
     /// The digest of the manifest the component was taken from.
     pub digest: String,
-    /// The trusted key whose signature was verified, when the entry requires one.
-    pub signed_by: Option<String>,
+    /// The signature verified, when the entry requires one.
+    pub signature: Option<oci::Verified>,
 }
 
 /// A fetched component (decompressed, its digest not checked yet) and, for `oci://`, its
@@ -57,13 +65,15 @@ pub struct Fetched {
 }
 
 /// The entry's component, decompressed, its digest not checked yet (see [`verify`]), with the
-/// origin of a registry artifact.
+/// origin of a registry artifact. A signature counts only by a key of the entry's key source
+/// whose fingerprint is in `trusted` (when not empty: the cluster admin's pin).
 pub async fn fetch_with_origin(
     entry: &PluginEntry,
     client: &kube::Client,
     namespace: &str,
     extra_roots: &[rustls::pki_types::CertificateDer<'static>],
     files: FileSources<'_>,
+    trusted: &BTreeSet<String>,
 ) -> Result<Fetched, String> {
     let mut origin = None;
     let bytes = match &entry.source {
@@ -84,10 +94,11 @@ pub async fn fetch_with_origin(
         Source::File(path) => decompress(read_file_source(path, files)?)?,
         Source::Https(url) => decompress(https_get(url, extra_roots).await?)?,
         Source::Oci(reference) => {
-            let pulled = oci_pull(entry, reference, client, namespace, extra_roots).await?;
+            let pulled =
+                oci_pull(entry, reference, client, namespace, extra_roots, trusted).await?;
             origin = Some(Origin {
                 digest: pulled.digest,
-                signed_by: pulled.signed_by,
+                signature: pulled.signature,
             });
             decompress(pulled.component)?
         }
@@ -123,6 +134,7 @@ async fn oci_pull(
     client: &kube::Client,
     namespace: &str,
     extra_roots: Roots<'_>,
+    trusted: &BTreeSet<String>,
 ) -> Result<oci::Pulled, String> {
     let reference = oci::Reference::parse(text)?;
     let credentials = match &entry.pull_secret {
@@ -130,7 +142,11 @@ async fn oci_pull(
         None => None,
     };
     let keys = match &entry.signature {
-        Some(policy) => Some(trusted_keys(client, namespace, policy).await?),
+        Some(policy) => Some(
+            trusted_keys(client, namespace, policy, trusted)
+                .await
+                .map_err(|e| e.to_string())?,
+        ),
         None => None,
     };
     let mut session = oci::Session::new(&reference, oci::Access::Pull, credentials, extra_roots);
@@ -142,7 +158,7 @@ async fn oci_pull(
     )
     .await
     .map_err(|m| format!("{reference}: {m}"))?;
-    if let Some(signer) = &pulled.signed_by {
+    if let Some(signer) = pulled.signature.as_ref().map(|s| &s.signed_by) {
         tracing::info!(
             plugin = entry.name,
             digest = pulled.digest,
@@ -203,44 +219,104 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
+    let (object, what) = read_optional::<K>(client, namespace, name, role).await?;
+    let object = object.ok_or_else(|| format!("{role}{what} does not exist"))?;
+    Ok((object, what))
+}
+
+/// [`read_required`], an absent object being `None` rather than an error.
+async fn read_optional<K>(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    role: &str,
+) -> Result<(Option<K>, String), String>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
     let what = format!("{} {namespace}/{name}", K::kind(&()));
     let object = Api::<K>::namespaced(client.clone(), namespace)
         .get_opt(name)
         .await
-        .map_err(|e| format!("reading {role}{what}: {e}"))?
-        .ok_or_else(|| format!("{role}{what} does not exist"))?;
+        .map_err(|e| format!("reading {role}{what}: {e}"))?;
     Ok((object, what))
 }
 
+/// Why an entry's trusted keys are not there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeysError {
+    /// They could not be read (the API failed): nothing is known about them.
+    Unavailable(String),
+    /// They were read and hold no key that counts: nothing it signed is trusted.
+    Untrusted(String),
+}
+
+impl std::fmt::Display for KeysError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unavailable(m) | Self::Untrusted(m) => f.write_str(m),
+        }
+    }
+}
+
 /// Every public key in the ConfigMap or Secret the entry's signature policy names (each data
-/// key holds one or more PEM public keys, named after the key).
-async fn trusted_keys(
+/// key holds one or more PEM public keys, named after the key) whose fingerprint `pinned`
+/// lists, when it lists any.
+pub async fn trusted_keys(
     client: &kube::Client,
     namespace: &str,
     policy: &SignaturePolicy,
-) -> Result<Vec<oci::PublicKey>, String> {
+    pinned: &BTreeSet<String>,
+) -> Result<Vec<oci::PublicKey>, KeysError> {
     const ROLE: &str = "the signature keys ";
+    let absent = |what: &str| KeysError::Untrusted(format!("{ROLE}{what} does not exist"));
     let (what, data): (String, Vec<(String, Vec<u8>)>) = match &policy.public_keys {
         KeySource::ConfigMap(name) => {
-            let (cm, what) = read_required::<ConfigMap>(client, namespace, name, ROLE).await?;
-            let data = cm.data.unwrap_or_default().into_iter();
-            (what, data.map(|(k, v)| (k, v.into_bytes())).collect())
+            let (cm, what) = read_optional::<ConfigMap>(client, namespace, name, ROLE)
+                .await
+                .map_err(KeysError::Unavailable)?;
+            let data = cm.ok_or_else(|| absent(&what))?.data.unwrap_or_default();
+            (
+                what,
+                data.into_iter().map(|(k, v)| (k, v.into_bytes())).collect(),
+            )
         }
         KeySource::Secret(name) => {
-            let (secret, what) = read_required::<Secret>(client, namespace, name, ROLE).await?;
-            let data = secret.data.unwrap_or_default().into_iter();
-            (what, data.map(|(k, v)| (k, v.0)).collect())
+            let (secret, what) = read_optional::<Secret>(client, namespace, name, ROLE)
+                .await
+                .map_err(KeysError::Unavailable)?;
+            let data = secret
+                .ok_or_else(|| absent(&what))?
+                .data
+                .unwrap_or_default();
+            (what, data.into_iter().map(|(k, v)| (k, v.0)).collect())
         }
     };
     let mut keys = Vec::new();
     for (name, pem) in data {
         keys.extend(
             oci::PublicKey::parse_all(&name, &pem)
-                .map_err(|m| format!("the signature keys {what}: {m}"))?,
+                .map_err(|m| KeysError::Untrusted(format!("the signature keys {what}: {m}")))?,
         );
     }
     if keys.is_empty() {
-        return Err(format!("the signature keys {what} hold no public key"));
+        return Err(KeysError::Untrusted(format!(
+            "the signature keys {what} hold no public key"
+        )));
+    }
+    if !pinned.is_empty() {
+        let found: Vec<String> = keys.iter().map(oci::PublicKey::fingerprint).collect();
+        keys.retain(|k| pinned.contains(&k.fingerprint()));
+        if keys.is_empty() {
+            return Err(KeysError::Untrusted(format!(
+                "the signature keys {what} hold no key this cluster trusts (they hold {}; --plugin-trusted-keys lists {})",
+                found.join(", "),
+                pinned.iter().cloned().collect::<Vec<_>>().join(", ")
+            )));
+        }
     }
     Ok(keys)
 }

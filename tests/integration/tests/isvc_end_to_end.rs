@@ -331,10 +331,14 @@ async fn webhooks_controller_and_model_registry_through_the_real_binary() -> any
         "{MR_SERVICE}.{registries}.svc.cluster.local:{MR_PORT}=127.0.0.1:{mr_port},\
          mine.{ns}.svc.cluster.local:{MR_PORT}=127.0.0.1:{tenant_port}"
     );
-    let host = ServingHost::start_as(
+    // The cluster admin's ceiling lets the ConfigMap send the identity there (T15: without it
+    // the entry is refused).
+    let ceiling = format!("--plugin-grantable-identity-namespaces={registries}");
+    let host = ServingHost::start_as_with_args(
         &kubeconfig,
         "isvc-e2e",
         false,
+        &[ceiling.as_str()],
         &[
             ("POD_NAMESPACE", protected.as_str()),
             ("MODELREGISTRY_STATE", "managed"),

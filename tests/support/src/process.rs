@@ -148,6 +148,17 @@ impl ServingHost {
         sync_webhooks: bool,
         env: &[(&str, &str)],
     ) -> anyhow::Result<Self> {
+        Self::start_as_with_args(kubeconfig, name, sync_webhooks, &[], env).await
+    }
+
+    /// [`ServingHost::start_as`] with `extra_args` after the test's own flags.
+    pub async fn start_as_with_args(
+        kubeconfig: &Path,
+        name: &str,
+        sync_webhooks: bool,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let (cert_dir, _) = serving_cert(name);
         let ca_pem = std::fs::read_to_string(cert_dir.join("tls.crt"))?;
         let webhook_port = free_port();
@@ -162,6 +173,7 @@ impl ServingHost {
             args.push("--sync-webhook-configurations".into());
             args.push(format!("--webhook-url=https://127.0.0.1:{webhook_port}"));
         }
+        args.extend(extra_args.iter().map(|a| a.to_string()));
         let host = Self {
             process: HostProcess::start_as(kubeconfig, name, &args, env)?,
             webhook_port,

@@ -45,8 +45,9 @@ pub fn payload(repository: &str, digest: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Checks a payload names `digest`.
-pub fn check_payload(payload: &[u8], digest: &str) -> Result<(), String> {
+/// Checks a payload names `digest` of `repository` (`<registry>/<repository>`): a signature
+/// made for one repository does not vouch for the same bytes pushed to another.
+pub fn check_payload(payload: &[u8], digest: &str, repository: &str) -> Result<(), String> {
     let value: serde_json::Value = serde_json::from_slice(payload)
         .map_err(|e| format!("the signed payload is not JSON: {e}"))?;
     let critical = &value["critical"];
@@ -57,10 +58,37 @@ pub fn check_payload(payload: &[u8], digest: &str) -> Result<(), String> {
         ));
     }
     match critical["image"]["docker-manifest-digest"].as_str() {
-        Some(signed) if signed == digest => Ok(()),
-        Some(signed) => Err(format!("it signs {signed}, not {digest}")),
-        None => Err("the signed payload names no digest".into()),
+        Some(signed) if signed == digest => {}
+        Some(signed) => return Err(format!("it signs {signed}, not {digest}")),
+        None => return Err("the signed payload names no digest".into()),
     }
+    match critical["identity"]["docker-reference"].as_str() {
+        Some(signed) if same_repository(signed, repository) => Ok(()),
+        Some(signed) => Err(format!(
+            "it signs {digest} of repository {signed}, not of {repository}"
+        )),
+        None => Err("the signed payload names no repository".into()),
+    }
+}
+
+/// Whether two `<registry>/<repository>` names are the same repository (Docker Hub has several
+/// names; a tag or digest, which cosign leaves out, is ignored).
+fn same_repository(a: &str, b: &str) -> bool {
+    fn normalized(name: &str) -> String {
+        let name = name.split('@').next().unwrap_or(name);
+        let name = match name.rsplit_once(':') {
+            Some((repo, tag)) if !tag.contains('/') => repo,
+            _ => name,
+        };
+        let name = name.to_ascii_lowercase();
+        for hub in ["index.docker.io/", "registry-1.docker.io/"] {
+            if let Some(rest) = name.strip_prefix(hub) {
+                return format!("docker.io/{rest}");
+            }
+        }
+        name
+    }
+    normalized(a) == normalized(b)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,12 +172,13 @@ impl std::fmt::Display for PublicKey {
 }
 
 /// Verifies one signature layer: `signature_b64` over `payload` by one of `keys`, the payload
-/// naming `digest`. The key that signed, or why none did.
+/// naming `digest` of `repository`. The key that signed, or why none did.
 pub fn verify<'k>(
     keys: &'k [PublicKey],
     payload: &[u8],
     signature_b64: &str,
     digest: &str,
+    repository: &str,
 ) -> Result<&'k PublicKey, String> {
     let signature = STANDARD
         .decode(signature_b64.trim())
@@ -158,7 +187,7 @@ pub fn verify<'k>(
         .iter()
         .find(|k| k.verifies(payload, &signature))
         .ok_or("it is not by a trusted key")?;
-    check_payload(payload, digest)?;
+    check_payload(payload, digest, repository)?;
     Ok(key)
 }
 
@@ -253,29 +282,36 @@ mod tests {
         let (private, public) = SigningKey::generate().unwrap();
         let (_, other) = SigningKey::generate().unwrap();
         let key = SigningKey::from_pem(private.as_bytes()).unwrap();
-        let payload = payload("127.0.0.1:5000/odh/p", DIGEST);
+        const REPO: &str = "127.0.0.1:5000/odh/p";
+        let payload = payload(REPO, DIGEST);
         let sig = key.sign(&payload).unwrap();
 
         let trusted = PublicKey::parse_all("vendor.pub", public.as_bytes()).unwrap();
         assert_eq!(
-            verify(&trusted, &payload, &sig, DIGEST).unwrap().name,
+            verify(&trusted, &payload, &sig, DIGEST, REPO).unwrap().name,
             "vendor.pub"
         );
         let stranger = PublicKey::parse_all("other.pub", other.as_bytes()).unwrap();
         assert!(
-            verify(&stranger, &payload, &sig, DIGEST)
+            verify(&stranger, &payload, &sig, DIGEST, REPO)
                 .unwrap_err()
                 .contains("not by a trusted key")
         );
         let elsewhere = DIGEST.replace('1', "2");
         assert!(
-            verify(&trusted, &payload, &sig, &elsewhere)
+            verify(&trusted, &payload, &sig, &elsewhere, REPO)
                 .unwrap_err()
                 .contains("not sha256:2222")
         );
         let mut tampered = payload.clone();
         tampered[10] ^= 1;
-        assert!(verify(&trusted, &tampered, &sig, DIGEST).is_err());
+        assert!(verify(&trusted, &tampered, &sig, DIGEST, REPO).is_err());
+        assert!(
+            verify(&trusted, &payload, &sig, DIGEST, "127.0.0.1:5000/odh/other")
+                .unwrap_err()
+                .contains("of repository 127.0.0.1:5000/odh/p, not of 127.0.0.1:5000/odh/other"),
+            "a signature does not travel to another repository"
+        );
     }
 
     #[test]
@@ -308,14 +344,24 @@ mod tests {
         let payload = payload("r/p", DIGEST);
         let sig = key.sign(&payload).unwrap();
         let trusted = PublicKey::parse_all("ed", key.public_key().to_pem().as_bytes()).unwrap();
-        assert!(verify(&trusted, &payload, &sig, DIGEST).is_ok());
+        assert!(verify(&trusted, &payload, &sig, DIGEST, "r/p").is_ok());
     }
 
     #[test]
     fn payloads_name_their_digest_and_type() {
-        assert!(check_payload(&payload("r/p", DIGEST), DIGEST).is_ok());
+        assert!(check_payload(&payload("r/p", DIGEST), DIGEST, "r/p").is_ok());
         assert!(
-            check_payload(br#"{"critical":{"type":"x"}}"#, DIGEST)
+            check_payload(
+                &payload("index.docker.io/odh/p", DIGEST),
+                DIGEST,
+                "docker.io/odh/p:v1"
+            )
+            .is_ok(),
+            "Docker Hub's names are one registry; a tag is not part of the repository"
+        );
+        assert!(check_payload(&payload("r/p", DIGEST), DIGEST, "r/q").is_err());
+        assert!(
+            check_payload(br#"{"critical":{"type":"x"}}"#, DIGEST, "r/p")
                 .unwrap_err()
                 .contains("type")
         );

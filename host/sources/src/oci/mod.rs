@@ -382,8 +382,19 @@ pub struct Pulled {
     pub component: Vec<u8>,
     /// The digest of the manifest the component came from (what a signature signs).
     pub digest: String,
-    /// The trusted key whose signature was verified, when keys were given.
-    pub signed_by: Option<String>,
+    /// The signature verified, when keys were given.
+    pub signature: Option<Verified>,
+}
+
+/// A signature verified: by which key, and what it signed (kept, so the serving version can
+/// be verified again, offline, when the trusted keys change).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// The key, as `<name> (<fingerprint>)`.
+    pub signed_by: String,
+    pub payload: Vec<u8>,
+    /// Base64, as stored.
+    pub signature: String,
 }
 
 /// Pulls the component `reference` names. With `keys`, the manifest must carry a cosign
@@ -396,12 +407,8 @@ pub async fn pull(
     limit: usize,
 ) -> Result<Pulled, String> {
     let manifest = resolve(session, reference).await?;
-    let signed_by = match keys {
-        Some(keys) => Some(
-            verify_signature(session, reference, &manifest.digest, keys)
-                .await?
-                .to_string(),
-        ),
+    let signature = match keys {
+        Some(keys) => Some(verify_signature(session, reference, &manifest.digest, keys).await?),
         None => None,
     };
     let layers = manifest.value["layers"]
@@ -418,17 +425,23 @@ pub async fn pull(
     Ok(Pulled {
         component,
         digest: manifest.digest,
-        signed_by,
+        signature,
     })
 }
 
-/// The signature layers stored for `digest`: (payload, base64 signature) each; `None` when
-/// there is no signature manifest.
-async fn signatures(
+/// How many signature layers are looked at: a registry cannot make the controller download
+/// without end.
+const MAX_SIGNATURES: usize = 16;
+/// The largest signature payload read (cosign's are a few hundred bytes).
+const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
+
+/// The signature layers stored for `digest`: (payload blob digest, base64 signature) each,
+/// payloads not downloaded; `None` when there is no signature manifest.
+async fn signature_layers(
     session: &mut Session<'_>,
     reference: &Reference,
     digest: &str,
-) -> Result<Option<Vec<(Vec<u8>, String)>>, String> {
+) -> Result<Option<Vec<(String, String)>>, String> {
     let Some(manifest) = manifest(session, reference, &cosign::signature_tag(digest)).await? else {
         return Ok(None);
     };
@@ -443,35 +456,54 @@ async fn signatures(
         let Some(blob_digest) = layer["digest"].as_str() else {
             continue;
         };
-        let payload = blob(session, reference, blob_digest, MAX_METADATA_BYTES).await?;
-        out.push((payload, signature.to_string()));
+        out.push((blob_digest.to_string(), signature.to_string()));
     }
     Ok(Some(out))
 }
 
-/// The trusted key that signed `digest`, or why none did.
-async fn verify_signature<'k>(
+/// The signature by a trusted key over `digest` of `reference`'s repository, or why there is
+/// none. Layers are taken one at a time (its payload downloaded, bounded, and checked before
+/// the next), at most [`MAX_SIGNATURES`].
+async fn verify_signature(
     session: &mut Session<'_>,
     reference: &Reference,
     digest: &str,
-    keys: &'k [PublicKey],
-) -> Result<&'k PublicKey, String> {
+    keys: &[PublicKey],
+) -> Result<Verified, String> {
     let tag = cosign::signature_tag(digest);
-    let found = signatures(session, reference, digest)
+    let found = signature_layers(session, reference, digest)
         .await?
         .ok_or_else(|| format!("{digest} is not signed (no {tag} beside it); a signature by a trusted key is required"))?;
     let mut reasons = Vec::new();
-    for (payload, signature) in &found {
-        match cosign::verify(keys, payload, signature, digest) {
-            Ok(key) => return Ok(key),
+    for (blob_digest, signature) in found.iter().take(MAX_SIGNATURES) {
+        let payload = match blob(session, reference, blob_digest, MAX_PAYLOAD_BYTES).await {
+            Ok(payload) => payload,
+            Err(reason) => {
+                reasons.push(reason);
+                continue;
+            }
+        };
+        match cosign::verify(keys, &payload, signature, digest, &reference.name()) {
+            Ok(key) => {
+                return Ok(Verified {
+                    signed_by: key.to_string(),
+                    payload,
+                    signature: signature.clone(),
+                });
+            }
             Err(reason) => reasons.push(reason),
         }
     }
     let trusted: Vec<String> = keys.iter().map(ToString::to_string).collect();
     Err(format!(
-        "{digest} has no valid signature by a trusted key ({}): {} signature(s) in {tag}{}",
+        "{digest} has no valid signature by a trusted key ({}): {} signature(s) in {tag}{}{}",
         trusted.join(", "),
         found.len(),
+        if found.len() > MAX_SIGNATURES {
+            format!(" (the first {MAX_SIGNATURES} looked at)")
+        } else {
+            String::new()
+        },
         if reasons.is_empty() {
             String::new()
         } else {
@@ -491,12 +523,12 @@ pub async fn signature_status(
     if let Some(keys) = keys {
         return Ok(
             match verify_signature(session, reference, digest, keys).await {
-                Ok(key) => json!({"status": "verified", "signedBy": key.to_string()}),
+                Ok(verified) => json!({"status": "verified", "signedBy": verified.signed_by}),
                 Err(reason) => json!({"status": "refused", "reason": reason}),
             },
         );
     }
-    Ok(match signatures(session, reference, digest).await? {
+    Ok(match signature_layers(session, reference, digest).await? {
         None => json!({"status": "unsigned"}),
         Some(found) => json!({
             "status": "signed (not verified: no --public-key given)",

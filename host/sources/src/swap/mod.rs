@@ -15,9 +15,11 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::builtins::Builtins;
+use crate::ceiling::{Ceiling, SignatureRequirement};
 use crate::config::{CONFIGMAP_NAME, FailurePolicy, PluginEntry, RegistryConfig, Rollout, Source};
 use crate::{fetch, trust};
 
+mod recheck;
 mod report;
 use odh_host_metrics::Metrics;
 use odh_plugin_runtime::{LoadRequest, LoadedPlugin, PluginEngine, PluginSet, PluginSlot};
@@ -118,6 +120,8 @@ pub struct Registry {
     /// The only directory `file://` sources are read from; none: they are refused.
     file_dir: Option<std::path::PathBuf>,
     serve_check: Option<ServeCheck>,
+    /// The most an entry may grant (the Deployment's flags).
+    ceiling: Ceiling,
 }
 
 impl Registry {
@@ -151,7 +155,14 @@ impl Registry {
             extra_roots: Vec::new(),
             file_dir: None,
             serve_check: None,
+            ceiling: Ceiling::default(),
         }
+    }
+
+    /// Refuses entries granting past `ceiling`.
+    pub fn with_ceiling(mut self, ceiling: Ceiling) -> Self {
+        self.ceiling = ceiling;
+        self
     }
 
     /// Also trusts these certificate authorities for `https://` sources (a private mirror).
@@ -216,38 +227,52 @@ impl Registry {
             self.attempted.lock().expect("attempted lock").remove(&name);
             self.rejected.lock().expect("rejected lock").remove(&name);
             self.reported.lock().expect("reported lock").remove(&name);
-            if let Some(default) = self.defaults.get(&name) {
-                // Back to how the host started: no shadow candidate, failing closed, its own
-                // version.
-                let serving = self.set.get(&name);
-                if let Some(slot) = &serving {
-                    slot.set_shadow(None);
-                    slot.set_fail_open(false);
+            match self.retire(&name).await {
+                Some(SwapResult::Removed) => {
+                    tracing::info!(plugin = name, "plugin removed: its entry is gone");
+                    self.clear_status(&name).await;
+                    results.insert(name, SwapResult::Removed);
                 }
-                if serving.is_none_or(|s| !s.current().same_as(default)) {
-                    match self
-                        .install(default.clone(), false, &Admission::default())
-                        .await
-                    {
-                        Ok(()) => {
-                            results.insert(name, SwapResult::Swapped(default.sha256().to_string()));
-                        }
-                        Err(message) => {
-                            tracing::error!(
-                                plugin = name,
-                                "the built-in version could not serve again: {message}"
-                            );
-                        }
-                    }
+                Some(result) => {
+                    results.insert(name, result);
                 }
-            } else if self.set.remove(&name).is_some() {
-                tracing::info!(plugin = name, "plugin removed: its entry is gone");
-                Metrics::global().plugin_swap(&name, true);
-                self.clear_status(&name).await;
-                results.insert(name, SwapResult::Removed);
+                None => {}
             }
         }
         results
+    }
+
+    /// Stops serving whatever the plugins ConfigMap made `name` serve: a built-in goes back to
+    /// how the host started (its own version, no shadow, failing closed), any other plugin is
+    /// removed. `None`: nothing changed.
+    async fn retire(&self, name: &str) -> Option<SwapResult> {
+        let Some(default) = self.defaults.get(name) else {
+            return self.set.remove(name).is_some().then(|| {
+                Metrics::global().plugin_swap(name, true);
+                SwapResult::Removed
+            });
+        };
+        let serving = self.set.get(name);
+        if let Some(slot) = &serving {
+            slot.set_shadow(None);
+            slot.set_fail_open(false);
+        }
+        if serving.is_some_and(|s| s.current().same_as(default)) {
+            return None;
+        }
+        match self
+            .install(default.clone(), false, &Admission::default())
+            .await
+        {
+            Ok(()) => Some(SwapResult::Swapped(default.sha256().to_string())),
+            Err(message) => {
+                tracing::error!(
+                    plugin = name,
+                    "the built-in version could not serve again: {message}"
+                );
+                None
+            }
+        }
     }
 
     async fn apply_entry(&self, entry: &PluginEntry) -> Result<SwapResult, Rejection> {
@@ -351,6 +376,15 @@ impl Registry {
         predecessor: Option<&LoadedPlugin>,
         entry: &PluginEntry,
     ) -> Result<Accepted, Rejection> {
+        if self.ceiling.signatures == SignatureRequirement::Required
+            && !entry.source.is_builtin()
+            && entry.signature.is_none()
+        {
+            return Err(Rejection::new(
+                "this cluster runs only signed plugins from outside the host (--plugin-signatures=required): publish the component to an oci:// registry, sign it with a trusted key and name the keys in the entry's signature",
+                entry.sha256.as_deref(),
+            ));
+        }
         let fetch::Fetched { bytes, origin } = match &entry.source {
             Source::Builtin(name) => fetch::Fetched {
                 bytes: self
@@ -368,6 +402,7 @@ impl Registry {
                 &self.namespace,
                 &self.extra_roots,
                 fetch::FileSources(self.file_dir.as_deref()),
+                &self.ceiling.trusted_keys,
             )
             .await
             .map_err(|m| Rejection::new(m, None))?,
@@ -432,6 +467,31 @@ impl Registry {
                     widened.join(", ")
                 );
             }
+        }
+        let past_ceiling = if entry.source.is_builtin() {
+            // The host's own code holds what its registration gives it; only where the
+            // controller's identity goes is the entry's to widen.
+            self.ceiling.exceeded(
+                plugin.manifest(),
+                plugin.capabilities(),
+                plugin.capabilities(),
+                &self.builtins.grants(&entry.name).service_account_namespaces,
+                Some(plugin.manifest()),
+            )
+        } else {
+            self.ceiling.exceeded(
+                plugin.manifest(),
+                plugin.capabilities(),
+                &trust::baseline(predecessor, plugin.manifest()),
+                &Default::default(),
+                predecessor.map(LoadedPlugin::manifest),
+            )
+        };
+        if !past_ceiling.is_empty() {
+            return Err(reject(format!(
+                "the entry grants {} past what this cluster allows the plugins ConfigMap to grant (the Deployment's --plugin-grantable-* flags; docs/security.md)",
+                past_ceiling.join(", ")
+            )));
         }
         let withheld = plugin.capabilities().withheld(plugin.manifest());
         if !withheld.is_empty() {
@@ -536,6 +596,7 @@ impl Registry {
             let event = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = retries.tick() => {
+                    self.recheck_signatures().await;
                     self.retry_rejected().await;
                     continue;
                 }

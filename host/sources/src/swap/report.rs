@@ -213,8 +213,8 @@ fn status_entry(
     }
     if let Some(origin) = origin {
         entry["activeOciDigest"] = json!(origin.digest);
-        if let Some(signer) = &origin.signed_by {
-            entry["activeSignedBy"] = json!(signer);
+        if let Some(signature) = &origin.signature {
+            entry["activeSignedBy"] = json!(signature.signed_by);
         }
     }
     entry
