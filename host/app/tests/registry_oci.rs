@@ -928,3 +928,105 @@ async fn a_signature_is_trusted_only_while_its_key_is_and_the_cluster_pins_the_k
     );
     Ok(())
 }
+
+/// A tag moved back to a version this plugin served from it before (signed, as it was then) is
+/// refused as a rollback, the newer version serving on; pinning that version rolls back on
+/// purpose.
+#[tokio::test]
+async fn a_tag_moved_back_to_an_older_signed_version_is_refused_unless_pinned() -> anyhow::Result<()>
+{
+    let t = TestContext::new("registry-oci-rollback").await?;
+    let registry = start_registry().await?;
+    let (engine, slot, wasm) = common::misbehave_slot()?;
+    let plugins = common::registry(&t, engine, &slot);
+    let dir = registry.dir.join("keys");
+    std::fs::create_dir_all(&dir)?;
+    let path = |p: &std::path::Path| p.display().to_string();
+    cli(vec![
+        "keygen".into(),
+        "--out".into(),
+        path(&dir.join("vendor")),
+    ])
+    .await?;
+    let pem = std::fs::read_to_string(dir.join("vendor.pub"))?;
+    let configmaps: Api<ConfigMap> = Api::namespaced(t.client.clone(), &t.namespace);
+    configmaps
+        .create(
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some("signers".into()),
+                    ..Default::default()
+                },
+                data: Some(BTreeMap::from([("vendor.pub".to_string(), pem)])),
+                ..Default::default()
+            },
+        )
+        .await?;
+    let tag = format!("{}/odh/misbehave:moving", registry.addr);
+    // Two versions of the same component (plain and gzipped: two manifest digests), each
+    // pushed under the tag and signed.
+    let push_and_sign = |bytes: Vec<u8>| {
+        let (addr, tag, key) = (registry.addr.clone(), tag.clone(), dir.join("vendor.key"));
+        async move {
+            let digest = publish(&addr, "odh/misbehave:moving", None, &bytes).await?;
+            cli(vec![
+                "sign".into(),
+                format!("oci://{tag}"),
+                "--key".into(),
+                key.display().to_string(),
+            ])
+            .await?;
+            anyhow::Ok(digest)
+        }
+    };
+    let configure = |source: String, label: &str| {
+        let text = format!(
+            "plugins:\n  misbehave:\n    source: oci://{source}\n    signature:\n      publicKeys:\n        configMap: signers\n    settings:\n      okLabel: {label}\n"
+        );
+        let plugins = &plugins;
+        async move {
+            let config = RegistryConfig::parse(&text, &odh_model_controller::builtins::catalog())
+                .map_err(anyhow::Error::msg)?;
+            anyhow::Ok(plugins.apply(&config).await.remove("misbehave"))
+        }
+    };
+    let label = || {
+        slot.current().settings()["okLabel"]
+            .as_str()
+            .map(str::to_string)
+    };
+
+    let old = push_and_sign(wasm.clone()).await?;
+    assert!(matches!(
+        configure(tag.clone(), "old").await?,
+        Some(SwapResult::Swapped(_))
+    ));
+    let new = push_and_sign(common::gzip(&wasm)).await?;
+    assert_ne!(old, new);
+    assert!(matches!(
+        configure(tag.clone(), "new").await?,
+        Some(SwapResult::Swapped(_))
+    ));
+
+    // The registry moves the tag back to the old, signed version.
+    assert_eq!(push_and_sign(wasm.clone()).await?, old);
+    let refused = configure(tag.clone(), "back").await?;
+    assert!(
+        matches!(&refused, Some(SwapResult::Rejected(m)) if m.contains("refused as a rollback") && m.contains(&old) && m.contains(&new)),
+        "{refused:?}"
+    );
+    assert_eq!(
+        label().as_deref(),
+        Some("new"),
+        "the newer version serves on"
+    );
+
+    // The admin rolls back on purpose by pinning the old version.
+    assert!(matches!(
+        configure(format!("{tag}@{old}"), "pinned").await?,
+        Some(SwapResult::Swapped(_))
+    ));
+    assert_eq!(label().as_deref(), Some("pinned"));
+    Ok(())
+}

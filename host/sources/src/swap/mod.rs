@@ -21,6 +21,7 @@ use crate::{fetch, trust};
 
 mod recheck;
 mod report;
+mod rollback;
 use odh_host_metrics::Metrics;
 use odh_plugin_runtime::{LoadRequest, LoadedPlugin, PluginEngine, PluginSet, PluginSlot};
 
@@ -115,6 +116,9 @@ pub struct Registry {
     last_config: Mutex<Option<RegistryConfig>>,
     /// Where each serving registry artifact came from (the status shows it on every write).
     active_origins: Mutex<BTreeMap<String, fetch::Origin>>,
+    /// Per plugin and `oci://` source, the manifest digests it served, oldest first
+    /// ([`rollback`]).
+    served: Mutex<BTreeMap<(String, String), Vec<String>>>,
     /// Trusted for `https://` sources besides the public web PKI.
     extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
     /// The only directory `file://` sources are read from; none: they are refused.
@@ -152,6 +156,7 @@ impl Registry {
             reported: Mutex::new(Default::default()),
             last_config: Mutex::new(None),
             active_origins: Mutex::new(BTreeMap::new()),
+            served: Mutex::new(BTreeMap::new()),
             extra_roots: Vec::new(),
             file_dir: None,
             serve_check: None,
@@ -321,6 +326,11 @@ impl Registry {
         self.install(plugin, fail_open, &admission)
             .await
             .map_err(|m| Rejection::new(m, Some(&sha)))?;
+        if let (Some(origin), Source::Oci(text), None) =
+            (&admission.origin, &entry.source, &entry.sha256)
+        {
+            self.record_served(&entry.name, text, &origin.digest);
+        }
         Ok(SwapResult::Swapped(sha))
     }
 
@@ -410,6 +420,10 @@ impl Registry {
         let digest = hex::encode(Sha256::digest(&bytes));
         let reject = |message: String| Rejection::new(message, Some(&digest));
         fetch::verify(entry, &bytes).map_err(reject)?;
+        if let (Some(origin), Source::Oci(text)) = (&origin, &entry.source) {
+            self.refuse_rollback(&entry.name, text, entry.sha256.is_some(), &origin.digest)
+                .map_err(reject)?;
+        }
         let engine = self.engine.clone();
         let mut req_entry = entry.clone();
         // The admin's settings refine the ones the host started with (derived from the
