@@ -204,6 +204,10 @@ pub struct RunArgs {
     /// under it only); unset, such sources are refused.
     #[arg(long, value_name = "DIR")]
     pub plugin_file_dir: Option<PathBuf>,
+    /// Memory (MiB) all plugin calls in flight may hold together; by default half the
+    /// container's memory limit (none without one). Past it a call's memory growth fails.
+    #[arg(long, value_name = "MIB")]
+    pub plugin_memory_budget_mib: Option<usize>,
     /// The ceiling of the plugins ConfigMap (docs/security.md): kinds an entry may grant reads
     /// of beyond what its plugin holds without a grant. `*`: every kind but the sensitive ones
     /// (Secrets, Pods, workloads, RBAC, webhook configurations, CRDs); `Kind`, `Kind.group`,

@@ -5,7 +5,7 @@
 use anyhow::Context;
 use kube::{Client, Config, config::KubeConfigOptions};
 use odh_plugin_runtime::{
-    EngineOptions, Identity, LoadRequest, LoadedPlugin, PluginEngine, Source,
+    EngineOptions, Identity, LoadRequest, LoadedPlugin, MemoryBudget, PluginEngine, Source,
 };
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -52,10 +52,22 @@ pub(crate) fn load_plugins(
             wanted.push(plugin.clone());
         }
     }
+    let memory_budget = match args.plugin_memory_budget_mib {
+        Some(mib) => MemoryBudget::with_limit(mib.saturating_mul(1024 * 1024)),
+        None => MemoryBudget::from_container_limit(),
+    };
+    match memory_budget.limit() {
+        Some(bytes) => info!(
+            "plugin calls in flight may hold {} MiB of memory together",
+            bytes / (1024 * 1024)
+        ),
+        None => info!("no container memory limit: plugin calls' memory is bounded per call only"),
+    }
     let options = EngineOptions {
         cache_dir: args.plugin_cache_dir.clone(),
         precompiled_dir: Some(args.plugin_precompiled_dir.clone()),
         identity,
+        memory_budget,
         ..Default::default()
     };
     load_plugins_named(&wanted, options)

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use odh_model_controller::plugin::wire::{Operation, RequestKey, WebhookType};
 use odh_model_controller::plugin::{
     CallEnv, CallError, ClusterView, EngineOptions, Export, Grants, GuestError, Limits,
-    LoadRequest, LoadedPlugin, MemoryCluster, PluginEngine, ReconcileInput, Source,
+    LoadRequest, LoadedPlugin, MemoryBudget, MemoryCluster, PluginEngine, ReconcileInput, Source,
 };
 use odh_test_support::host::component;
 use serde_json::{Value, json};
@@ -22,7 +22,11 @@ struct Fixture {
 
 /// Both test plugins on an engine of their own (a failure must not harm the engine).
 fn fixture_with(grants: Grants) -> Fixture {
-    let engine = PluginEngine::new(EngineOptions::default()).expect("engine");
+    fixture_on(EngineOptions::default(), grants)
+}
+
+fn fixture_on(options: EngineOptions, grants: Grants) -> Fixture {
+    let engine = PluginEngine::new(options).expect("engine");
     let (source, bytes) = component("misbehave");
     let misbehave = LoadedPlugin::load(&engine, LoadRequest::new(source, &bytes).grants(grants))
         .expect("load misbehave");
@@ -138,6 +142,30 @@ fn allocating_past_the_memory_limit_fails_cleanly() {
     );
     assert!(err.to_string().contains("memory limit of 128 MiB"), "{err}");
     assert_still_healthy(&f);
+}
+
+/// The host's budget bounds the memory of all calls in flight together, whatever each plugin's
+/// own limit: a call growing past what is left fails cleanly, naming the budget, and what it
+/// held comes back when it ends.
+#[test]
+fn the_hosts_memory_budget_bounds_calls_whatever_their_own_limits() {
+    let budget = MemoryBudget::with_limit(64 * 1024 * 1024);
+    let f = fixture_on(
+        EngineOptions {
+            memory_budget: budget.clone(),
+            ..EngineOptions::default()
+        },
+        Grants::default(),
+    );
+    let err = misbehave(&f, "alloc", json!({})).unwrap_err();
+    assert!(
+        matches!(err, CallError::MemoryBudget { budget_mib: 64, .. }),
+        "the 64 MiB budget ends the call before its own 128 MiB limit: {err}"
+    );
+    assert!(err.to_string().contains("budget of 64 MiB"), "{err}");
+    assert_eq!(budget.in_use(), 0, "the call's memory is given back");
+    assert_still_healthy(&f);
+    assert_eq!(budget.in_use(), 0);
 }
 
 #[test]

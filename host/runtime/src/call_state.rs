@@ -61,6 +61,7 @@ impl CallState {
         env: &CallEnv,
         clock: CallClock,
         identity: crate::identity::Identity,
+        memory_budget: crate::MemoryBudget,
     ) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
         let mut wasi = WasiCtx::builder();
@@ -89,10 +90,7 @@ impl CallState {
             caps,
             cluster: env.cluster.clone(),
             caller: env.caller.clone(),
-            limiter: MemoryLimiter {
-                limit: limits.memory_bytes(),
-                hit: false,
-            },
+            limiter: MemoryLimiter::new(limits.memory_bytes(), memory_budget),
             stderr,
             clock,
             wasi: wasi.build(),
@@ -158,16 +156,39 @@ impl CallState {
     }
 }
 
-/// Caps linear memory growth; remembers whether the cap was hit so the error can say so.
+/// Caps linear memory growth, per call and across calls (the host's budget); remembers which
+/// cap was hit so the error can say so.
 pub struct MemoryLimiter {
     pub(super) limit: usize,
     pub(super) hit: bool,
+    pub(super) budget: crate::MemoryBudget,
+    /// What this call reserved from `budget`, given back when the store is dropped.
+    reserved: usize,
+    pub(super) budget_hit: bool,
+}
+
+impl MemoryLimiter {
+    pub(super) fn new(limit: usize, budget: crate::MemoryBudget) -> Self {
+        Self {
+            limit,
+            hit: false,
+            budget,
+            reserved: 0,
+            budget_hit: false,
+        }
+    }
+}
+
+impl Drop for MemoryLimiter {
+    fn drop(&mut self) {
+        self.budget.release(self.reserved);
+    }
 }
 
 impl wasmtime::ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
@@ -175,6 +196,13 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
             self.hit = true;
             return Ok(false);
         }
+        // Called for a new memory too (from 0): every byte a call maps is counted.
+        let growth = desired.saturating_sub(current);
+        if !self.budget.reserve(growth) {
+            self.budget_hit = true;
+            return Ok(false);
+        }
+        self.reserved += growth;
         Ok(true)
     }
 

@@ -39,6 +39,8 @@ pub struct EngineOptions {
     /// The controller's identity, sent for plugins to the Services their grants name
     /// ([`crate::identity`]); never handed to a plugin.
     pub identity: crate::identity::Identity,
+    /// The linear memory all calls in flight may hold together ([`crate::memory_budget`]).
+    pub memory_budget: crate::MemoryBudget,
 }
 
 impl Default for EngineOptions {
@@ -49,6 +51,7 @@ impl Default for EngineOptions {
             max_instances: 128,
             max_memory_mib: 512,
             identity: crate::identity::Identity::none(),
+            memory_budget: crate::MemoryBudget::unbounded(),
         }
     }
 }

@@ -65,6 +65,14 @@ pub enum CallError {
         limit_mib: usize,
     },
     #[error(
+        "plugin {plugin:?} {op} could not grow its memory: the host's budget of {budget_mib} MiB for all plugin calls in flight is in use"
+    )]
+    MemoryBudget {
+        plugin: String,
+        op: &'static str,
+        budget_mib: usize,
+    },
+    #[error(
         "plugin {plugin:?} {op} trapped: {message}{}",
         .stderr.as_deref().map(|s| format!("; plugin stderr: {s}")).unwrap_or_default()
     )]
@@ -169,7 +177,7 @@ impl CallError {
         match self {
             Self::Guest { .. } => "guest",
             Self::Timeout { .. } => "timeout",
-            Self::MemoryLimit { .. } => "memory",
+            Self::MemoryLimit { .. } | Self::MemoryBudget { .. } => "memory",
             Self::Trap { .. } => "trap",
             Self::OutputTooLarge { .. } | Self::TooManyEntries { .. } => "output_too_large",
             Self::MalformedOutput { .. } => "malformed_output",

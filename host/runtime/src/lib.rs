@@ -28,6 +28,7 @@ pub mod identity;
 pub mod limits;
 mod loaded;
 pub mod log_budget;
+pub mod memory_budget;
 pub mod set;
 pub mod shadow_report;
 pub mod slot;
@@ -47,6 +48,7 @@ pub use loaded::{
     AdmissionInput, LoadError, LoadRequest, LoadedPlugin, ReconcileInput, WatchEventInput,
     check_primary_metadata,
 };
+pub use memory_budget::MemoryBudget;
 pub use set::PluginSet;
 pub use slot::PluginSlot;
 pub use source::Source;

@@ -4,6 +4,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// The most calls of one plugin that may run at once: every call holds an instance slot of
+/// the engine's pool and up to its memory limit (the host's budget bounds the sum).
+pub const MAX_CONCURRENCY: usize = 32;
+
 /// What one plugin may consume per call. Every field has a default; an admin may override
 /// them per plugin.
 ///
@@ -93,6 +97,12 @@ impl Limits {
         if self.concurrency == 0 {
             return Err("concurrency must be at least 1".into());
         }
+        if self.concurrency > MAX_CONCURRENCY {
+            return Err(format!(
+                "concurrency {} is above the host's maximum of {MAX_CONCURRENCY}",
+                self.concurrency
+            ));
+        }
         if self.reconcile_timeout_ms == 0 || self.admission_timeout_ms == 0 {
             return Err("execution deadlines must be at least 1 ms".into());
         }
@@ -102,5 +112,26 @@ impl Limits {
             return Err("a call's budget must be at least its execution deadline".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrency_is_capped_by_the_host() {
+        let with = |concurrency| Limits {
+            concurrency,
+            ..Limits::default()
+        };
+        assert!(with(MAX_CONCURRENCY).check(512).is_ok());
+        assert!(
+            with(MAX_CONCURRENCY + 1)
+                .check(512)
+                .unwrap_err()
+                .contains("above the host's maximum of 32")
+        );
+        assert!(with(0).check(512).is_err());
     }
 }

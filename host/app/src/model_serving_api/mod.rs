@@ -56,6 +56,7 @@ pub fn load_plugins(options: &Options) -> anyhow::Result<Vec<LoadedPlugin>> {
         EngineOptions {
             cache_dir: options.plugin_cache_dir.clone(),
             precompiled_dir: options.plugin_precompiled_dir.clone(),
+            memory_budget: crate::plugin::MemoryBudget::from_container_limit(),
             ..Default::default()
         },
     )?;

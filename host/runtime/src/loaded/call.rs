@@ -93,6 +93,7 @@ impl Bootstrap<'_> {
             env,
             clock,
             engine.options().identity.clone(),
+            engine.options().memory_budget.clone(),
         );
         let mut store = Store::new(engine.engine(), state);
         store.limiter(|s| &mut s.limiter);
@@ -173,6 +174,13 @@ impl Bootstrap<'_> {
                 plugin,
                 op,
                 deadline: state.clock.guest_limit(),
+            };
+        }
+        if state.limiter.budget_hit {
+            return CallError::MemoryBudget {
+                plugin,
+                op,
+                budget_mib: state.limiter.budget.limit().unwrap_or_default() / (1024 * 1024),
             };
         }
         if state.limiter.hit {
