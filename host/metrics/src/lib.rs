@@ -246,6 +246,11 @@ pub struct Metrics {
     /// they would double a plugin's call rate and mix a candidate's failures into its alerts.
     shadow_calls: CallMetrics,
     refused_writes: Family<PluginKindLabels, Counter>,
+    /// The `kind` values `refused_writes` has per plugin: a plugin names the kinds it tries to
+    /// write, so past [`MAX_KINDS_PER_PLUGIN`] they count as `other` (a plugin cannot grow
+    /// the series without bound).
+    refused_kinds:
+        Arc<std::sync::Mutex<std::collections::HashMap<String, std::collections::HashSet<String>>>>,
     log_lines_dropped: Family<PluginLabels, Counter>,
     host_calls_refused: Family<PluginLabels, Counter>,
     swaps: Family<PluginSwapLabels, Counter>,
@@ -255,6 +260,10 @@ pub struct Metrics {
     /// More metrics rendered after the registry's (a server's own, added while running).
     sources: Arc<std::sync::RwLock<Vec<Source>>>,
 }
+
+/// Distinct `kind` label values of `odh_refused_writes_total` per plugin; more count as
+/// `other`.
+pub const MAX_KINDS_PER_PLUGIN: usize = 32;
 
 /// Renders more metrics in the Prometheus text format.
 pub type Source = Arc<dyn Fn() -> String + Send + Sync>;
@@ -401,6 +410,7 @@ impl Metrics {
             plugin_calls,
             shadow_calls,
             refused_writes,
+            refused_kinds: Default::default(),
             log_lines_dropped,
             host_calls_refused,
             swaps,
@@ -547,6 +557,16 @@ impl Metrics {
 
     /// The host refused a write a plugin proposed (outside its declared kinds, ...).
     pub fn refused_write(&self, plugin: &str, kind: &str) {
+        let kind = {
+            let mut seen = self.refused_kinds.lock().expect("kinds lock");
+            let kinds = seen.entry(plugin.to_string()).or_default();
+            if kinds.contains(kind) || kinds.len() < MAX_KINDS_PER_PLUGIN {
+                kinds.insert(kind.to_string());
+                kind
+            } else {
+                "other"
+            }
+        };
         self.refused_writes
             .get_or_create(&PluginKindLabels {
                 plugin: plugin.to_string(),
@@ -904,6 +924,37 @@ mod tests {
             Some(1.0)
         );
         assert_eq!(sample(&text, "odh_leader"), Some(1.0));
+    }
+
+    #[test]
+    fn a_plugin_cannot_grow_the_refused_kinds_without_bound() {
+        let m = Metrics::new();
+        for i in 0..MAX_KINDS_PER_PLUGIN + 10 {
+            m.refused_write("p", &format!("Kind{i}"));
+        }
+        m.refused_write("p", "Kind0");
+        let text = m.render();
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("odh_refused_writes_total{"))
+                .count(),
+            MAX_KINDS_PER_PLUGIN + 1
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_refused_writes_total{plugin="p",kind="other"}"#
+            ),
+            Some(10.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"odh_refused_writes_total{plugin="p",kind="Kind0"}"#
+            ),
+            Some(2.0),
+            "a kind seen before keeps its series"
+        );
     }
 
     #[test]

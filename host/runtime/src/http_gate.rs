@@ -223,7 +223,8 @@ impl Body for DeadlineBody {
 /// `ODH_TEST_HTTP_RESOLVE` = `host:port=127.0.0.1:port[,host:port=...]` connects requests for
 /// `host:port` to that loopback address (a non-loopback target is refused); TLS still checks the
 /// certificate for `host`, against the web PKI roots plus the PEM CA in
-/// `ODH_TEST_HTTP_CA_FILE`. Unset (production), nothing changes. The grant check runs first.
+/// `ODH_TEST_HTTP_CA_FILE`. Unset, nothing changes. The grant check runs first. Release builds
+/// (the image's binary) do not read these variables at all.
 mod test_only {
     use std::net::SocketAddr;
 
@@ -233,6 +234,9 @@ mod test_only {
 
     /// Where the request goes instead, when the test override names its authority.
     pub(super) fn route(request: &http::Request<WasiBody>) -> Result<Option<Route>, String> {
+        if !cfg!(debug_assertions) {
+            return Ok(None);
+        }
         match std::env::var("ODH_TEST_HTTP_RESOLVE") {
             Ok(table) => route_in(&table, request.uri()),
             Err(_) => Ok(None),

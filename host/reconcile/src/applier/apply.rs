@@ -11,6 +11,10 @@ use crate::cache::ResolvedKind;
 use odh_plugin_runtime::gvk::Gvk;
 use odh_plugin_runtime::wire::{Desired, Ownership};
 
+/// How many objects' last applies are remembered (about 60 MiB at most): past it one entry is
+/// forgotten per new one.
+pub(super) const MAX_REMEMBERED: usize = 1 << 18;
+
 /// What an applied object's last write is remembered by; the status of a primary is keyed
 /// under the field manager `<plugin>/status`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -224,7 +228,7 @@ impl Applier {
 
     /// Whether the last apply under `key` was of exactly this content.
     pub(super) fn unchanged(&self, key: &AppliedKey, digest: u64) -> bool {
-        self.last_applied.lock().expect("applied lock").get(key) == Some(&digest)
+        self.last_applied.lock().expect("applied lock").get(key) == Some(digest)
     }
 
     pub(super) fn remember(&self, key: AppliedKey, digest: u64) {
@@ -232,6 +236,42 @@ impl Applier {
             .lock()
             .expect("applied lock")
             .insert(key, digest);
+    }
+}
+
+/// The digest of each object's last apply, for at most `cap` objects.
+#[derive(Debug)]
+pub(super) struct LastApplied {
+    digests: std::collections::HashMap<AppliedKey, u64>,
+    cap: usize,
+}
+
+impl LastApplied {
+    pub(super) fn new(cap: usize) -> Self {
+        Self {
+            digests: Default::default(),
+            cap,
+        }
+    }
+
+    pub(super) fn get(&self, key: &AppliedKey) -> Option<u64> {
+        self.digests.get(key).copied()
+    }
+
+    pub(super) fn insert(&mut self, key: AppliedKey, digest: u64) {
+        if self.digests.len() >= self.cap && !self.digests.contains_key(&key) {
+            // Deleted objects' entries would otherwise stay for good. Forgetting any one costs
+            // at most one apply that could have been skipped.
+            if let Some(evicted) = self.digests.keys().next().cloned() {
+                self.digests.remove(&evicted);
+            }
+        }
+        self.digests.insert(key, digest);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.digests.len()
     }
 }
 
@@ -305,6 +345,26 @@ pub fn contains(actual: &Value, desired: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn last_applies_are_remembered_for_a_bounded_number_of_objects() {
+        let key = |name: &str| AppliedKey {
+            field_manager: "odh-model-controller/p".into(),
+            gvk: Gvk::new("", "v1", "ConfigMap"),
+            namespace: Some("ns".into()),
+            name: name.into(),
+        };
+        let mut applied = LastApplied::new(3);
+        for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+            applied.insert(key(name), i as u64);
+        }
+        applied.insert(key("a"), 9);
+        assert_eq!(applied.len(), 3, "a known object updates in place");
+        assert_eq!(applied.get(&key("a")), Some(9));
+        applied.insert(key("d"), 4);
+        assert_eq!(applied.len(), 3, "a new one past the cap makes room");
+        assert_eq!(applied.get(&key("d")), Some(4));
+    }
 
     #[test]
     fn contains_ignores_extra_fields_but_not_changed_ones() {

@@ -13,7 +13,6 @@ mod delete;
 mod events;
 mod primary;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +26,7 @@ use crate::cache::{Caches, ResolvedKind};
 use odh_plugin_runtime::gvk::Gvk;
 use odh_plugin_runtime::wire::{Desired, FinalizerAction, Outcome};
 
-use apply::AppliedKey;
+use apply::LastApplied;
 pub use apply::contains;
 
 /// Writes of one outcome in flight at once: enough to hide round trips, few enough that one
@@ -94,7 +93,7 @@ pub struct Applier {
     recorder: Recorder,
     /// Hash of what each plugin last applied per object: a changed desired state is applied
     /// even when the cache still "contains" it, so fields a plugin stops declaring are removed.
-    last_applied: Mutex<HashMap<AppliedKey, u64>>,
+    last_applied: Mutex<LastApplied>,
     writes: AtomicU64,
     /// Field managers of a controller this one replaces (the Go controller's `manager`): their
     /// fields are taken over on first apply, their objects count as ours for deletes.
@@ -111,7 +110,7 @@ impl Applier {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             caches,
-            last_applied: Mutex::new(HashMap::new()),
+            last_applied: Mutex::new(LastApplied::new(apply::MAX_REMEMBERED)),
             writes: AtomicU64::new(0),
             legacy_managers: Vec::new(),
         }

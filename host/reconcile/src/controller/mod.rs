@@ -32,6 +32,10 @@ use odh_plugin_runtime::{
 };
 use queue::WorkQueue;
 
+/// Requeues a plugin asks for sooner than this back off per key (5 ms doubling, at least what
+/// it asked) until a reconcile ends without one; later ones come exactly when asked.
+pub const MIN_PLAIN_REQUEUE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What every controller loop shares.
 pub struct ControllerContext {
     pub caches: Arc<Caches>,
@@ -499,14 +503,25 @@ impl ControllerLoop {
                             .await,
                     );
                 }
-                self.queue.forget(key);
-                match outcome.requeue_after_ms {
-                    Some(ms) => {
-                        self.queue
-                            .add_after(key.clone(), std::time::Duration::from_millis(ms));
+                match outcome
+                    .requeue_after_ms
+                    .map(std::time::Duration::from_millis)
+                {
+                    // A plugin asking again at once, every time, must not spin: soon requeues
+                    // back off per key as controller-runtime's `Requeue: true` does.
+                    Some(asked) if asked < MIN_PLAIN_REQUEUE => {
+                        self.queue.add_rate_limited_at_least(key.clone(), asked);
                         Some(ReconcileResult::RequeueAfter)
                     }
-                    None => Some(ReconcileResult::Success),
+                    Some(asked) => {
+                        self.queue.forget(key);
+                        self.queue.add_after(key.clone(), asked);
+                        Some(ReconcileResult::RequeueAfter)
+                    }
+                    None => {
+                        self.queue.forget(key);
+                        Some(ReconcileResult::Success)
+                    }
                 }
             }
             (Err(e), _) => {

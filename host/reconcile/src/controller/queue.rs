@@ -1,13 +1,16 @@
 //! A work queue with client-go's guarantees: a key is queued at most once, never processed by
 //! two workers at once (an add during processing re-queues it afterwards), with per-key
-//! exponential back-off (5 ms doubling up to 1000 s, controller-runtime's default).
+//! exponential back-off (5 ms doubling up to 1000 s, controller-runtime's default). Delayed
+//! adds wait in one timer per queue, a key at most once (its earliest time), as client-go's
+//! delaying queue: ten thousand requeues are ten thousand map entries, not ten thousand tasks.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 pub const BASE_DELAY: Duration = Duration::from_millis(5);
 pub const MAX_DELAY: Duration = Duration::from_secs(1000);
@@ -18,12 +21,26 @@ struct State<K> {
     processing: HashSet<K>,
     dirty: HashSet<K>,
     failures: HashMap<K, u32>,
+    /// Keys added with a delay, by when they are due (and a sequence number: several keys may
+    /// be due at the same instant).
+    waiting: BTreeMap<(Instant, u64), K>,
+    waiting_keys: HashMap<K, (Instant, u64)>,
+    sequence: u64,
+    timer_running: bool,
     shutdown: bool,
 }
 
 pub struct WorkQueue<K> {
     state: Mutex<State<K>>,
     ready: Notify,
+    /// Wakes the timer: an earlier due time, shutdown, or the queue dropped.
+    timer_wake: Arc<Notify>,
+}
+
+impl<K> Drop for WorkQueue<K> {
+    fn drop(&mut self) {
+        self.timer_wake.notify_one();
+    }
 }
 
 impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
@@ -35,9 +52,14 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                 processing: HashSet::new(),
                 dirty: HashSet::new(),
                 failures: HashMap::new(),
+                waiting: BTreeMap::new(),
+                waiting_keys: HashMap::new(),
+                sequence: 0,
+                timer_running: false,
                 shutdown: false,
             }),
             ready: Notify::new(),
+            timer_wake: Arc::new(Notify::new()),
         })
     }
 
@@ -56,25 +78,69 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.ready.notify_one();
     }
 
-    /// Adds `key` after `delay`.
+    /// Adds `key` after `delay`; a key already waiting keeps the earlier of its two times.
     pub fn add_after(self: &Arc<Self>, key: K, delay: Duration) {
         if delay.is_zero() {
             return self.add(key);
         }
-        let this = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            this.add(key);
-        });
+        let due = Instant::now() + delay;
+        let mut s = self.state.lock().expect("queue lock");
+        if s.shutdown {
+            return;
+        }
+        match s.waiting_keys.get(&key).copied() {
+            Some((at, _)) if at <= due => return,
+            Some(slot) => {
+                s.waiting.remove(&slot);
+            }
+            None => {}
+        }
+        s.sequence += 1;
+        let slot = (due, s.sequence);
+        s.waiting.insert(slot, key.clone());
+        s.waiting_keys.insert(key, slot);
+        let start = !std::mem::replace(&mut s.timer_running, true);
+        let earliest = s.waiting.keys().next() == Some(&slot);
+        drop(s);
+        if start {
+            tokio::spawn(timer(Arc::downgrade(self), self.timer_wake.clone()));
+        } else if earliest {
+            self.timer_wake.notify_one();
+        }
+    }
+
+    /// Takes the delayed keys due by `now` off the waiting list; the next due time, if any.
+    fn take_due(&self, now: Instant) -> (Vec<K>, Option<Instant>) {
+        let mut s = self.state.lock().expect("queue lock");
+        let mut due = Vec::new();
+        while let Some(entry) = s.waiting.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let key = entry.remove();
+            s.waiting_keys.remove(&key);
+            due.push(key);
+        }
+        (due, s.waiting.keys().next().map(|(at, _)| *at))
+    }
+
+    /// Keys waiting for their delay.
+    pub fn delayed(&self) -> usize {
+        self.state.lock().expect("queue lock").waiting.len()
     }
 
     /// Re-adds `key` after its next back-off delay, and returns that delay.
     pub fn add_rate_limited(self: &Arc<Self>, key: K) -> Duration {
+        self.add_rate_limited_at_least(key, Duration::ZERO)
+    }
+
+    /// [`WorkQueue::add_rate_limited`], waiting at least `at_least`.
+    pub fn add_rate_limited_at_least(self: &Arc<Self>, key: K, at_least: Duration) -> Duration {
         let delay = {
             let mut s = self.state.lock().expect("queue lock");
             let n = s.failures.entry(key.clone()).or_insert(0);
             *n += 1;
-            backoff(*n)
+            backoff(*n).max(at_least)
         };
         self.add_after(key, delay);
         delay
@@ -140,6 +206,41 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     pub fn shutdown(&self) {
         self.state.lock().expect("queue lock").shutdown = true;
         self.ready.notify_waiters();
+        self.timer_wake.notify_one();
+    }
+
+    fn is_shut_down(&self) -> bool {
+        self.state.lock().expect("queue lock").shutdown
+    }
+}
+
+/// The queue's one timer: adds each delayed key when it is due. Holds the queue only while
+/// adding, so a dropped queue ends it (its `Drop` wakes it).
+async fn timer<K: Clone + Eq + Hash + Send + 'static>(
+    queue: Weak<WorkQueue<K>>,
+    wake: Arc<Notify>,
+) {
+    loop {
+        let next = {
+            let Some(q) = queue.upgrade() else { return };
+            if q.is_shut_down() {
+                return;
+            }
+            let (due, next) = q.take_due(Instant::now());
+            for key in due {
+                q.add(key);
+            }
+            next
+        };
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
+        }
     }
 }
 
@@ -194,6 +295,69 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(got, Some("k"));
+    }
+
+    /// Delayed adds wait in the queue's one timer, each key once at its earliest time, and
+    /// come out in time order.
+    #[tokio::test]
+    async fn delayed_adds_keep_each_keys_earliest_time_in_one_timer() {
+        let q: Arc<WorkQueue<&str>> = WorkQueue::new();
+        q.add_after("late", Duration::from_secs(3600));
+        q.add_after("soon", Duration::from_millis(20));
+        q.add_after("late", Duration::from_millis(40));
+        q.add_after("late", Duration::from_secs(7200));
+        for i in 0..1000 {
+            q.add_after("soon", Duration::from_secs(10 + i));
+        }
+        assert_eq!(q.delayed(), 2, "each key waits once");
+        assert!(q.is_empty());
+        let next = || tokio::time::timeout(Duration::from_secs(30), q.get());
+        assert_eq!(next().await.unwrap(), Some("soon"));
+        assert_eq!(
+            next()
+                .await
+                .expect("due at its earliest time, not in an hour"),
+            Some("late")
+        );
+        assert_eq!(q.delayed(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_queue_ends_its_timer() {
+        let q: Arc<WorkQueue<u32>> = WorkQueue::new();
+        q.add_after(1, Duration::from_secs(3600));
+        let wake = q.timer_wake.clone();
+        drop(q);
+        tokio::task::yield_now().await;
+        // Only the test holds the timer's Notify once the timer task has ended.
+        for _ in 0..10 {
+            if Arc::strong_count(&wake) == 1 {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("the timer task still runs");
+    }
+
+    /// A key requeued again and again soon (a plugin asking for 0 ms each time) backs off
+    /// instead of spinning, never sooner than asked.
+    #[tokio::test]
+    async fn soon_requeues_back_off_per_key_never_sooner_than_asked() {
+        let q: Arc<WorkQueue<&str>> = WorkQueue::new();
+        assert_eq!(
+            q.add_rate_limited_at_least("k", Duration::from_millis(300)),
+            Duration::from_millis(300)
+        );
+        assert_eq!(
+            q.add_rate_limited_at_least("k", Duration::ZERO),
+            Duration::from_millis(10)
+        );
+        let mut last = Duration::ZERO;
+        for _ in 0..12 {
+            last = q.add_rate_limited_at_least("k", Duration::ZERO);
+        }
+        assert_eq!(last, Duration::from_millis(5 << 13));
+        q.shutdown();
     }
 
     #[tokio::test]
