@@ -97,13 +97,13 @@ pub struct RunArgs {
     #[arg(long, default_value = ":8081")]
     pub health_probe_bind_address: String,
     /// Enable leader election; only the leader runs reconcilers.
-    #[arg(long, default_value_t = false)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub leader_elect: bool,
     /// Serve metrics over HTTPS with authentication.
-    #[arg(long, default_value_t = false)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub metrics_secure: bool,
     /// Allow HTTP/2 on the webhook and metrics servers.
-    #[arg(long, default_value_t = false)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub enable_http2: bool,
     /// Parsed for compatibility; unused (upstream reads MONITORING_NAMESPACE).
     #[arg(long, default_value = "")]
@@ -111,25 +111,34 @@ pub struct RunArgs {
     /// Path to a kubeconfig; otherwise KUBECONFIG, in-cluster, then ~/.kube/config.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
-    /// Development logging (console encoder, debug level), zap's default here.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    /// Development logging (console encoder, debug level), upstream's default; `false`:
+    /// JSON at info.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub zap_devel: bool,
     /// Log encoding: json or console.
     #[arg(long)]
     pub zap_encoder: Option<Encoder>,
-    /// Log level: debug, info or error.
-    #[arg(long)]
+    /// Log level: debug, info, error, panic, or an integer > 0 (more verbose as it grows).
+    #[arg(long, value_parser = parse_zap_level)]
     pub zap_log_level: Option<String>,
+    /// Level at and above which zap captures stack traces (info, error, panic): accepted for
+    /// upstream's Deployments; a Rust log line carries no goroutine stack to capture.
+    #[arg(long, value_parser = ["info", "error", "panic"])]
+    pub zap_stacktrace_level: Option<String>,
+    /// Time encoding of log lines (epoch, millis, nano, iso8601, rfc3339, rfc3339nano);
+    /// unset: RFC 3339 with microseconds.
+    #[arg(long)]
+    pub zap_time_encoding: Option<crate::logging::TimeEncoding>,
     /// Plugins to serve besides the default built-ins: names of built-in plugins or paths of
     /// `.wasm` components (repeatable).
     #[arg(long = "plugin", value_name = "NAME|FILE")]
     pub plugins: Vec<String>,
     /// Serve only the plugins `--plugin` names, not the default built-ins.
-    #[arg(long, default_value_t = false)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub no_default_plugins: bool,
     /// Keep the Mutating/ValidatingWebhookConfigurations in step with the webhooks served
     /// (off where an operator owns them).
-    #[arg(long, default_value_t = false)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub sync_webhook_configurations: bool,
     /// Namespaces (comma-separated) no webhook of a plugin added at run time is called for,
     /// besides kube-system, kube-public, kube-node-lease, OpenShift's control plane and
@@ -149,7 +158,7 @@ pub struct RunArgs {
     pub webhook_url: Option<String>,
     /// Leave the synced configurations' `caBundle` to OpenShift's service CA or cert-manager's
     /// CA injector instead of writing the serving certificate's CA.
-    #[arg(long, default_value_t = false)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub webhook_ca_injected: bool,
     /// The admission webhook server's address (controller-runtime's default port).
     #[arg(long, default_value = ":9443")]
@@ -184,7 +193,7 @@ pub struct RunArgs {
     pub leader_elect_renew_deadline: std::time::Duration,
     /// Leader election: release the lease when the process stops (after its controllers
     /// stopped), so a successor takes over at once; by default it expires.
-    #[arg(long, default_value_t = false)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub leader_elect_release_on_cancel: bool,
     /// Leader election: how often candidates retry.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
@@ -310,6 +319,37 @@ impl RunArgs {
     }
 }
 
+/// A boolean as Go's `strconv.ParseBool` reads one (`--flag` alone is `true`).
+fn parse_go_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        other => Err(format!("invalid boolean value {other:?}")),
+    }
+}
+
+/// A zap level as controller-runtime's `--zap-log-level` takes it, as the tracing level it
+/// means: `debug`, `info`, `error`, `panic` (nothing is logged below a panic: `off`), or a
+/// verbosity `n > 0` (`1` is debug, more is trace).
+fn parse_zap_level(s: &str) -> Result<String, String> {
+    let level = match s.to_ascii_lowercase().as_str() {
+        "debug" => "debug",
+        "info" => "info",
+        "error" => "error",
+        "panic" => "off",
+        other => match other.parse::<i64>() {
+            Ok(1) => "debug",
+            Ok(n) if n > 1 => "trace",
+            _ => {
+                return Err(format!(
+                    "invalid log level {s:?}: one of debug, info, error, panic or an integer > 0"
+                ));
+            }
+        },
+    };
+    Ok(level.to_string())
+}
+
 /// Go's `flag` package accepts `-name` as well as `--name`; clap only the latter. Rewrites
 /// single-dash long flags so upstream's Deployment arguments keep working.
 pub fn normalize_go_flags(args: impl IntoIterator<Item = String>) -> Vec<String> {
@@ -352,6 +392,61 @@ mod tests {
         assert!(cli.run.leader_elect);
         assert_eq!(cli.run.health_probe_bind_address, ":8082");
         assert_eq!(cli.run.log_encoder(), Encoder::Json);
+    }
+
+    /// Every flag controller-runtime's zap `BindFlags` and upstream's `main.go` define parses
+    /// as Go would take it, with its meaning.
+    #[test]
+    fn upstream_flags_parse_as_go_takes_them() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("odh-model-controller").chain(args.iter().copied()))
+                .map(|c| c.run)
+        };
+        let cases: &[(&[&str], fn(&RunArgs) -> bool)] = &[
+            (&["--zap-devel"], |a| a.zap_devel),
+            (&["--zap-devel=false"], |a| {
+                !a.zap_devel && a.log_encoder() == Encoder::Json && a.log_level() == "info"
+            }),
+            (&["--zap-devel=0"], |a| !a.zap_devel),
+            (&["--zap-encoder=console", "--zap-devel=false"], |a| {
+                a.log_encoder() == Encoder::Console
+            }),
+            (&["--zap-log-level=error"], |a| a.log_level() == "error"),
+            (&["--zap-log-level=panic"], |a| a.log_level() == "off"),
+            (&["--zap-log-level=1"], |a| a.log_level() == "debug"),
+            (&["--zap-log-level=5"], |a| a.log_level() == "trace"),
+            (&["--zap-stacktrace-level=error"], |a| {
+                a.zap_stacktrace_level.as_deref() == Some("error")
+            }),
+            (&["--zap-time-encoding=rfc3339nano"], |a| {
+                a.zap_time_encoding == Some(crate::logging::TimeEncoding::Rfc3339nano)
+            }),
+            (&["--zap-time-encoding=epoch"], |a| {
+                a.zap_time_encoding == Some(crate::logging::TimeEncoding::Epoch)
+            }),
+            (&["--leader-elect"], |a| a.leader_elect),
+            (&["--leader-elect=true"], |a| a.leader_elect),
+            (&["--leader-elect=false"], |a| !a.leader_elect),
+            (&["--metrics-secure=false", "--enable-http2=true"], |a| {
+                !a.metrics_secure && a.enable_http2
+            }),
+        ];
+        for (args, holds) in cases {
+            let run = parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert!(holds(&run), "{args:?}");
+        }
+        for bad in [
+            &["--zap-log-level=verbose"][..],
+            &["--zap-log-level=0"],
+            &["--zap-stacktrace-level=debug"],
+            &["--zap-time-encoding=unix"],
+            &["--leader-elect=maybe"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} must be refused");
+        }
+        // `--flag value` is Go's syntax for non-booleans only: a bare bool takes no value.
+        let run = parse(&["--leader-elect", "--zap-log-level", "info"]).unwrap();
+        assert!(run.leader_elect && run.log_level() == "info");
     }
 
     #[test]

@@ -8,6 +8,59 @@ pub enum Encoder {
     Console,
 }
 
+/// How a log line's time is written: zap's encodings (`--zap-time-encoding`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimeEncoding {
+    /// Seconds since the epoch, with a fraction.
+    Epoch,
+    /// Milliseconds since the epoch, with a fraction.
+    Millis,
+    /// Nanoseconds since the epoch.
+    Nano,
+    /// `2006-01-02T15:04:05.000Z0700`.
+    Iso8601,
+    /// `2006-01-02T15:04:05Z07:00`.
+    Rfc3339,
+    /// RFC 3339 with nanoseconds, trailing zeros dropped.
+    Rfc3339nano,
+}
+
+impl TimeEncoding {
+    fn format(self, now: std::time::SystemTime) -> String {
+        let since = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let ts = k8s_openapi::jiff::Timestamp::try_from(now).unwrap_or_default();
+        match self {
+            Self::Epoch => format!("{}.{:09}", since.as_secs(), since.subsec_nanos()),
+            Self::Millis => format!(
+                "{}.{:06}",
+                since.as_millis(),
+                since.subsec_nanos() % 1_000_000
+            ),
+            Self::Nano => since.as_nanos().to_string(),
+            Self::Iso8601 => ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+            Self::Rfc3339 => ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            Self::Rfc3339nano => {
+                let nanos = format!("{:09}", ts.subsec_nanosecond());
+                let nanos = nanos.trim_end_matches('0');
+                let fraction = if nanos.is_empty() {
+                    String::new()
+                } else {
+                    format!(".{nanos}")
+                };
+                format!("{}{fraction}Z", ts.strftime("%Y-%m-%dT%H:%M:%S"))
+            }
+        }
+    }
+}
+
+impl tracing_subscriber::fmt::time::FormatTime for TimeEncoding {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        w.write_str(&self.format(std::time::SystemTime::now()))
+    }
+}
+
 /// The host's crates: their events are logged at the chosen level, everything else's at `warn`.
 const HOST_CRATES: &[&str] = &[
     "odh_model_controller",
@@ -29,7 +82,7 @@ fn default_filter(level: &str) -> EnvFilter {
 
 /// Installs the global subscriber. `RUST_LOG` overrides the level when set. Colours only on
 /// a terminal: a pod's log (a pipe) gets plain text.
-pub fn init(encoder: Encoder, level: &str) {
+pub fn init(encoder: Encoder, level: &str, time: Option<TimeEncoding>) {
     use std::io::IsTerminal;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter(level));
     let builder = tracing_subscriber::fmt()
@@ -37,9 +90,11 @@ pub fn init(encoder: Encoder, level: &str) {
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     // A second init (e.g. from tests) keeps the first subscriber.
-    let _ = match encoder {
-        Encoder::Json => builder.json().flatten_event(true).try_init(),
-        Encoder::Console => builder.try_init(),
+    let _ = match (encoder, time) {
+        (Encoder::Json, None) => builder.json().flatten_event(true).try_init(),
+        (Encoder::Json, Some(t)) => builder.json().flatten_event(true).with_timer(t).try_init(),
+        (Encoder::Console, None) => builder.try_init(),
+        (Encoder::Console, Some(t)) => builder.with_timer(t).try_init(),
     };
 }
 
@@ -59,6 +114,27 @@ pub fn init_json_stdout(level: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_encodings_write_zaps_formats() {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::new(1_764_849_600, 120_000_000);
+        let cases = [
+            (TimeEncoding::Epoch, "1764849600.120000000"),
+            (TimeEncoding::Millis, "1764849600120.000000"),
+            (TimeEncoding::Nano, "1764849600120000000"),
+            (TimeEncoding::Iso8601, "2025-12-04T12:00:00.120Z"),
+            (TimeEncoding::Rfc3339, "2025-12-04T12:00:00Z"),
+            (TimeEncoding::Rfc3339nano, "2025-12-04T12:00:00.12Z"),
+        ];
+        for (encoding, expected) in cases {
+            assert_eq!(encoding.format(at), expected, "{encoding:?}");
+        }
+        let whole = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_764_849_600);
+        assert_eq!(
+            TimeEncoding::Rfc3339nano.format(whole),
+            "2025-12-04T12:00:00Z"
+        );
+    }
 
     /// Every crate of the host logs at the chosen level: a crate missing here would log only its
     /// warnings (as the model-serving-api's request log did when it moved to a crate of its own).

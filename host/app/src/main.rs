@@ -29,7 +29,11 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run_controller(args: odh_model_controller::cli::RunArgs) -> anyhow::Result<()> {
-    logging::init(args.log_encoder(), &args.log_level());
+    logging::init(
+        args.log_encoder(),
+        &args.log_level(),
+        args.zap_time_encoding,
+    );
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
@@ -99,7 +103,7 @@ fn publish(
 /// Prints the result as JSON on stdout; exit 0 on success, 1 when the plugin failed, 2 on bad
 /// arguments or input (the message goes to stderr).
 fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
-    logging::init(logging::Encoder::Console, "warn");
+    logging::init(logging::Encoder::Console, "warn", None);
     let (op, result) = match cmd {
         PluginCommand::Inspect(args) => ("inspect", plugin_cli::inspect(args)),
         PluginCommand::Push(args) => ("push", publish(plugin_publish::push(args))),
