@@ -286,6 +286,8 @@ impl Host {
             // The election ends after the controllers stopped, so a lease released on shutdown
             // is released when nothing of ours reconciles any more.
             let elector = LeaderElector::new(self.client.clone(), lease)?;
+            // A standby says so, as client-go's election does.
+            Metrics::global().set_leader(DEPLOYMENT.lease_name, false);
             let (mut leader, handle) = elector.run(election_stop.clone().cancelled_owned());
             let _ = self.ready.send(true);
             tokio::select! {
@@ -295,7 +297,7 @@ impl Host {
                 }
             }
             election = Some(handle);
-            Metrics::global().set_leader(true);
+            Metrics::global().set_leader(DEPLOYMENT.lease_name, true);
             info!("became the leader; starting controllers");
         }
         let ctx = ControllerContext::new(

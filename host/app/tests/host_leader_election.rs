@@ -66,11 +66,21 @@ fn start_host(
     }
 }
 
+async fn metrics(host: &Host) -> anyhow::Result<String> {
+    Ok(get(([127, 0, 0, 1], host.metrics_port).into(), "/metrics")
+        .await?
+        .body)
+}
+
+/// The value of the sample `series` (name and labels) in `body`.
+fn sample(body: &str, series: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
 /// `controller_runtime_reconcile_total` summed over results, from the host's /metrics.
 async fn reconciles(host: &Host) -> anyhow::Result<u64> {
-    let body = get(([127, 0, 0, 1], host.metrics_port).into(), "/metrics")
-        .await?
-        .body;
+    let body = metrics(host).await?;
     Ok(body
         .lines()
         .filter(|l| {
@@ -149,6 +159,50 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over() -> anyhow::Result
         },
     )
     .await?;
+
+    // What an SRE's dashboards read, with controller-runtime's and client-go's names: the
+    // election by Lease, the owner controller's queue timings, the process.
+    let (leading, standing_by) = (metrics(&leader).await?, metrics(&standby).await?);
+    let election = r#"leader_election_master_status{name="odh-model-controller.opendatahub.io"}"#;
+    assert_eq!(sample(&leading, election), Some(1.0), "{leading}");
+    assert_eq!(sample(&standing_by, election), Some(0.0), "{standing_by}");
+    let queue = r#"{name="owner",controller="owner"}"#;
+    for family in [
+        "workqueue_queue_duration_seconds_count",
+        "workqueue_work_duration_seconds_count",
+    ] {
+        assert!(
+            sample(&leading, &format!("{family}{queue}")).is_some_and(|n| n >= 1.0),
+            "{family} in {leading}"
+        );
+    }
+    for family in [
+        "workqueue_unfinished_work_seconds",
+        "workqueue_longest_running_processor_seconds",
+        "workqueue_depth",
+    ] {
+        assert!(
+            sample(&leading, &format!("{family}{queue}")).is_some(),
+            "{family} in {leading}"
+        );
+    }
+    assert!(
+        leading.contains(
+            r#"workqueue_queue_duration_seconds_bucket{name="owner",controller="owner",le="1e-08"}"#
+        ),
+        "client-go's buckets start at 10 ns: {leading}"
+    );
+    for family in [
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_start_time_seconds",
+    ] {
+        assert!(
+            sample(&leading, family).is_some_and(|v| v > 0.0),
+            "{family} in {leading}"
+        );
+    }
 
     // Kill the leader (no lease release) and measure how long until the standby reconciles.
     let killed = Instant::now();

@@ -13,6 +13,11 @@
 //! | `controller_runtime_max_concurrent_reconciles` | `controller` |
 //! | `controller_runtime_active_workers` | `controller` |
 //! | `workqueue_depth`, `workqueue_adds_total`, `workqueue_retries_total` | `name`, `controller` (both the controller's name, as controller-runtime sets them) |
+//! | `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds` (histograms, client-go's buckets 10 ns to 1000 s) | `name`, `controller` |
+//! | `workqueue_unfinished_work_seconds`, `workqueue_longest_running_processor_seconds` | `name`, `controller` |
+//! | `leader_election_master_status` | `name` (the Lease) |
+//! | `certwatcher_read_certificate_total`, `certwatcher_read_certificate_errors_total` | — |
+//! | `process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_virtual_memory_bytes`, `process_open_fds`, `process_max_fds`, `process_start_time_seconds` | — (Linux, from `/proc/self`) |
 //!
 //! Ours, for the plugin host:
 //!
@@ -32,6 +37,8 @@
 //! | metric | labels |
 //! |---|---|
 //! | `rest_client_requests_total` | `code` (`<error>` when no response came), `host`, `method` |
+
+mod process;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -105,6 +112,11 @@ struct QueueLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NameLabels {
+    name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PluginOpLabels {
     plugin: String,
     op: String,
@@ -157,6 +169,15 @@ fn reconcile_time_histogram() -> Histogram {
 fn plugin_call_histogram() -> Histogram {
     Histogram::new(PLUGIN_CALL_BUCKETS)
 }
+
+/// client-go's workqueue buckets: 10 ns to 1000 s, ×10 each.
+fn workqueue_histogram() -> Histogram {
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        10e-9, 10.0, 12,
+    ))
+}
+
+type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
 /// Count, duration and failures of plugin calls, by plugin and operation.
 #[derive(Clone)]
@@ -240,6 +261,13 @@ pub struct Metrics {
     workqueue_depth: Family<QueueLabels, Gauge>,
     workqueue_adds: Family<QueueLabels, Counter>,
     workqueue_retries: Family<QueueLabels, Counter>,
+    workqueue_queue_duration: HistogramFamily<QueueLabels>,
+    workqueue_work_duration: HistogramFamily<QueueLabels>,
+    workqueue_unfinished_work: Family<QueueLabels, FloatGauge>,
+    workqueue_longest_running: Family<QueueLabels, FloatGauge>,
+    leader_election_status: Family<NameLabels, Gauge>,
+    certificate_reads: Counter,
+    certificate_read_errors: Counter,
     /// The calls that decide (the active versions').
     plugin_calls: CallMetrics,
     /// The calls of shadow candidates, in series of their own: counted with the active calls
@@ -347,6 +375,50 @@ impl Metrics {
             "Total number of retries handled by workqueue",
             workqueue_retries.clone(),
         );
+        let workqueue_queue_duration: HistogramFamily<QueueLabels> =
+            Family::new_with_constructor(workqueue_histogram);
+        registry.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            workqueue_queue_duration.clone(),
+        );
+        let workqueue_work_duration: HistogramFamily<QueueLabels> =
+            Family::new_with_constructor(workqueue_histogram);
+        registry.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            workqueue_work_duration.clone(),
+        );
+        let workqueue_unfinished_work = Family::default();
+        registry.register(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+            workqueue_unfinished_work.clone(),
+        );
+        let workqueue_longest_running = Family::default();
+        registry.register(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            workqueue_longest_running.clone(),
+        );
+        let leader_election_status = Family::default();
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+            leader_election_status.clone(),
+        );
+        let certificate_reads = Counter::default();
+        registry.register(
+            "certwatcher_read_certificate",
+            "Total number of certificate reads",
+            certificate_reads.clone(),
+        );
+        let certificate_read_errors = Counter::default();
+        registry.register(
+            "certwatcher_read_certificate_errors",
+            "Total number of certificate read errors",
+            certificate_read_errors.clone(),
+        );
         let plugin_calls = CallMetrics::register(&mut registry, "odh_plugin_", "plugin calls");
         let refused_writes = Family::default();
         registry.register(
@@ -407,6 +479,13 @@ impl Metrics {
             workqueue_depth,
             workqueue_adds,
             workqueue_retries,
+            workqueue_queue_duration,
+            workqueue_work_duration,
+            workqueue_unfinished_work,
+            workqueue_longest_running,
+            leader_election_status,
+            certificate_reads,
+            certificate_read_errors,
             plugin_calls,
             shadow_calls,
             refused_writes,
@@ -468,6 +547,8 @@ impl Metrics {
             .set(i64::try_from(max_concurrent_reconciles).unwrap_or(i64::MAX));
         self.active_workers.get_or_create(&c).set(0);
         let q = queue_labels(controller);
+        self.workqueue_unfinished_work.get_or_create(&q).set(0.0);
+        self.workqueue_longest_running.get_or_create(&q).set(0.0);
         self.workqueue_depth.get_or_create(&q).set(0);
         self.workqueue_adds.get_or_create(&q).inc_by(0);
         self.workqueue_retries.get_or_create(&q).inc_by(0);
@@ -521,6 +602,39 @@ impl Metrics {
         self.workqueue_adds
             .get_or_create(&queue_labels(queue))
             .inc();
+    }
+
+    /// An item of the work queue of `queue` waited `waited` before a worker took it.
+    pub fn workqueue_waited(&self, queue: &str, waited: Duration) {
+        self.workqueue_queue_duration
+            .get_or_create(&queue_labels(queue))
+            .observe(waited.as_secs_f64());
+    }
+
+    /// A worker processed an item of the work queue of `queue` for `worked`.
+    pub fn workqueue_worked(&self, queue: &str, worked: Duration) {
+        self.workqueue_work_duration
+            .get_or_create(&queue_labels(queue))
+            .observe(worked.as_secs_f64());
+    }
+
+    /// How long the items of `queue` in progress have been: in total, and the longest.
+    pub fn workqueue_in_progress(&self, queue: &str, total: Duration, longest: Duration) {
+        let labels = queue_labels(queue);
+        self.workqueue_unfinished_work
+            .get_or_create(&labels)
+            .set(total.as_secs_f64());
+        self.workqueue_longest_running
+            .get_or_create(&labels)
+            .set(longest.as_secs_f64());
+    }
+
+    /// A serving certificate was read (`ok`) or failed to read.
+    pub fn certificate_read(&self, ok: bool) {
+        self.certificate_reads.inc();
+        if !ok {
+            self.certificate_read_errors.inc();
+        }
     }
 
     /// An item was re-added to the work queue of `queue` with rate limiting.
@@ -614,9 +728,14 @@ impl Metrics {
             .inc();
     }
 
-    /// Whether this replica currently leads.
-    pub fn set_leader(&self, leader: bool) {
+    /// Whether this replica currently leads, by the Lease `lease`.
+    pub fn set_leader(&self, lease: &str, leader: bool) {
         self.leader.set(i64::from(leader));
+        self.leader_election_status
+            .get_or_create(&NameLabels {
+                name: lease.to_string(),
+            })
+            .set(i64::from(leader));
     }
 
     /// Every metric in the Prometheus text format (version 0.0.4, see [`CONTENT_TYPE`]).
@@ -624,6 +743,7 @@ impl Metrics {
         let mut out = String::new();
         prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
+        out.push_str(&process::render());
         for source in self.sources.read().expect("metrics sources lock").iter() {
             out.push_str(&source());
         }
@@ -886,7 +1006,7 @@ mod tests {
         m.plugin_call("nim", "reconcile", None, Duration::from_micros(400));
         m.plugin_call("nim", "reconcile", Some("timeout"), Duration::from_secs(1));
         m.refused_write("nim", "Secret");
-        m.set_leader(true);
+        m.set_leader("lease", true);
         let text = m.render();
         assert_eq!(
             sample(

@@ -241,11 +241,27 @@ impl ControllerLoop {
             workers = self.ctx.concurrency,
             "controller started"
         );
+        // client-go updates the in-progress gauges every 500 ms: a stuck worker shows as a
+        // growing `workqueue_unfinished_work_seconds`.
+        let ctl = self.clone();
+        tasks.spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = ctl.queue.shut_down() => return,
+                }
+                let (total, longest) = ctl.queue.in_progress();
+                Metrics::global().workqueue_in_progress(&ctl.spec.name, total, longest);
+            }
+        });
         for _ in 0..self.ctx.concurrency {
             let ctl = self.clone();
             tasks.spawn(async move {
-                while let Some(key) = ctl.queue.get().await {
+                while let Some((key, waited)) = ctl.queue.get_timed().await {
                     let metrics = Metrics::global();
+                    metrics.workqueue_waited(&ctl.spec.name, waited);
                     metrics.workqueue_depth(&ctl.spec.name, ctl.queue.len());
                     let started = std::time::Instant::now();
                     let result = {
@@ -258,7 +274,9 @@ impl ControllerLoop {
                     ctl.ctx
                         .reconciles
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    ctl.queue.done(&key);
+                    if let Some(worked) = ctl.queue.done(&key) {
+                        metrics.workqueue_worked(&ctl.spec.name, worked);
+                    }
                 }
             });
         }
@@ -511,7 +529,8 @@ impl ControllerLoop {
                     // back off per key as controller-runtime's `Requeue: true` does.
                     Some(asked) if asked < MIN_PLAIN_REQUEUE => {
                         self.queue.add_rate_limited_at_least(key.clone(), asked);
-                        Some(ReconcileResult::RequeueAfter)
+                        Metrics::global().workqueue_retry(&self.spec.name);
+                        Some(ReconcileResult::Requeue)
                     }
                     Some(asked) => {
                         self.queue.forget(key);

@@ -21,6 +21,10 @@ struct State<K> {
     processing: HashSet<K>,
     dirty: HashSet<K>,
     failures: HashMap<K, u32>,
+    /// When each queued key entered the queue, and since when each key in progress is: what
+    /// the workqueue metrics report.
+    queued_since: HashMap<K, std::time::Instant>,
+    processing_since: HashMap<K, std::time::Instant>,
     /// Keys added with a delay, by when they are due (and a sequence number: several keys may
     /// be due at the same instant).
     waiting: BTreeMap<(Instant, u64), K>,
@@ -35,6 +39,7 @@ pub struct WorkQueue<K> {
     ready: Notify,
     /// Wakes the timer: an earlier due time, shutdown, or the queue dropped.
     timer_wake: Arc<Notify>,
+    stopped: tokio_util::sync::CancellationToken,
 }
 
 impl<K> Drop for WorkQueue<K> {
@@ -52,6 +57,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                 processing: HashSet::new(),
                 dirty: HashSet::new(),
                 failures: HashMap::new(),
+                queued_since: HashMap::new(),
+                processing_since: HashMap::new(),
                 waiting: BTreeMap::new(),
                 waiting_keys: HashMap::new(),
                 sequence: 0,
@@ -60,6 +67,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             }),
             ready: Notify::new(),
             timer_wake: Arc::new(Notify::new()),
+            stopped: tokio_util::sync::CancellationToken::new(),
         })
     }
 
@@ -73,6 +81,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             return;
         }
         s.queued.insert(key.clone());
+        s.queued_since
+            .insert(key.clone(), std::time::Instant::now());
         s.queue.push_back(key);
         drop(s);
         self.ready.notify_one();
@@ -163,6 +173,11 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
 
     /// The next key to process; `None` once shut down.
     pub async fn get(&self) -> Option<K> {
+        self.get_timed().await.map(|(key, _)| key)
+    }
+
+    /// The next key to process and how long it waited in the queue; `None` once shut down.
+    pub async fn get_timed(&self) -> Option<(K, Duration)> {
         loop {
             let notified = self.ready.notified();
             {
@@ -171,28 +186,52 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                     return None;
                 }
                 if let Some(key) = s.queue.pop_front() {
+                    let now = std::time::Instant::now();
                     s.queued.remove(&key);
+                    let waited = s
+                        .queued_since
+                        .remove(&key)
+                        .map(|t| now.duration_since(t))
+                        .unwrap_or_default();
                     s.processing.insert(key.clone());
+                    s.processing_since.insert(key.clone(), now);
                     if !s.queue.is_empty() {
                         self.ready.notify_one();
                     }
-                    return Some(key);
+                    return Some((key, waited));
                 }
             }
             notified.await;
         }
     }
 
-    /// Marks `key` processed; re-queues it if it was added meanwhile.
-    pub fn done(&self, key: &K) {
+    /// Marks `key` processed, returning how long it was in progress; re-queues it if it was
+    /// added meanwhile.
+    pub fn done(&self, key: &K) -> Option<Duration> {
         let mut s = self.state.lock().expect("queue lock");
         s.processing.remove(key);
+        let worked = s.processing_since.remove(key).map(|t| t.elapsed());
         if s.dirty.remove(key) && !s.queued.contains(key) {
             s.queued.insert(key.clone());
+            s.queued_since
+                .insert(key.clone(), std::time::Instant::now());
             s.queue.push_back(key.clone());
             drop(s);
             self.ready.notify_one();
         }
+        worked
+    }
+
+    /// How long the keys in progress have been so far: in total, and the longest.
+    pub fn in_progress(&self) -> (Duration, Duration) {
+        let s = self.state.lock().expect("queue lock");
+        let now = std::time::Instant::now();
+        s.processing_since
+            .values()
+            .map(|t| now.duration_since(*t))
+            .fold((Duration::ZERO, Duration::ZERO), |(total, longest), d| {
+                (total + d, longest.max(d))
+            })
     }
 
     pub fn len(&self) -> usize {
@@ -207,9 +246,15 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.state.lock().expect("queue lock").shutdown = true;
         self.ready.notify_waiters();
         self.timer_wake.notify_one();
+        self.stopped.cancel();
     }
 
-    fn is_shut_down(&self) -> bool {
+    /// Resolves once the queue is shut down.
+    pub async fn shut_down(&self) {
+        self.stopped.cancelled().await
+    }
+
+    pub fn is_shut_down(&self) -> bool {
         self.state.lock().expect("queue lock").shutdown
     }
 }
@@ -358,6 +403,22 @@ mod tests {
         }
         assert_eq!(last, Duration::from_millis(5 << 13));
         q.shutdown();
+    }
+
+    #[tokio::test]
+    async fn waits_and_work_are_timed() {
+        let q: Arc<WorkQueue<&str>> = WorkQueue::new();
+        q.add("k");
+        let (key, waited) = q.get_timed().await.unwrap();
+        assert_eq!(key, "k");
+        assert!(waited < Duration::from_secs(60));
+        let (total, longest) = q.in_progress();
+        assert!(longest <= total);
+        q.add("k");
+        assert!(q.done(&"k").is_some(), "taken by get: its work is timed");
+        assert_eq!(q.in_progress(), (Duration::ZERO, Duration::ZERO));
+        assert!(q.done(&"never").is_none());
+        assert_eq!(q.get_timed().await.map(|(k, _)| k), Some("k"), "re-queued");
     }
 
     #[tokio::test]

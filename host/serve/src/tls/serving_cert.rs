@@ -201,7 +201,19 @@ impl ResolvesServerCert for ReloadingCert {
     }
 }
 
+/// Reads the pair, counted in `certwatcher_read_certificate_total` (and `_errors_total`) as
+/// controller-runtime's certificate watcher counts its reads.
 fn load(
+    cert_path: &Path,
+    key_path: &Path,
+    provider: &CryptoProvider,
+) -> anyhow::Result<CertifiedKey> {
+    let read = read_pair(cert_path, key_path, provider);
+    odh_host_metrics::Metrics::global().certificate_read(read.is_ok());
+    read
+}
+
+fn read_pair(
     cert_path: &Path,
     key_path: &Path,
     provider: &CryptoProvider,
@@ -372,9 +384,25 @@ mod tests {
         assert_eq!(served_serial(&cert), [5]);
     }
 
+    /// `certwatcher_read_certificate_total` and `_errors_total` (process-wide: other tests
+    /// read too, so only growth is checked).
+    fn certificate_reads() -> (f64, f64) {
+        let text = odh_host_metrics::Metrics::global().render();
+        let value = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+                .unwrap_or(0.0)
+        };
+        (
+            value("certwatcher_read_certificate_total"),
+            value("certwatcher_read_certificate_errors_total"),
+        )
+    }
+
     #[test]
     fn cr_3_a_mismatched_pair_keeps_the_served_certificate() {
         let mut volume = SecretVolume::new(&cert_with_serial(1));
+        let (reads, errors) = certificate_reads();
         let cert = reloader(&volume);
         let (other_cert, _) = cert_with_serial(9);
         let (_, other_key) = cert_with_serial(8);
@@ -385,6 +413,11 @@ mod tests {
             assert_eq!(served_serial(&cert), [1], "after {:?}", start.elapsed());
             std::thread::sleep(Duration::from_millis(50));
         }
+        let (reads_after, errors_after) = certificate_reads();
+        assert!(
+            reads_after >= reads + 2.0 && errors_after > errors,
+            "the good read and the bad one are counted: {reads}/{errors} -> {reads_after}/{errors_after}"
+        );
         // A good pair afterwards is picked up.
         volume.swap_to(&cert_with_serial(6));
         wait_for_serial(&cert, 6, Duration::from_secs(10));
