@@ -180,6 +180,10 @@ pub struct RunArgs {
     /// Workers per controller.
     #[arg(long, default_value_t = 1)]
     pub max_concurrent_reconciles: usize,
+    /// How often every primary object is reconciled without an event (controller-runtime's
+    /// cache SyncPeriod, 10 h, with up to 10% jitter); `0` never.
+    #[arg(long, default_value = "10h", value_parser = parse_duration)]
+    pub sync_period: std::time::Duration,
     /// On SIGTERM, how long the webhook and model-serving API servers keep serving before they
     /// stop: /readyz fails and every answer says `Connection: close`, so callers (the apiserver)
     /// move to another replica instead of sending a request on a connection being closed.

@@ -300,10 +300,11 @@ impl Host {
             Metrics::global().set_leader(DEPLOYMENT.lease_name, true);
             info!("became the leader; starting controllers");
         }
-        let ctx = ControllerContext::new(
+        let ctx = ControllerContext::with_sync_period(
             self.caches.clone(),
             self.applier.clone(),
             self.args.max_concurrent_reconciles,
+            Some(self.args.sync_period),
         );
         let controllers =
             controller::supervise(ctx, self.set.clone(), stopping.shutdown.clone()).await?;

@@ -161,6 +161,58 @@ async fn logs_off_a_terminal_carry_no_colour_codes() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// controller-runtime's periodic resync: an object the plugin writes but no watch maps back to
+/// its primary (a co-owned ConfigMap, plain owner reference) drifts, and with `--sync-period`
+/// the primary is reconciled again without any event of its own and the drift is repaired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_periodic_resync_repairs_drift_no_watch_sees() -> anyhow::Result<()> {
+    let t = TestContext::new("resync").await?;
+    let health = free_port();
+    let _host = HostProcess::start(
+        "resync",
+        &[
+            plugin("owner"),
+            "--no-default-plugins".into(),
+            "--sync-period=1s".into(),
+            format!("--health-probe-bind-address={}", addr(health)),
+            "--metrics-bind-address=0".into(),
+        ],
+        &[("ENABLE_WEBHOOKS", "false")],
+    )?;
+    let cms: Api<ConfigMap> = t.api();
+    let primary: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "p", "labels": {"odh-test/primary": "true"}},
+        "data": {"value": "v", "shared": "p-shared"},
+    }))?;
+    cms.create(&PostParams::default(), &primary).await?;
+    let shared_is = |value: &'static str| {
+        let cms = cms.clone();
+        async move {
+            let cm = cms.get_opt("p-shared").await?;
+            let found = cm.and_then(|c| c.data?.get("shared").cloned());
+            anyhow::ensure!(found.as_deref() == Some(value), "shared is {found:?}");
+            Ok(())
+        }
+    };
+    eventually("the shared ConfigMap is written", Timing::default(), || {
+        shared_is("true")
+    })
+    .await?;
+    cms.patch(
+        "p-shared",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"data": {"shared": "drifted"}})),
+    )
+    .await?;
+    eventually(
+        "the resync repairs the drift",
+        Timing::within(Duration::from_secs(30)),
+        || shared_is("true"),
+    )
+    .await?;
+    Ok(())
+}
+
 /// A loopback HTTP server answering `/reconcile…` after `slow` and anything else after
 /// `delay`; counts the requests of each seen so far.
 fn slow_server(slow: Duration, delay: Duration) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {

@@ -42,16 +42,33 @@ pub struct ControllerContext {
     pub applier: Arc<Applier>,
     /// Workers per controller.
     pub concurrency: usize,
+    /// How often every primary is reconciled without an event (controller-runtime's cache
+    /// `SyncPeriod`, with up to 10% jitter): drift in what no watch sees is repaired. `None`:
+    /// never.
+    pub sync_period: Option<std::time::Duration>,
     /// Reconciles completed (any result), for tests and diagnostics.
     reconciles: std::sync::atomic::AtomicU64,
 }
 
+/// controller-runtime's default `SyncPeriod`.
+pub const DEFAULT_SYNC_PERIOD: std::time::Duration = std::time::Duration::from_secs(10 * 3600);
+
 impl ControllerContext {
     pub fn new(caches: Arc<Caches>, applier: Arc<Applier>, concurrency: usize) -> Arc<Self> {
+        Self::with_sync_period(caches, applier, concurrency, Some(DEFAULT_SYNC_PERIOD))
+    }
+
+    pub fn with_sync_period(
+        caches: Arc<Caches>,
+        applier: Arc<Applier>,
+        concurrency: usize,
+        sync_period: Option<std::time::Duration>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             caches,
             applier,
             concurrency: concurrency.max(1),
+            sync_period: sync_period.filter(|p| !p.is_zero()),
             reconciles: Default::default(),
         })
     }
@@ -136,6 +153,7 @@ async fn run(
     }
     ctl.ctx.caches.wait_all_synced().await;
     ctl.clone().resync_on_swap(&mut tasks);
+    ctl.clone().resync_periodically(&mut tasks);
     // Everything that exists now gets one reconcile (the queue drops duplicates).
     ctl.enqueue_all();
     let mut workers = JoinSet::new();
@@ -180,6 +198,15 @@ enum Outside {
     Unknown,
 }
 
+/// `period` plus up to 10% of it, at random.
+fn jittered(period: std::time::Duration) -> std::time::Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    period + period.mul_f64((random % 1000) as f64 / 10_000.0)
+}
+
 fn key_of(obj: &DynamicObject) -> RequestKey {
     RequestKey {
         namespace: obj.namespace(),
@@ -222,6 +249,21 @@ impl ControllerLoop {
             }
         }
         Ok(true)
+    }
+
+    /// Every sync period (jittered by up to 10%, so controllers and replicas do not all
+    /// relist at once), every primary is reconciled.
+    fn resync_periodically(self: Arc<Self>, tasks: &mut JoinSet<()>) {
+        let Some(period) = self.ctx.sync_period else {
+            return;
+        };
+        tasks.spawn(async move {
+            loop {
+                tokio::time::sleep(jittered(period)).await;
+                tracing::debug!(controller = self.spec.name, "periodic resync");
+                self.enqueue_all();
+            }
+        });
     }
 
     /// After the slot swaps in another version, every primary is reconciled by it.
@@ -654,5 +696,22 @@ impl ControllerLoop {
         } else {
             ReconcileResult::TerminalError
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resyncs_are_jittered_by_up_to_a_tenth() {
+        let period = std::time::Duration::from_secs(36_000);
+        let spread: HashSet<std::time::Duration> = (0..50).map(|_| jittered(period)).collect();
+        assert!(
+            spread
+                .iter()
+                .all(|d| *d >= period && *d < period.mul_f64(1.1))
+        );
+        assert!(spread.len() > 1, "not every controller at the same instant");
     }
 }
