@@ -177,6 +177,14 @@ pub struct RunArgs {
         default_value = "/tmp/model-serving-api/serving-certs"
     )]
     pub model_serving_api_cert_dir: PathBuf,
+    /// Requests per second to each API resource (controller-runtime's client default, 20);
+    /// `0`: unlimited.
+    #[arg(long, default_value_t = 20.0)]
+    pub kube_api_qps: f64,
+    /// Requests to one API resource that may go at once before `--kube-api-qps` paces them
+    /// (controller-runtime's client default, 30).
+    #[arg(long, default_value_t = 30)]
+    pub kube_api_burst: u32,
     /// Workers per controller.
     #[arg(long, default_value_t = 1)]
     pub max_concurrent_reconciles: usize,

@@ -69,7 +69,12 @@ impl Host {
         // A mistyped ceiling stops the start, not the first ConfigMap change.
         args.plugin_ceiling()?;
         let terminated = startup::termination()?;
-        let (config, client, identity) = startup::connect(args.kubeconfig.as_deref()).await?;
+        let limit = odh_reconcile::api_client::RateLimit {
+            qps: args.kube_api_qps,
+            burst: args.kube_api_burst,
+        };
+        let (config, client, identity) =
+            startup::connect(args.kubeconfig.as_deref(), Some(limit)).await?;
         let version = client
             .apiserver_version()
             .await

@@ -202,6 +202,7 @@ const SERVICE_ACCOUNT_TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/service
 /// Kube config resolution as upstream: `--kubeconfig`, then KUBECONFIG, in-cluster, ~/.kube/config.
 pub async fn connect(
     kubeconfig: Option<&std::path::Path>,
+    limit: Option<odh_reconcile::api_client::RateLimit>,
 ) -> anyhow::Result<(Config, Client, Identity)> {
     let config = match kubeconfig {
         Some(path) => {
@@ -216,7 +217,7 @@ pub async fn connect(
     let identity = identity(&config);
     Ok((
         config.clone(),
-        odh_reconcile::api_client::counted_client(config)?,
+        odh_reconcile::api_client::limited_client(config, limit)?,
         identity,
     ))
 }

@@ -213,6 +213,63 @@ async fn a_periodic_resync_repairs_drift_no_watch_sees() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Client-side rate limiting per API resource, as controller-runtime's client does it: ten
+/// primaries need at least twenty ConfigMap requests (a finalizer patch and an apply each),
+/// which at 5 per second after a burst of 1 cannot all be sent in less than 3.8 s. (A lower
+/// bound: a slower machine only takes longer; without the limit it takes well under a second.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_requests_are_rate_limited_per_resource() -> anyhow::Result<()> {
+    let t = TestContext::new("rate-limit").await?;
+    let health = free_port();
+    let _host = HostProcess::start(
+        "rate-limit",
+        &[
+            plugin("owner"),
+            "--no-default-plugins".into(),
+            "--kube-api-qps=5".into(),
+            "--kube-api-burst=1".into(),
+            format!("--health-probe-bind-address={}", addr(health)),
+            "--metrics-bind-address=0".into(),
+        ],
+        &[("ENABLE_WEBHOOKS", "false")],
+    )?;
+    eventually("the host is ready", Timing::default(), || async {
+        let reply = get(([127, 0, 0, 1], health).into(), "/readyz").await?;
+        anyhow::ensure!(reply.status == 200, "{}", reply.status);
+        Ok(())
+    })
+    .await?;
+    let cms: Api<ConfigMap> = t.api();
+    let started = Instant::now();
+    for i in 0..10 {
+        let primary: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": format!("p{i}"), "labels": {"odh-test/primary": "true"}},
+            "data": {"value": "v"},
+        }))?;
+        cms.create(&PostParams::default(), &primary).await?;
+    }
+    eventually(
+        "every primary has its owned ConfigMap",
+        Timing::within(Duration::from_secs(60)),
+        || async {
+            for i in 0..10 {
+                anyhow::ensure!(
+                    cms.get_opt(&format!("p{i}-owned")).await?.is_some(),
+                    "p{i}-owned not yet"
+                );
+            }
+            Ok(())
+        },
+    )
+    .await?;
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(3800),
+        "20 requests at 5/s after a burst of 1 took only {took:?}"
+    );
+    Ok(())
+}
+
 /// A loopback HTTP server answering `/reconcile…` after `slow` and anything else after
 /// `delay`; counts the requests of each seen so far.
 fn slow_server(slow: Duration, delay: Duration) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {

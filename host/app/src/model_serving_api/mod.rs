@@ -71,7 +71,8 @@ pub async fn run(
     config: ServerConfig,
     plugins: Vec<LoadedPlugin>,
 ) -> anyhow::Result<()> {
-    let (kube_config, client, _identity) = startup::connect(options.kubeconfig.as_deref()).await?;
+    let (kube_config, client, _identity) =
+        startup::connect(options.kubeconfig.as_deref(), None).await?;
     if config.otlp_endpoint.is_some() {
         warn!("OTEL_EXPORTER_OTLP_ENDPOINT is set, but this build exports no traces");
     }
