@@ -320,13 +320,15 @@ impl Caches {
 
     /// The cache of `gvk`, started if needed; `None` when the cluster does not serve the kind.
     pub async fn ensure(self: &Arc<Self>, gvk: &Gvk) -> anyhow::Result<Option<Arc<KindCache>>> {
-        if let Some(known) = self.kinds.lock().expect("caches lock").get(gvk) {
-            return Ok(known.clone());
+        // A kind found not served is asked about again (after the discovery memo's TTL): its
+        // CRD may be installed later.
+        if let Some(Some(known)) = self.kinds.lock().expect("caches lock").get(gvk) {
+            return Ok(Some(known.clone()));
         }
         let resolved = self.resolve(gvk).await?;
         let mut kinds = self.kinds.lock().expect("caches lock");
-        if let Some(known) = kinds.get(gvk) {
-            return Ok(known.clone());
+        if let Some(Some(known)) = kinds.get(gvk) {
+            return Ok(Some(known.clone()));
         }
         let cache = resolved.map(|kind| self.start(gvk.clone(), kind));
         kinds.insert(gvk.clone(), cache.clone());
@@ -365,6 +367,19 @@ impl Caches {
             .expect("resolved lock")
             .insert(gvk.clone(), (found.clone(), Instant::now()));
         Ok(found)
+    }
+
+    /// [`Caches::ensure`], asking discovery now rather than trusting a memo that `gvk` is not
+    /// served: what a controller waiting for a CRD polls with.
+    pub async fn ensure_fresh(
+        self: &Arc<Self>,
+        gvk: &Gvk,
+    ) -> anyhow::Result<Option<Arc<KindCache>>> {
+        self.resolved
+            .lock()
+            .expect("resolved lock")
+            .retain(|k, (found, _)| k != gvk || found.is_some());
+        self.ensure(gvk).await
     }
 
     pub async fn wait_all_synced(&self) {

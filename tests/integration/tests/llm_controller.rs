@@ -410,3 +410,85 @@ async fn lc_12_routes_from_a_base_config() -> anyhow::Result<()> {
     })
     .await
 }
+
+/// A CRD installed after the controllers started: the `llminferenceservice` controller waits
+/// for its primary kind (looking again with back-off, as upstream's manager restarts until it
+/// exists) and reconciles once the LLMInferenceService CRD is there, with no restart. On an
+/// apiserver of its own: the shared one has every CRD from the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_installed_after_start_gets_its_controller_without_a_restart() -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::PostParams;
+    use odh_test_support::RestartableApiserver;
+    const LATE: &str = "llminferenceservices.serving.kserve.io";
+    let server = RestartableApiserver::start("late-crd")?;
+    let client = kube::Client::try_from(server.config().await?)?;
+    let dirs = odh_test_support::crd_dirs();
+    odh_test_support::crds::install_where(&client, &dirs, |name| name != LATE).await?;
+    let ns = "late-crd";
+    Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}}))?,
+        )
+        .await?;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let _controllers = odh_test_support::host::start_controllers(
+        client.clone(),
+        vec![load("llm-gateway")],
+        1,
+        shutdown.clone(),
+    )
+    .await?;
+
+    let installed =
+        odh_test_support::crds::install_where(&client, &dirs, |name| name == LATE).await?;
+    assert_eq!(installed, [LATE]);
+    let dynamic = |group: &str, version: &str, kind: &str, plural: &str| {
+        let resource = kube::api::ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: format!("{group}/{version}"),
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        Api::<DynamicObject>::namespaced_with(client.clone(), ns, &resource)
+    };
+    let create = |api: Api<DynamicObject>, object: Value| async move {
+        api.create(&PostParams::default(), &serde_json::from_value(object)?)
+            .await
+            .map_err(anyhow::Error::from)
+    };
+    create(
+        dynamic("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes"),
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+               "metadata": {"name": "late-kserve-route"}, "spec": {}}),
+    )
+    .await?;
+    create(
+        dynamic(
+            "serving.kserve.io",
+            "v1alpha2",
+            "LLMInferenceService",
+            "llminferenceservices",
+        ),
+        json!({"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService",
+               "metadata": {"name": "late", "annotations": {ENABLE_AUTH: "false"}},
+               "spec": {"model": {"uri": "hf://facebook/opt-125m"}}}),
+    )
+    .await?;
+    let policies = dynamic("kuadrant.io", "v1", "AuthPolicy", "authpolicies");
+    eventually(
+        "the late controller makes the service's AuthPolicy",
+        Timing::within(Duration::from_secs(90)),
+        || async {
+            policies
+                .get_opt("late-kserve-route-authn")
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no AuthPolicy yet"))
+        },
+    )
+    .await?;
+    shutdown.cancel();
+    Ok(())
+}

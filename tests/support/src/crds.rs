@@ -41,11 +41,23 @@ pub fn load_dir(dir: &Path) -> anyhow::Result<Vec<CustomResourceDefinition>> {
 /// Server-side applies every CRD in `dirs` and waits until each is Established.
 /// Returns the CRD names installed.
 pub async fn install(client: &Client, dirs: &[impl AsRef<Path>]) -> anyhow::Result<Vec<String>> {
+    install_where(client, dirs, |_| true).await
+}
+
+/// [`install`], only the CRDs whose names `wanted` accepts.
+pub async fn install_where(
+    client: &Client,
+    dirs: &[impl AsRef<Path>],
+    wanted: impl Fn(&str) -> bool,
+) -> anyhow::Result<Vec<String>> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let mut names = Vec::new();
     for dir in dirs {
         for mut crd in load_dir(dir.as_ref())? {
+            if !crd.metadata.name.as_deref().is_some_and(&wanted) {
+                continue;
+            }
             let name = crd
                 .metadata
                 .name

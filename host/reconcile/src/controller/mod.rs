@@ -130,8 +130,7 @@ async fn run(
     spec: ControllerSpec,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let Some(primary) = ctx.caches.ensure(&spec.primary).await? else {
-        tracing::warn!(controller = spec.name, kind = %spec.primary, "the primary kind is not served; controller disabled");
+    let Some(primary) = served(&ctx, &spec.name, &spec.primary, "primary", &shutdown).await? else {
         return Ok(());
     };
     let selector = match &spec.primary_label_selector {
@@ -148,7 +147,7 @@ async fn run(
         queue: WorkQueue::new(),
     });
     let mut tasks = JoinSet::new();
-    if !ctl.clone().start_watches(&mut tasks).await? {
+    if !ctl.clone().start_watches(&mut tasks, &shutdown).await? {
         return Ok(());
     }
     ctl.ctx.caches.wait_all_synced().await;
@@ -174,6 +173,37 @@ async fn run(
         workers.abort_all();
     }
     Ok(())
+}
+
+/// How often a kind that is not served is looked for again, at most (from 1 s, doubling).
+const UNSERVED_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The cache of `gvk` once the cluster serves it: at once, or after its CRD is installed
+/// (discovery asked again with back-off, as upstream's manager restarts until it exists);
+/// `None` when `shutdown` comes first.
+async fn served(
+    ctx: &ControllerContext,
+    controller: &str,
+    gvk: &Gvk,
+    role: &str,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Option<Arc<KindCache>>> {
+    if let Some(cache) = ctx.caches.ensure(gvk).await? {
+        return Ok(Some(cache));
+    }
+    tracing::warn!(controller, kind = %gvk, "the {role} kind is not served; the controller waits for it");
+    let mut wait = std::time::Duration::from_secs(1);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(None),
+            _ = tokio::time::sleep(wait) => {}
+        }
+        if let Some(cache) = ctx.caches.ensure_fresh(gvk).await? {
+            tracing::info!(controller, kind = %gvk, "the {role} kind is served now");
+            return Ok(Some(cache));
+        }
+        wait = (wait * 2).min(UNSERVED_RETRY_MAX);
+    }
 }
 
 /// How long reconciles in progress may take to finish once shutdown begins
@@ -215,40 +245,82 @@ fn key_of(obj: &DynamicObject) -> RequestKey {
 }
 
 impl ControllerLoop {
-    /// Subscribes to the primary, owned and watched kinds; false when a required watched kind
-    /// is not served (the controller is then disabled).
-    async fn start_watches(self: Arc<Self>, tasks: &mut JoinSet<()>) -> anyhow::Result<bool> {
+    /// Subscribes to the primary, owned and watched kinds. A required watched kind that is not
+    /// served is waited for (the controller starts once it is); an owned or optional one is
+    /// watched once it is. False when `shutdown` came first.
+    async fn start_watches(
+        self: Arc<Self>,
+        tasks: &mut JoinSet<()>,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<bool> {
         self.clone()
             .watch(tasks, self.primary.clone(), WatchedAs::Primary);
         for gvk in self.spec.owns.clone() {
             match self.ctx.caches.ensure(&gvk).await? {
                 Some(cache) => self.clone().watch(tasks, cache, WatchedAs::Owned),
-                None => {
-                    tracing::info!(controller = self.spec.name, kind = %gvk, "owned kind not served; not watched")
-                }
+                None => self
+                    .clone()
+                    .watch_when_served(tasks, gvk, WatchedAs::Owned, shutdown),
             }
         }
         for w in self.spec.watches.clone() {
+            let filter = w
+                .label_selector
+                .as_deref()
+                .map(LabelSelector::parse)
+                .transpose()?;
+            let source = WatchedAs::Watch(w.mapping, filter);
             match self.ctx.caches.ensure(&w.gvk).await? {
-                Some(cache) => {
-                    let filter = w
-                        .label_selector
-                        .as_deref()
-                        .map(LabelSelector::parse)
-                        .transpose()?;
-                    self.clone()
-                        .watch(tasks, cache, WatchedAs::Watch(w.mapping, filter))
-                }
+                Some(cache) => self.clone().watch(tasks, cache, source),
                 None if w.optional => {
-                    tracing::info!(controller = self.spec.name, kind = %w.gvk, "optional kind not served; not watched")
+                    self.clone()
+                        .watch_when_served(tasks, w.gvk.clone(), source, shutdown)
                 }
-                None => {
-                    tracing::warn!(controller = self.spec.name, kind = %w.gvk, "a required watched kind is not served; controller disabled");
-                    return Ok(false);
-                }
+                None => match served(
+                    &self.ctx,
+                    &self.spec.name,
+                    &w.gvk,
+                    "required watched",
+                    shutdown,
+                )
+                .await?
+                {
+                    Some(cache) => self.clone().watch(tasks, cache, source),
+                    None => return Ok(false),
+                },
             }
         }
         Ok(true)
+    }
+
+    /// Watches `gvk` once the cluster serves it, then reconciles every primary (objects of the
+    /// new kind may concern any of them).
+    fn watch_when_served(
+        self: Arc<Self>,
+        tasks: &mut JoinSet<()>,
+        gvk: Gvk,
+        source: WatchedAs,
+        shutdown: &CancellationToken,
+    ) {
+        let shutdown = shutdown.clone();
+        tasks.spawn(async move {
+            let role = match source {
+                WatchedAs::Owned => "owned",
+                _ => "optional watched",
+            };
+            match served(&self.ctx, &self.spec.name, &gvk, role, &shutdown).await {
+                Ok(Some(cache)) => {
+                    let changes = self.clone().watch_loop(cache.clone(), source);
+                    cache.wait_synced().await;
+                    self.enqueue_all();
+                    changes.await;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(controller = self.spec.name, kind = %gvk, "looking for the kind failed: {e:#}")
+                }
+            }
+        });
     }
 
     /// Every sync period (jittered by up to 10%, so controllers and replicas do not all
@@ -325,13 +397,22 @@ impl ControllerLoop {
     }
 
     fn watch(self: Arc<Self>, tasks: &mut JoinSet<()>, cache: Arc<KindCache>, source: WatchedAs) {
+        tasks.spawn(self.watch_loop(cache, source));
+    }
+
+    /// Maps every change of `cache`'s kind to the primaries it concerns, until the cache closes.
+    fn watch_loop(
+        self: Arc<Self>,
+        cache: Arc<KindCache>,
+        source: WatchedAs,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let mut rx = cache.subscribe();
         let gvk = cache.gvk.clone();
         // A relist reports no deletes and no objects that left: the primary's watch compares
         // what it knows with the cache after each one (and once at start, to learn it).
         let mut relists = (matches!(source, WatchedAs::Primary) && !self.selector.is_everything())
             .then(|| cache.relists());
-        tasks.spawn(async move {
+        async move {
             loop {
                 let relisted = async {
                     match relists.as_mut() {
@@ -367,7 +448,7 @@ impl ControllerLoop {
                     relists = None;
                 }
             }
-        });
+        }
     }
 
     fn enqueue_all(&self) {
