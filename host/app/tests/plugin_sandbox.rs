@@ -428,6 +428,45 @@ fn serve_once(body: &'static str) -> (String, std::thread::JoinHandle<()>) {
     (format!("http://{addr}/catalog"), handle)
 }
 
+/// A request with a body goes out with its `Content-Length`, not chunked, as Go's client sends
+/// it (servers and gateways that require a length answer 411 to a chunked one).
+#[test]
+fn a_request_body_goes_out_with_its_length() {
+    let f = fixture();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/post", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = conn.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+            .unwrap();
+        String::from_utf8_lossy(&head).to_ascii_lowercase()
+    });
+    let obj = config_map("poster", json!({"behaviour": "http-post", "url": url}));
+    reconcile(
+        &f.misbehave,
+        "misbehave",
+        obj,
+        Arc::new(MemoryCluster::default()),
+    )
+    .expect("the POST is made");
+    let head = server.join().unwrap();
+    let body = json!({"misbehave": "poster"}).to_string();
+    assert!(
+        head.contains(&format!("content-length: {}\r\n", body.len())),
+        "{head}"
+    );
+    assert!(!head.contains("transfer-encoding"), "{head}");
+}
+
 #[test]
 fn http_reaches_granted_hosts_only() {
     let f = fixture();

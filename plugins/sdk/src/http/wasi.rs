@@ -29,10 +29,19 @@ pub(super) fn send(
         StreamError::Closed => Error::Transient(format!("{}: stream closed", context())),
     };
 
-    let entries: Vec<(String, Vec<u8>)> = headers
+    let mut entries: Vec<(String, Vec<u8>)> = headers
         .iter()
         .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
         .collect();
+    // The length is known: say so, as Go's client does (some servers and gateways refuse a
+    // chunked body with 411 Length Required).
+    if let Some(body) = body
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+    {
+        entries.push(("content-length".into(), body.len().to_string().into_bytes()));
+    }
     let fields = Fields::from_list(&entries)
         .map_err(|e| Error::Invalid(format!("{}: invalid header: {e:?}", context())))?;
     let request = OutgoingRequest::new(fields);
