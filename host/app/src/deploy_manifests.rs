@@ -272,6 +272,20 @@ fn cluster_rules(plugins: &[PluginInfo], profile: Profile) -> Rules {
             "host: Events about reconciled objects".into(),
         );
     }
+    rules.add(
+        "authentication.k8s.io",
+        "tokenreviews",
+        &[],
+        &["create"],
+        "host: --metrics-secure authenticates who scrapes /metrics".into(),
+    );
+    rules.add(
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        &[],
+        &["create"],
+        "host: --metrics-secure authorizes who scrapes /metrics".into(),
+    );
     rules
 }
 

@@ -30,4 +30,4 @@ pub use odh_plugin_sources as registry;
 pub use odh_reconcile::{
     api_client, applier, cache, controller, discovery, kinds, leader, side_effects,
 };
-pub use odh_serve::{api_routes, probes, tls, webhook};
+pub use odh_serve::{api_routes, metrics_auth, probes, tls, webhook};

@@ -129,7 +129,13 @@ impl Host {
             bound_probes.push(probes::bind_health(addr, readiness).await?);
         }
         if let Some(addr) = parse_bind_address(&args.metrics_bind_address)? {
-            bound_probes.push(probes::bind_metrics(addr, Metrics::global().clone()).await?);
+            let metrics = Metrics::global().clone();
+            bound_probes.push(if args.metrics_secure {
+                let auth = odh_serve::metrics_auth::MetricsAuth::new(client.clone());
+                probes::bind_secure_metrics(addr, metrics, auth).await?
+            } else {
+                probes::bind_metrics(addr, metrics).await?
+            });
         }
         Ok(Self {
             args,

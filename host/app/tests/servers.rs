@@ -157,3 +157,107 @@ async fn binding_a_taken_port_fails_with_the_server_name() -> anyhow::Result<()>
     );
     Ok(())
 }
+
+/// `--metrics-secure` as upstream's: HTTPS, and `/metrics` only for a caller whose bearer token
+/// the API server authenticates (TokenReview) and whose user may `get` the non-resource URL
+/// (SubjectAccessReview). Real ServiceAccount tokens: one bound to a role with that rule gets
+/// the metrics, one without gets 403, no token 401.
+#[tokio::test]
+async fn secure_metrics_need_a_token_the_api_server_authorizes() -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use kube::api::{Api, DeleteParams, PostParams};
+    use odh_model_controller::metrics_auth::MetricsAuth;
+    use odh_test_support::net::Client;
+    let t = odh_test_support::TestContext::new("metrics-secure").await?;
+    let ns = t.namespace.clone();
+    let accounts: Api<ServiceAccount> = t.api();
+    for name in ["reader", "stranger"] {
+        accounts
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))?,
+            )
+            .await?;
+    }
+    let role_name = format!("metrics-reader-{ns}");
+    let roles: Api<ClusterRole> = Api::all(t.client.clone());
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": role_name},
+                "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+            }))?,
+        )
+        .await?;
+    let bindings: Api<ClusterRoleBinding> = Api::all(t.client.clone());
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": role_name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
+                "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": ns}],
+            }))?,
+        )
+        .await?;
+    let reader = odh_test_support::service_account::token(&t.client, &ns, "reader").await?;
+    let stranger = odh_test_support::service_account::token(&t.client, &ns, "stranger").await?;
+
+    let metrics = Metrics::new();
+    metrics.reconcile_done("widget", ReconcileResult::Success, Duration::from_millis(3));
+    let server =
+        probes::bind_secure_metrics(loopback(), metrics, MetricsAuth::new(t.client.clone()))
+            .await?;
+    let addr = server.local_addr();
+    let (stop, handle) = spawn(server);
+
+    assert_ne!(
+        get(addr, "/metrics").await.map(|r| r.status).ok(),
+        Some(200),
+        "no plain HTTP"
+    );
+    let mut client = Client::connect_unverified(addr).await?;
+    let anonymous = client.send("GET", "/metrics", &[]).await?;
+    assert_eq!(
+        (anonymous.status, anonymous.body.as_str()),
+        (401, "Unauthorized\n")
+    );
+    let bearer = |token: &str| format!("Bearer {token}");
+    let denied = client
+        .send("GET", "/metrics", &[("authorization", &bearer(&stranger))])
+        .await?;
+    assert_eq!(denied.status, 403, "{}", denied.body);
+    assert_eq!(
+        denied.body,
+        format!("Authorization denied for user system:serviceaccount:{ns}:stranger\n")
+    );
+    let forged = client
+        .send(
+            "GET",
+            "/metrics",
+            &[("authorization", "Bearer not-a-token")],
+        )
+        .await?;
+    assert_eq!(forged.status, 401);
+    let allowed = client
+        .send("GET", "/metrics", &[("authorization", &bearer(&reader))])
+        .await?;
+    assert_eq!(allowed.status, 200, "{}", allowed.body);
+    assert!(
+        allowed.body.contains(
+            "controller_runtime_reconcile_total{controller=\"widget\",result=\"success\"} 1"
+        ),
+        "{}",
+        allowed.body
+    );
+
+    stop.send(()).ok();
+    handle.await??;
+    bindings
+        .delete(&role_name, &DeleteParams::default())
+        .await?;
+    roles.delete(&role_name, &DeleteParams::default()).await?;
+    Ok(())
+}

@@ -38,7 +38,7 @@
 //! |---|---|
 //! | `rest_client_requests_total` | `code` (`<error>` when no response came), `host`, `method` |
 
-mod process;
+pub mod process;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -7,6 +7,7 @@
 //! webhooks come from the application ([`webhook::WebhookNames`]): nothing here names a product.
 
 pub mod api_routes;
+pub mod metrics_auth;
 pub mod model_serving_api;
 pub mod probes;
 pub mod tls;

@@ -10,9 +10,9 @@
 //!   answer `200 ok` while the readiness flag is `true`, else `500` (bodies in controller-runtime's
 //!   `healthz` format; `?verbose` lists the checks).
 //! * **Metrics** (`--metrics-bind-address`, default `:8080`, `0` disables): `GET /metrics` in the
-//!   Prometheus text format 0.0.4. Upstream serves metrics over HTTPS with authentication when
-//!   `--metrics-secure` is set; here `--metrics-secure` is accepted and the metrics stay plain
-//!   HTTP (docs/divergences.md).
+//!   Prometheus text format 0.0.4; with `--metrics-secure`, over HTTPS (a self-signed
+//!   certificate made at start) for callers the API server authenticates and authorizes
+//!   ([`crate::metrics_auth`]), as upstream's.
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -77,6 +77,8 @@ pub struct Server {
     name: &'static str,
     listener: TcpListener,
     router: Router,
+    /// Served over TLS with this certificate; plain HTTP without.
+    tls: Option<std::sync::Arc<crate::tls::ReloadingCert>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -112,7 +114,14 @@ impl Server {
             name,
             listener,
             router,
+            tls: None,
         })
+    }
+
+    /// Serves over TLS with `cert`.
+    pub fn with_tls(mut self, cert: std::sync::Arc<crate::tls::ReloadingCert>) -> Self {
+        self.tls = Some(cert);
+        self
     }
 
     /// The address actually bound (the port chosen when binding port 0).
@@ -128,6 +137,18 @@ impl Server {
         F: Future<Output = ()> + Send + 'static,
     {
         let addr = self.local_addr();
+        if let Some(cert) = self.tls {
+            let config = crate::tls::TlsServerConfig {
+                name: self.name,
+                bind: addr,
+                cert_dir: Default::default(),
+                enable_http2: false,
+                body_limit: 64 * 1024,
+            };
+            return crate::tls::TlsServer::on_with_certificate(self.listener, config, cert)
+                .serve(self.router, shutdown)
+                .await;
+        }
         info!(server = self.name, %addr, "serving");
         axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown)
@@ -166,6 +187,27 @@ pub async fn bind_health(addr: SocketAddr, ready: impl Into<Readiness>) -> anyho
 /// Binds the metrics server.
 pub async fn bind_metrics(addr: SocketAddr, metrics: Metrics) -> anyhow::Result<Server> {
     Server::bind("metrics", addr, metrics_router(metrics)).await
+}
+
+/// Binds the metrics server of `--metrics-secure`: HTTPS with a self-signed certificate,
+/// every request authenticated and authorized by the API server through `auth`.
+pub async fn bind_secure_metrics(
+    addr: SocketAddr,
+    metrics: Metrics,
+    auth: crate::metrics_auth::MetricsAuth,
+) -> anyhow::Result<Server> {
+    let auth = std::sync::Arc::new(auth);
+    let router = metrics_router(metrics).layer(axum::middleware::from_fn(move |req, next| {
+        crate::metrics_auth::require(auth.clone(), req, next)
+    }));
+    let names = vec![
+        "localhost".to_string(),
+        std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into()),
+    ];
+    let cert = crate::tls::ReloadingCert::self_signed(&names, crate::tls::crypto_provider())?;
+    Ok(Server::bind("metrics", addr, router)
+        .await?
+        .with_tls(std::sync::Arc::new(cert)))
 }
 
 fn text(status: StatusCode, body: String) -> Response {

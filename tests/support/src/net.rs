@@ -58,6 +58,26 @@ impl Client {
         Ok(Self { sender, addr })
     }
 
+    /// [`Client::connect`] to a server whose self-signed certificate the test cannot know in
+    /// advance (the secure metrics server makes its own at start): the certificate is not
+    /// checked. For tests of what the server does with requests, never of its TLS.
+    pub async fn connect_unverified(addr: SocketAddr) -> anyhow::Result<Self> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+            .with_no_client_auth();
+        let tcp = TcpStream::connect(addr).await?;
+        let tls = TlsConnector::from(Arc::new(config))
+            .connect(ServerName::try_from("localhost")?, tcp)
+            .await?;
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await?;
+        tokio::spawn(conn);
+        Ok(Self { sender, addr })
+    }
+
     /// One request with extra headers; returns the status, the headers and the body.
     pub async fn send(
         &mut self,
@@ -180,4 +200,54 @@ pub async fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Resu
 /// [`request`] with `GET`.
 pub async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<Reply> {
     request(addr, "GET", path).await
+}
+
+/// Accepts any server certificate; signatures are still checked with the provider's
+/// algorithms (the handshake itself stays sound).
+#[derive(Debug)]
+struct Unverified(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for Unverified {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }

@@ -165,97 +165,10 @@ impl ApiMetrics {
         prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         if self.process {
-            out.push_str(&process_metrics());
+            out.push_str(&odh_host_metrics::process::render());
         }
         out
     }
-}
-
-/// The Prometheus process collector's gauges, read from `/proc/self` (empty where that is not
-/// available).
-pub fn process_metrics() -> String {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return String::new();
-    };
-    // Fields after the command name (which is in parentheses and may hold spaces).
-    let Some(fields) = stat.rsplit_once(')').map(|(_, rest)| {
-        rest.split_whitespace()
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-    }) else {
-        return String::new();
-    };
-    // `fields[0]` is field 3 (state): utime is 14, stime 15, starttime 22, vsize 23, rss 24.
-    let field = |n: usize| -> f64 {
-        fields
-            .get(n - 3)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0)
-    };
-    let ticks = 100.0; // USER_HZ on Linux.
-    let page = 4096.0;
-    let boot_time = std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("btime "))
-                .and_then(|v| v.trim().parse::<f64>().ok())
-        })
-        .unwrap_or(0.0);
-    let open_fds = std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count() as f64)
-        .unwrap_or(0.0);
-    let max_fds = std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Max open files"))
-                .and_then(|l| l.split_whitespace().nth(3).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0.0);
-    let mut out = String::new();
-    let mut gauge = |name: &str, kind: &str, help: &str, value: f64| {
-        out.push_str(&format!(
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-        ));
-    };
-    gauge(
-        "process_cpu_seconds_total",
-        "counter",
-        "Total user and system CPU time spent in seconds.",
-        (field(14) + field(15)) / ticks,
-    );
-    gauge(
-        "process_open_fds",
-        "gauge",
-        "Number of open file descriptors.",
-        open_fds,
-    );
-    gauge(
-        "process_max_fds",
-        "gauge",
-        "Maximum number of open file descriptors.",
-        max_fds,
-    );
-    gauge(
-        "process_virtual_memory_bytes",
-        "gauge",
-        "Virtual memory size in bytes.",
-        field(23),
-    );
-    gauge(
-        "process_resident_memory_bytes",
-        "gauge",
-        "Resident memory size in bytes.",
-        field(24) * page,
-    );
-    gauge(
-        "process_start_time_seconds",
-        "gauge",
-        "Start time of the process since unix epoch in seconds.",
-        boot_time + field(22) / ticks,
-    );
-    out
 }
 
 #[cfg(test)]

@@ -195,6 +195,20 @@ impl TlsServer {
         }
     }
 
+    /// A server on a listener bound already, serving `cert` (no certificate directory).
+    pub fn on_with_certificate(
+        listener: TcpListener,
+        config: TlsServerConfig,
+        cert: Arc<ReloadingCert>,
+    ) -> Self {
+        Self {
+            listener,
+            config,
+            cert,
+            tuning: ServerTuning::default(),
+        }
+    }
+
     /// Serves `cert` instead of a reloader of `config.cert_dir` (servers sharing one).
     pub fn with_certificate(mut self, cert: Arc<ReloadingCert>) -> Self {
         self.cert = cert;

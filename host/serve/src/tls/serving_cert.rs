@@ -110,6 +110,33 @@ impl ReloadingCert {
         }
     }
 
+    /// A self-signed certificate for `names`, made in memory and never reloaded: what
+    /// controller-runtime's secure metrics server serves without a certificate directory.
+    pub fn self_signed(names: &[String], provider: Arc<CryptoProvider>) -> anyhow::Result<Self> {
+        let key = rcgen::KeyPair::generate().context("generating a key")?;
+        let cert = rcgen::CertificateParams::new(names.to_vec())
+            .context("certificate names")?
+            .self_signed(&key)
+            .context("self-signing")?;
+        let der_key = PrivateKeyDer::try_from(key.serialize_der())
+            .map_err(|e| anyhow::anyhow!("the generated key: {e}"))?;
+        let certified = CertifiedKey::from_der(vec![cert.der().clone()], der_key, &provider)
+            .context("the generated certificate")?;
+        Ok(Self {
+            cert_path: PathBuf::new(),
+            key_path: PathBuf::new(),
+            provider,
+            interval: Duration::MAX,
+            debounce: false,
+            current: RwLock::new(Some(Arc::new(certified))),
+            check: Mutex::new(Check {
+                last: Instant::now(),
+                seen: (None, None),
+                pending: None,
+            }),
+        })
+    }
+
     /// Like [`ReloadingCert::with_interval`], but the first pair must load: upstream's server
     /// does not start without its key pair.
     pub fn try_new(
