@@ -414,7 +414,8 @@ mod tests {
             Cli::try_parse_from(std::iter::once("odh-model-controller").chain(args.iter().copied()))
                 .map(|c| c.run)
         };
-        let cases: &[(&[&str], fn(&RunArgs) -> bool)] = &[
+        type Holds = fn(&RunArgs) -> bool;
+        let cases: &[(&[&str], Holds)] = &[
             (&["--zap-devel"], |a| a.zap_devel),
             (&["--zap-devel=false"], |a| {
                 !a.zap_devel && a.log_encoder() == Encoder::Json && a.log_level() == "info"

@@ -27,13 +27,16 @@ const DENY_TTL: Duration = Duration::from_secs(30);
 /// grow it without bound).
 const MAX_ENTRIES: usize = 1024;
 
+/// Answers remembered by key, each with when it was given.
+type Cache<K, V> = Mutex<HashMap<K, (V, Instant)>>;
+
 /// The checks, with their caches.
 pub struct MetricsAuth {
     client: kube::Client,
     /// By the token's sha256: the user it authenticates as, `None` when it does not.
-    users: Mutex<HashMap<[u8; 32], (Option<UserInfo>, Instant)>>,
+    users: Cache<[u8; 32], Option<UserInfo>>,
     /// By user, verb and path: allowed or not.
-    decisions: Mutex<HashMap<String, (bool, Instant)>>,
+    decisions: Cache<String, bool>,
 }
 
 /// Why a request is not served.
@@ -155,7 +158,7 @@ impl MetricsAuth {
     }
 }
 
-fn remember<K: std::hash::Hash + Eq, V>(cache: &Mutex<HashMap<K, (V, Instant)>>, key: K, value: V) {
+fn remember<K: std::hash::Hash + Eq, V>(cache: &Cache<K, V>, key: K, value: V) {
     let mut cache = cache.lock().expect("auth cache lock");
     if cache.len() >= MAX_ENTRIES {
         cache.clear();
