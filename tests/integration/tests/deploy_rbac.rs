@@ -7,7 +7,8 @@
 //!   runs with that identity (`--leader-elect`, every default built-in plugin) and the
 //!   generated webhook configurations pointed at it; each controller and webhook is driven
 //!   once; the host's log has no `forbidden`, and requests outside the RBAC are refused;
-//! * every overlay passes server-side dry-run (rendered with `kubectl kustomize`).
+//! * every overlay passes server-side dry-run (rendered with `kubectl kustomize`), its
+//!   NetworkPolicies included.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -892,6 +893,8 @@ async fn every_overlay_passes_server_side_dry_run() -> anyhow::Result<()> {
         for kind in [
             "deployment.apps/odh-model-controller",
             "clusterrole.rbac.authorization.k8s.io/odh-model-controller-role",
+            // Its pods' NetworkPolicy (deploy_hardening.rs checks what it admits).
+            "networkpolicy.networking.k8s.io/odh-model-controller",
         ] {
             anyhow::ensure!(
                 text.contains(kind),
