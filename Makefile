@@ -19,7 +19,7 @@ WASM_PLUGINS := $(notdir $(patsubst %/Cargo.toml,%,$(wildcard plugins/*/Cargo.to
 WASM_PLUGINS := $(filter-out sdk,$(WASM_PLUGINS))
 WASM_TARGET_DIR := target/wasm
 
-.PHONY: all build test test-deps toolchain lint-toolchain run cluster plugins bench bench-gate lint fmt crds apiserver stop-test-apiserver clean static-binary
+.PHONY: all build test test-deps toolchain lint-toolchain run cluster plugins bench bench-gate lint audit fmt crds apiserver stop-test-apiserver clean static-binary
 
 all: build
 
@@ -87,10 +87,16 @@ cluster: $(APISERVER)
 run: build $(APISERVER)
 	tests/dev/run.sh
 
-## lint: formatting and clippy, warnings are errors
+## lint: formatting, the dependency audit, clippy; warnings are errors
 lint: lint-toolchain
 	$(CARGO) fmt --all -- --check
+	@$(MAKE) --no-print-directory audit
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## audit: cargo-deny with deny.toml: licences, bans, sources; advisories when the RustSec database
+## can be fetched, or from ODH_ADVISORY_DB=<git clone of rustsec/advisory-db>, else said skipped
+audit: lint-toolchain
+	@CARGO="$(CARGO)" tests/dev/audit.sh
 
 fmt:
 	$(CARGO) fmt --all
