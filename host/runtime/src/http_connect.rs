@@ -4,6 +4,10 @@
 //! metadata address. So the name is resolved here, every address checked, and the connection
 //! made to a checked address: no second lookup that a rebinding DNS server could answer
 //! differently. Only a grant that names an address literally reaches such an address.
+//!
+//! The address checks ([`reserved`], [`is_own_address`], [`resolve_checked`]) are shared with
+//! the plugin-source fetcher (`odh-plugin-sources`' `http`), which applies them to every hop
+//! of a download.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
@@ -29,15 +33,55 @@ pub(super) struct Route {
 /// `2001::/32`). Private ranges stay reachable: in-cluster Services live there. The host's own
 /// addresses are refused besides ([`is_own_address`]).
 pub fn is_reserved(ip: IpAddr) -> bool {
+    reserved(ip).is_some()
+}
+
+/// Which reserved range `ip` is in ([`is_reserved`]), for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reserved {
+    /// The range, in words.
+    pub range: &'static str,
+    /// The IPv4 address an IPv6 address carries, when that is what is reserved.
+    pub inside_ipv6: Option<std::net::Ipv4Addr>,
+}
+
+impl std::fmt::Display for Reserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.inside_ipv6 {
+            None => f.write_str(self.range),
+            Some(v4) => write!(f, "{} ({v4}) written inside an IPv6 address", self.range),
+        }
+    }
+}
+
+/// The reserved range `ip` is in, if any (see [`is_reserved`]).
+pub fn reserved(ip: IpAddr) -> Option<Reserved> {
+    let plain = |range| {
+        Some(Reserved {
+            range,
+            inside_ipv6: None,
+        })
+    };
     match ip.to_canonical() {
-        IpAddr::V4(v4) => is_reserved_v4(v4),
+        IpAddr::V4(v4) => reserved_v4(v4).and_then(plain),
         IpAddr::V6(v6) => {
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || v6.is_unicast_link_local()
-                || v6 == AWS_METADATA_V6
-                || embedded_v4(v6).is_some_and(is_reserved_v4)
+            if v6.is_loopback() {
+                plain("loopback")
+            } else if v6.is_unspecified() {
+                plain("the unspecified address")
+            } else if v6.is_multicast() {
+                plain("multicast")
+            } else if v6.is_unicast_link_local() {
+                plain("link-local")
+            } else if v6 == AWS_METADATA_V6 {
+                plain("the cloud metadata service (fd00:ec2::254)")
+            } else {
+                let v4 = embedded_v4(v6)?;
+                Some(Reserved {
+                    range: reserved_v4(v4)?,
+                    inside_ipv6: Some(v4),
+                })
+            }
         }
     }
 }
@@ -46,19 +90,27 @@ pub fn is_reserved(ip: IpAddr) -> bool {
 const AWS_METADATA_V6: std::net::Ipv6Addr =
     std::net::Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254);
 
-fn is_reserved_v4(v4: std::net::Ipv4Addr) -> bool {
+fn reserved_v4(v4: std::net::Ipv4Addr) -> Option<&'static str> {
     let [a, b, ..] = v4.octets();
-    v4.is_loopback()
-        || v4.is_unspecified()
-        || a == 0
-        || v4.is_link_local()
-        || (a == 100 && (b & 0xc0) == 64)
-        || v4.is_multicast()
-        || v4.is_broadcast()
+    Some(if v4.is_loopback() {
+        "loopback"
+    } else if v4.is_unspecified() || a == 0 {
+        "\"this network\" (0.0.0.0/8)"
+    } else if v4.is_link_local() {
+        "link-local (169.254.0.0/16, where cloud metadata services answer)"
+    } else if a == 100 && (b & 0xc0) == 64 {
+        "shared address space (100.64.0.0/10, where some clouds put their metadata service)"
+    } else if v4.is_multicast() {
+        "multicast"
+    } else if v4.is_broadcast() {
+        "broadcast"
+    } else {
+        return None;
+    })
 }
 
 /// The IPv4 address an IPv6 address carries by a translation or tunnelling convention.
-fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+pub fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
     let s = v6.segments();
     let low = |hi: u16, lo: u16| std::net::Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
     match s {
@@ -84,8 +136,54 @@ pub fn is_own_address(ip: IpAddr) -> bool {
 }
 
 /// Whether a name may lead to `ip` (see [`is_reserved`] and [`is_own_address`]).
-fn is_forbidden(ip: IpAddr) -> bool {
+pub fn is_forbidden(ip: IpAddr) -> bool {
     is_reserved(ip) || is_own_address(ip)
+}
+
+/// Why [`resolve_checked`] found no address to connect to.
+#[derive(Debug)]
+pub enum Unroutable<R> {
+    /// Every address the host has was refused; the first, and why.
+    Refused {
+        address: IpAddr,
+        why: R,
+    },
+    LookupTimeout,
+    Lookup(std::io::Error),
+    NoAddress,
+}
+
+/// Resolves `host` (a name, or an address literal, brackets allowed) once and picks the first
+/// address `refuse` has nothing against. The caller connects to exactly that address, so a DNS
+/// server cannot answer a second lookup differently (rebinding).
+pub async fn resolve_checked<R>(
+    host: &str,
+    port: u16,
+    lookup_timeout: Duration,
+    refuse: impl Fn(IpAddr) -> Option<R>,
+) -> Result<SocketAddr, Unroutable<R>> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addresses = match bare.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::time::timeout(lookup_timeout, tokio::net::lookup_host((bare, port)))
+            .await
+            .map_err(|_| Unroutable::LookupTimeout)?
+            .map_err(Unroutable::Lookup)?
+            .collect(),
+    };
+    let mut first_refusal = None;
+    for address in addresses {
+        match refuse(address.ip()) {
+            None => return Ok(address),
+            Some(why) => {
+                first_refusal.get_or_insert(Unroutable::Refused {
+                    address: address.ip(),
+                    why,
+                });
+            }
+        }
+    }
+    Err(first_refusal.unwrap_or(Unroutable::NoAddress))
 }
 
 /// Why a granted request was not sent.
@@ -110,42 +208,28 @@ pub(super) async fn route(
         .ok_or(Refusal::Failed(Error::HttpRequestUriInvalid))?;
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(ip) = bare.parse::<IpAddr>() {
-        if is_forbidden(ip) && !caps.grants_exactly(bare) {
-            return Err(Refusal::Reserved {
-                host: bare.to_string(),
-                address: ip,
-            });
-        }
-        return Ok(Route {
-            address: SocketAddr::new(ip, port),
-            host: bare.to_string(),
-            tls,
-        });
-    }
-    let addresses = tokio::time::timeout(lookup_timeout, tokio::net::lookup_host((bare, port)))
-        .await
-        .map_err(|_| Refusal::Failed(Error::DnsTimeout))?
-        .map_err(|e| {
-            Refusal::Failed(Error::DnsError {
-                rcode: Some(e.to_string()),
-                info_code: None,
-            })
-        })?
-        .collect::<Vec<_>>();
-    let Some(first) = addresses.first() else {
-        return Err(Refusal::Failed(Error::DestinationNotFound));
-    };
-    match addresses.iter().find(|a| !is_forbidden(a.ip())) {
-        Some(address) => Ok(Route {
-            address: *address,
+    // Only a grant naming the address itself reaches a reserved one; a name never does.
+    let literal_granted = bare.parse::<IpAddr>().is_ok() && caps.grants_exactly(bare);
+    let checked = resolve_checked(bare, port, lookup_timeout, |ip| {
+        (!literal_granted && is_forbidden(ip)).then_some(())
+    })
+    .await;
+    match checked {
+        Ok(address) => Ok(Route {
+            address,
             host: bare.to_string(),
             tls,
         }),
-        None => Err(Refusal::Reserved {
+        Err(Unroutable::Refused { address, .. }) => Err(Refusal::Reserved {
             host: bare.to_string(),
-            address: first.ip(),
+            address,
         }),
+        Err(Unroutable::LookupTimeout) => Err(Refusal::Failed(Error::DnsTimeout)),
+        Err(Unroutable::Lookup(e)) => Err(Refusal::Failed(Error::DnsError {
+            rcode: Some(e.to_string()),
+            info_code: None,
+        })),
+        Err(Unroutable::NoAddress) => Err(Refusal::Failed(Error::DestinationNotFound)),
     }
 }
 
@@ -344,6 +428,64 @@ mod tests {
             route(&open, &wildcard, Duration::from_secs(1))
                 .await
                 .is_ok()
+        );
+    }
+
+    #[test]
+    fn reserved_addresses_say_which_range_they_are_in() {
+        let named = |ip: &str| reserved(ip.parse().unwrap()).map(|r| r.to_string());
+        assert_eq!(
+            named("169.254.169.254").as_deref(),
+            Some("link-local (169.254.0.0/16, where cloud metadata services answer)")
+        );
+        assert_eq!(
+            named("64:ff9b::a9fe:a9fe").as_deref(),
+            Some(
+                "link-local (169.254.0.0/16, where cloud metadata services answer) \
+                 (169.254.169.254) written inside an IPv6 address"
+            )
+        );
+        // IPv4-mapped is the IPv4 address itself.
+        assert_eq!(named("::ffff:127.0.0.1").as_deref(), Some("loopback"));
+        assert_eq!(
+            named("fd00:ec2::254").as_deref(),
+            Some("the cloud metadata service (fd00:ec2::254)")
+        );
+        assert!(
+            named("100.100.100.200")
+                .unwrap()
+                .starts_with("shared address space")
+        );
+        assert_eq!(named("10.0.0.1"), None);
+        assert_eq!(named("2002:0a00:0001::1"), None);
+    }
+
+    /// A name or literal resolves once; the first address the check lets through is the one
+    /// connected to, and when all are refused the first refusal is reported.
+    #[tokio::test]
+    async fn resolution_checks_every_address_and_reports_the_first_refusal() {
+        let refuse_loopback = |ip: IpAddr| ip.is_loopback().then_some("loopback");
+        let refused = resolve_checked("[::1]", 80, Duration::from_secs(1), refuse_loopback).await;
+        assert!(matches!(
+            refused,
+            Err(Unroutable::Refused { address, why: "loopback" }) if address == IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
+        ));
+        let open = resolve_checked("10.1.2.3", 5000, Duration::from_secs(1), refuse_loopback)
+            .await
+            .unwrap();
+        assert_eq!(open.to_string(), "10.1.2.3:5000");
+        // `localhost` resolves to loopback addresses only: all refused, none connected to.
+        let by_name =
+            resolve_checked("localhost", 80, Duration::from_secs(5), refuse_loopback).await;
+        assert!(
+            matches!(
+                by_name,
+                Err(Unroutable::Refused {
+                    why: "loopback",
+                    ..
+                })
+            ),
+            "{by_name:?}"
         );
     }
 

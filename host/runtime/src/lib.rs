@@ -22,7 +22,7 @@ pub mod engine;
 pub mod errors;
 pub mod export;
 pub mod gvk;
-mod http_connect;
+pub mod http_connect;
 mod http_gate;
 pub mod identity;
 pub mod limits;

@@ -3,9 +3,26 @@
 //! hosts only (a registry on the same machine, as container tools allow), GET redirects
 //! followed (registries send blob downloads to a CDN) without carrying credentials to another
 //! host, bodies bounded, every exchange within [`TIMEOUT`].
+//!
+//! **Where it connects.** Every hop — the URL the plugins ConfigMap names, each redirect, the
+//! token realm a registry's challenge names ([`send_named_by`]) — is resolved once, each address
+//! checked, and the connection made to the checked address (the plugin HTTP gate's discipline,
+//! `odh_plugin_runtime::http_connect`, whose checks these are). Never reached: link-local and
+//! the cloud metadata services (169.254.0.0/16, `fd00:ec2::254`), shared address space
+//! (100.64.0.0/10), "this network", multicast, broadcast, the controller's own addresses, and
+//! any of these written inside an IPv6 address (IPv4-mapped, NAT64, 6to4, Teredo). Private
+//! ranges stay reachable: the admin names the host, and in-cluster registries (OpenShift's
+//! `image-registry.openshift-image-registry.svc:5000`) live on a ClusterIP there. Loopback is
+//! reached only by a URL that names it literally (`localhost`, `127.0.0.0/8`, `::1`) and only
+//! when the entry's own source is on loopback too: a registry on the same machine may send the
+//! controller to its token server and blob store beside it, a registry anywhere else cannot
+//! send it to the controller's own ports, and no DNS name leads there.
+
+use std::net::IpAddr;
 
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use hyper::body::Bytes;
+use odh_plugin_runtime::http_connect::{self, Unroutable};
 
 /// How long one exchange (redirects included) may take.
 pub const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -64,7 +81,31 @@ pub fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Sends one request; a GET or HEAD follows redirects. The body read is at most `limit` bytes.
+/// Why the fetcher does not connect to `ip`, or `None` when it may. `loopback` says whether
+/// this hop may reach loopback at all ([`loopback_allowed`]); private addresses are allowed.
+pub fn refusal(ip: IpAddr, loopback: bool) -> Option<String> {
+    if ip.to_canonical().is_loopback() {
+        return (!loopback).then(|| {
+            "loopback, reached only from a plugin source on loopback and only through a \
+             loopback address or `localhost` written as such"
+                .to_string()
+        });
+    }
+    if let Some(reserved) = http_connect::reserved(ip) {
+        return Some(reserved.to_string());
+    }
+    http_connect::is_own_address(ip).then(|| "one of the controller's own addresses".to_string())
+}
+
+/// Whether a hop to `host` may reach loopback: it names loopback literally and the entry's own
+/// source (`origin_host`, the admin's choice) is on loopback too. A registry elsewhere cannot
+/// send the controller there by a redirect or a token realm, and no DNS name leads there.
+pub fn loopback_allowed(host: &str, origin_host: &str) -> bool {
+    is_loopback(host) && is_loopback(origin_host)
+}
+
+/// Sends one request to `url`, the source the admin named (its own origin); a GET or HEAD
+/// follows redirects. The body read is at most `limit` bytes.
 pub async fn send(
     method: Method,
     url: &str,
@@ -73,15 +114,44 @@ pub async fn send(
     roots: Roots<'_>,
     limit: usize,
 ) -> Result<Response, String> {
+    send_named_by(url, method, url, headers, body, roots, limit).await
+}
+
+/// [`send`] for a URL that the source at `origin` named rather than the admin (a registry's
+/// token realm or upload location, or the registry's own URLs, `origin` being its base):
+/// judged by where `origin` is ([`loopback_allowed`]).
+pub async fn send_named_by(
+    origin: &str,
+    method: Method,
+    url: &str,
+    headers: HeaderMap,
+    body: Bytes,
+    roots: Roots<'_>,
+    limit: usize,
+) -> Result<Response, String> {
+    let origin_host = origin
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|u| u.host().map(str::to_string))
+        .unwrap_or_default();
     tokio::time::timeout(
         TIMEOUT,
-        follow(method.clone(), url, headers, body, roots, limit),
+        follow(
+            &origin_host,
+            method.clone(),
+            url,
+            headers,
+            body,
+            roots,
+            limit,
+        ),
     )
     .await
     .map_err(|_| format!("{method} {url}: no answer within {TIMEOUT:?}"))?
 }
 
 async fn follow(
+    origin_host: &str,
     method: Method,
     url: &str,
     mut headers: HeaderMap,
@@ -92,7 +162,16 @@ async fn follow(
     let mut url = url.to_string();
     let mut redirects = 0;
     loop {
-        let response = once(&method, &url, &headers, body.clone(), roots, limit).await?;
+        let response = once(
+            origin_host,
+            &method,
+            &url,
+            &headers,
+            body.clone(),
+            roots,
+            limit,
+        )
+        .await?;
         let redirect = matches!(method, Method::GET | Method::HEAD)
             && response.status.is_redirection()
             && response.status != StatusCode::NOT_MODIFIED;
@@ -140,6 +219,7 @@ fn resolve(base: &str, location: &str) -> Result<String, String> {
 }
 
 async fn once(
+    origin_host: &str,
     method: &Method,
     url: &str,
     headers: &HeaderMap,
@@ -168,7 +248,22 @@ async fn once(
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_string();
-    let tcp = tokio::net::TcpStream::connect((bare_host.as_str(), port))
+    let loopback = loopback_allowed(&host, origin_host);
+    let address =
+        http_connect::resolve_checked(&bare_host, port, TIMEOUT, |ip| refusal(ip, loopback))
+            .await
+            .map_err(|e| match e {
+                Unroutable::Refused { address, why } if address.to_string() == bare_host => {
+                    fail(&format!("not connecting to {bare_host}: {why}"))
+                }
+                Unroutable::Refused { address, why } => fail(&format!(
+                    "not connecting to {bare_host}, which resolves to {address}: {why}"
+                )),
+                Unroutable::LookupTimeout => fail(&format!("resolving {bare_host}: no answer")),
+                Unroutable::Lookup(e) => fail(&e),
+                Unroutable::NoAddress => fail(&format!("{bare_host} has no address")),
+            })?;
+    let tcp = tokio::net::TcpStream::connect(address)
         .await
         .map_err(|e| fail(&e))?;
     let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
@@ -279,6 +374,75 @@ mod tests {
         assert!(is_loopback("localhost"));
         assert!(!is_loopback("quay.io"));
         assert!(!is_loopback("10.0.0.1"));
+    }
+
+    /// The decision for one address: private ranges allowed (in-cluster registries), metadata,
+    /// reserved ranges and the host's own addresses refused in every written form, loopback
+    /// only where the hop may reach it.
+    #[test]
+    fn addresses_a_source_may_and_may_not_lead_to() {
+        let refused = |ip: &str, loopback: bool| refusal(ip.parse().unwrap(), loopback);
+        for open in [
+            "10.217.4.12",
+            "172.30.0.15",
+            "192.168.10.2",
+            "8.8.8.8",
+            "fd00::1",
+            "2607:f8b0::1",
+        ] {
+            assert_eq!(refused(open, false), None, "{open}");
+        }
+        for (ip, why) in [
+            ("169.254.169.254", "link-local"),
+            ("169.254.0.1", "link-local"),
+            ("fd00:ec2::254", "the cloud metadata service"),
+            ("::ffff:169.254.169.254", "link-local"),
+            ("64:ff9b::a9fe:a9fe", "link-local"),
+            ("2002:a9fe:a9fe::1", "link-local"),
+            ("100.64.0.1", "shared address space"),
+            ("0.0.0.0", "this network"),
+            ("::", "unspecified"),
+            ("224.0.0.251", "multicast"),
+            ("255.255.255.255", "broadcast"),
+            ("fe80::1", "link-local"),
+            // Loopback in a translated form is not loopback: a NAT64 gateway's own.
+            ("64:ff9b::7f00:1", "loopback"),
+        ] {
+            for loopback in [false, true] {
+                let reason = refused(ip, loopback).unwrap_or_default();
+                assert!(reason.contains(why), "{ip}: {reason:?}");
+            }
+        }
+        for ip in ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"] {
+            assert_eq!(refused(ip, true), None, "{ip}");
+            assert!(refused(ip, false).unwrap().starts_with("loopback"), "{ip}");
+        }
+        if let Some(own) = outward_address() {
+            let reason = refusal(own, true).unwrap_or_default();
+            assert_eq!(reason, "one of the controller's own addresses", "{own}");
+        }
+    }
+
+    /// Loopback is the admin's choice only: named literally, from a source on loopback.
+    #[test]
+    fn loopback_only_from_a_source_on_loopback_and_only_by_its_literal_names() {
+        assert!(loopback_allowed("127.0.0.1", "127.0.0.1"));
+        assert!(loopback_allowed("localhost", "127.0.0.1"));
+        assert!(loopback_allowed("[::1]", "localhost"));
+        // A registry elsewhere naming loopback as its token realm or redirect target.
+        assert!(!loopback_allowed("127.0.0.1", "quay.io"));
+        assert!(!loopback_allowed("localhost", "10.217.4.12"));
+        // A DNS name never leads to loopback, whoever named it.
+        assert!(!loopback_allowed("registry.example", "registry.example"));
+        assert!(!loopback_allowed("registry.example", "127.0.0.1"));
+    }
+
+    /// The address a packet to the outside would leave from (one of the host's own), when
+    /// there is a route: connecting a UDP socket sends nothing.
+    fn outward_address() -> Option<IpAddr> {
+        let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+        socket.connect("203.0.113.7:9").ok()?;
+        Some(socket.local_addr().ok()?.ip())
     }
 
     #[test]

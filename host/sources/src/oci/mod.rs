@@ -190,7 +190,8 @@ impl<'a> Session<'a> {
             }
             h
         };
-        let response = web::send(
+        let response = web::send_named_by(
+            &self.base,
             method.clone(),
             &url,
             with_auth(&self.authorization),
@@ -203,7 +204,8 @@ impl<'a> Session<'a> {
             return Ok(response);
         }
         self.authorize(&response).await?;
-        web::send(
+        web::send_named_by(
+            &self.base,
             method,
             &url,
             with_auth(&self.authorization),
@@ -236,7 +238,9 @@ impl<'a> Session<'a> {
                 if let Some((c, _)) = &self.credentials {
                     headers.insert(header::AUTHORIZATION, header_value(&c.basic_header())?);
                 }
-                let answer = web::send(
+                // The realm is the registry's choice: judged as such, not as the admin's.
+                let answer = web::send_named_by(
+                    &self.base,
                     Method::GET,
                     &url,
                     headers,
