@@ -10,7 +10,7 @@ use crate::builtins;
 use crate::gvk::Gvk;
 use crate::label_selector::LabelSelector;
 use crate::plugin::bindings::WIT_PACKAGE;
-use crate::plugin::wire::{Manifest, Operation, RequestKey, WebhookType};
+use crate::plugin::wire::{Manifest, Operation, RawJson, RequestKey, WebhookType};
 use crate::plugin::{
     AdmissionInput, CallEnv, CallError, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster,
     PluginEngine, ReconcileInput, Source,
@@ -339,11 +339,13 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
                 operation,
                 namespace,
                 name,
-                object: (operation != Operation::Delete).then(|| object.clone()),
+                object: (operation != Operation::Delete).then(|| RawJson::from_value(&object)),
                 old_object: old_object
-                    .or_else(|| (operation == Operation::Delete).then(|| object.clone())),
+                    .as_ref()
+                    .or((operation == Operation::Delete).then_some(&object))
+                    .map(RawJson::from_value),
                 dry_run: false,
-                user_info: json!({"username": "plugin-eval"}),
+                user_info: RawJson::from(json!({"username": "plugin-eval"})),
             };
             let op = if wanted == WebhookType::Mutating {
                 "mutate"
@@ -371,7 +373,7 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
                 decision.patch = patch_for(
                     decision.patch.take(),
                     decision.mutated.clone(),
-                    input.object.as_ref(),
+                    (operation != Operation::Delete).then_some(&object),
                 );
             }
             Ok(json!({"op": op, "plugin": plugin.name(), "decision": decision}))

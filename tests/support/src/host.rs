@@ -60,10 +60,10 @@ pub fn admission(path: &str, operation: Operation, object: serde_json::Value) ->
         operation,
         namespace: field("namespace"),
         name: field("name"),
-        object: Some(object),
+        object: Some(object.into()),
         old_object: None,
         dry_run: false,
-        user_info: serde_json::json!({}),
+        user_info: serde_json::json!({}).into(),
     }
 }
 

@@ -32,7 +32,7 @@ pub use checks::check_primary_metadata;
 
 use crate::wire::{
     AdmissionDecision, ApiRequest, ApiResponse, ApiRoute, Manifest, Operation, Outcome, OutputSize,
-    Ownership, RequestKey, WebhookType,
+    Ownership, RawJson, RequestKey, WebhookType,
 };
 
 /// One reconcile request.
@@ -55,11 +55,12 @@ pub struct AdmissionInput {
     pub operation: Operation,
     pub namespace: Option<String>,
     pub name: Option<String>,
-    /// The object under review, exactly as the request carried it.
-    pub object: Option<Value>,
-    pub old_object: Option<Value>,
+    /// The object under review, exactly as the request carried it (its text, in the buffer
+    /// of the request body: handed to the plugin as is, parsed by the host only where needed).
+    pub object: Option<RawJson>,
+    pub old_object: Option<RawJson>,
     pub dry_run: bool,
-    pub user_info: Value,
+    pub user_info: RawJson,
 }
 
 /// A change to a watched object whose mapping is `custom`.
@@ -352,10 +353,11 @@ impl LoadedPlugin {
             operation: input.operation.into(),
             namespace: input.namespace.clone(),
             name: input.name.clone(),
-            object: input.object.as_ref().map(Value::to_string),
-            old_object: input.old_object.as_ref().map(Value::to_string),
+            // The one copy of the object's text the call needs: the bindings own their strings.
+            object: input.object.as_ref().map(|o| o.as_str().to_owned()),
+            old_object: input.old_object.as_ref().map(|o| o.as_str().to_owned()),
             dry_run: input.dry_run,
-            user_info: input.user_info.to_string(),
+            user_info: input.user_info.as_str().to_owned(),
             settings: self.inner.settings.clone(),
         };
         let op = match kind {

@@ -10,12 +10,14 @@ use crate::gvk::Gvk;
 mod admission;
 mod manifest;
 mod outcome;
+mod raw;
 mod routes;
 mod size;
 
 pub use admission::*;
 pub use manifest::*;
 pub use outcome::*;
+pub use raw::RawJson;
 pub use routes::*;
 pub use size::*;
 

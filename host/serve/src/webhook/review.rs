@@ -1,12 +1,17 @@
 //! The AdmissionReview `admission.k8s.io/v1` wire format: a request read as raw JSON (so
-//! nothing the host does not model is lost) and the response written back.
+//! nothing the host does not model is lost, and the object is passed on as the apiserver wrote
+//! it) and the response written back.
+
+use std::collections::BTreeMap;
 
 use base64::Engine as _;
+use hyper::body::Bytes;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use odh_plugin_runtime::AdmissionInput;
 use odh_plugin_runtime::gvk::Gvk;
-use odh_plugin_runtime::wire::Operation;
+use odh_plugin_runtime::wire::{Operation, RawJson};
 
 use super::verdict::{Verdict, has_patch};
 
@@ -22,15 +27,21 @@ fn bad(message: impl Into<String>) -> ReviewError {
     ReviewError(message.into())
 }
 
-/// Reads an AdmissionReview v1 request for the webhook at `path`.
-pub fn parse_review(body: &[u8], path: &str) -> Result<AdmissionInput, ReviewError> {
-    let review: Value =
-        serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
-    let review = review
-        .as_object()
-        .ok_or_else(|| bad("the body is not a JSON object"))?;
-    let api_version = review.get("apiVersion").and_then(Value::as_str);
-    let kind = review.get("kind").and_then(Value::as_str);
+/// Reads an AdmissionReview v1 request for the webhook at `path`, parsing the body once: the
+/// envelope and the request's small fields become values, while `object`, `oldObject` and
+/// `userInfo` stay text, views of `body`'s own buffer ([`RawJson`]) that the plugin receives
+/// as they came. An 8 MiB object is neither copied nor turned into a tree here.
+pub fn parse_review(body: &Bytes, path: &str) -> Result<AdmissionInput, ReviewError> {
+    let review: BTreeMap<String, &RawValue> = match serde_json::from_slice(body) {
+        Ok(review) => review,
+        Err(_) => return Err(not_a_review_object(body)),
+    };
+    let api_version = small(&review, "apiVersion")?;
+    let kind = small(&review, "kind")?;
+    let (api_version, kind) = (
+        api_version.as_ref().and_then(Value::as_str),
+        kind.as_ref().and_then(Value::as_str),
+    );
     if api_version != Some(ADMISSION_API_VERSION) || kind != Some(ADMISSION_REVIEW_KIND) {
         return Err(bad(format!(
             "expected apiVersion {ADMISSION_API_VERSION:?} and kind {ADMISSION_REVIEW_KIND:?}, \
@@ -39,11 +50,30 @@ pub fn parse_review(body: &[u8], path: &str) -> Result<AdmissionInput, ReviewErr
             shown(kind)
         )));
     }
-    let request = match review.get("request") {
-        Some(Value::Object(r)) => r,
+    let raw_request: BTreeMap<String, &RawValue> = match review.get("request") {
+        Some(r) if r.get().starts_with('{') => {
+            serde_json::from_str(r.get()).map_err(|e| bad(format!("the body is not JSON: {e}")))?
+        }
         Some(_) => return Err(bad("request is not a JSON object")),
         None => return Err(bad("the AdmissionReview has no request")),
     };
+    // The small fields as values, so they are checked as before; the objects stay text.
+    let mut request = Map::new();
+    for key in [
+        "uid",
+        "kind",
+        "resource",
+        "subResource",
+        "operation",
+        "namespace",
+        "name",
+        "dryRun",
+    ] {
+        if let Some(value) = small(&raw_request, key)? {
+            request.insert(key.to_string(), value);
+        }
+    }
+    let request = &request;
 
     let uid = required_str(request, "uid")?.to_string();
     let kind = request
@@ -72,6 +102,12 @@ pub fn parse_review(body: &[u8], path: &str) -> Result<AdmissionInput, ReviewErr
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(bad("request.dryRun is not a boolean")),
     };
+    let text = |key: &str| {
+        raw_request
+            .get(key)
+            .filter(|raw| raw.get() != "null")
+            .map(|raw| RawJson::within(body, raw))
+    };
     Ok(AdmissionInput {
         uid,
         path: path.to_string(),
@@ -81,11 +117,29 @@ pub fn parse_review(body: &[u8], path: &str) -> Result<AdmissionInput, ReviewErr
         operation,
         namespace: non_empty(request, "namespace"),
         name: non_empty(request, "name"),
-        object: object(request, "object"),
-        old_object: object(request, "oldObject"),
+        object: text("object"),
+        old_object: text("oldObject"),
         dry_run,
-        user_info: object(request, "userInfo").unwrap_or_else(|| json!({})),
+        user_info: text("userInfo").unwrap_or_else(RawJson::empty_object),
     })
+}
+
+/// Why a body that is not a JSON object is no review: not JSON at all (serde_json's message,
+/// as when the whole body is parsed), or JSON of another type.
+fn not_a_review_object(body: &[u8]) -> ReviewError {
+    match serde_json::from_slice::<Value>(body) {
+        Err(e) => bad(format!("the body is not JSON: {e}")),
+        Ok(_) => bad("the body is not a JSON object"),
+    }
+}
+
+/// The member `key` of `object` as a value (a small field).
+fn small(object: &BTreeMap<String, &RawValue>, key: &str) -> Result<Option<Value>, ReviewError> {
+    object
+        .get(key)
+        .map(|raw| serde_json::from_str(raw.get()))
+        .transpose()
+        .map_err(|e| bad(format!("the body is not JSON: {e}")))
 }
 
 fn shown(v: Option<&str>) -> String {
@@ -118,10 +172,6 @@ fn non_empty(m: &Map<String, Value>, key: &str) -> Option<String> {
     optional_str(m, key)
         .filter(|s| !s.is_empty())
         .map(str::to_string)
-}
-
-fn object(m: &Map<String, Value>, key: &str) -> Option<Value> {
-    m.get(key).filter(|v| !v.is_null()).cloned()
 }
 
 /// The AdmissionReview v1 response to the request `uid`.
@@ -169,9 +219,10 @@ pub fn review_response(uid: &str, verdict: &Verdict) -> Value {
 mod tests {
     use super::*;
 
-    fn review(request: Value) -> Vec<u8> {
+    fn review(request: Value) -> Bytes {
         serde_json::to_vec(&json!({"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "request": request}))
             .unwrap()
+            .into()
     }
 
     #[test]
@@ -199,12 +250,40 @@ mod tests {
             (input.namespace.as_deref(), input.name.as_deref()),
             (Some("ns"), Some("p"))
         );
-        let object = input.object.clone().unwrap();
+        let object = input.object.clone().unwrap().to_value().unwrap();
         assert_eq!(object["x-unknown"], json!([1]));
         assert!(input.old_object.is_some());
         assert!(input.dry_run);
-        let user = input.user_info.clone();
+        let user = input.user_info.to_value().unwrap();
         assert_eq!(user["username"], "alice");
+    }
+
+    /// The objects are parsed once, as part of the body, and handed on as the very bytes the
+    /// body holds: no copy, no re-serialization (key order and spacing as written).
+    #[test]
+    fn the_objects_are_views_of_the_body_as_written() {
+        let body = Bytes::from_static(
+            br#"{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                "uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "operation": "UPDATE",
+                "object": {"spec": {"b": 1, "a": "\u00e9"}, "kind": "Pod"},
+                "oldObject": {"kind": "Pod"}, "userInfo": {"username": "alice"}}}"#,
+        );
+        let input = parse_review(&body, "/p").unwrap();
+        let within = |raw: &RawJson| body.as_ptr_range().contains(&raw.as_bytes().as_ptr());
+        let object = input.object.as_ref().unwrap();
+        assert_eq!(
+            object.as_str(),
+            r#"{"spec": {"b": 1, "a": "\u00e9"}, "kind": "Pod"}"#
+        );
+        assert!(
+            within(object),
+            "the object is a view of the body, not a copy"
+        );
+        assert!(within(input.old_object.as_ref().unwrap()));
+        assert!(within(&input.user_info));
+        assert_eq!(input.user_info.as_str(), r#"{"username": "alice"}"#);
     }
 
     #[test]
@@ -222,7 +301,7 @@ mod tests {
             (None, None, None)
         );
         assert!(!input.dry_run);
-        assert_eq!(input.user_info, json!({}));
+        assert_eq!(input.user_info.to_value().unwrap(), json!({}));
     }
 
     #[test]
@@ -249,7 +328,9 @@ mod tests {
             ),
         ];
         for (body, expected) in cases {
-            let err = parse_review(body, "/x").unwrap_err().to_string();
+            let err = parse_review(&Bytes::from_static(body), "/x")
+                .unwrap_err()
+                .to_string();
             assert!(
                 err.contains(expected),
                 "{err:?} should contain {expected:?}"

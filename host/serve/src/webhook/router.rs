@@ -17,8 +17,10 @@ use super::table::{LiveWebhookTable, WebhookRoute, WebhookTable};
 use super::verdict::Verdict;
 use odh_host_metrics::Metrics;
 use odh_plugin_runtime::dispatch;
+use odh_plugin_runtime::wire::{AdmissionDecision, RawJson, WebhookType};
 use odh_plugin_runtime::{AdmissionInput, CallEnv, ClusterView};
 use odh_reconcile::side_effects::{SideEffectError, SideEffectSink};
+use serde_json::Value;
 
 /// What every webhook handler shares.
 struct RouterState {
@@ -139,11 +141,25 @@ async fn handle(
     Json(review_response(&uid, &verdict)).into_response()
 }
 
+/// The object under review as a value, when the verdict needs it: a mutation that returned the
+/// whole mutated object rather than a patch is diffed against it.
+fn original_for_patch(
+    kind: WebhookType,
+    decision: &AdmissionDecision,
+    original: Option<&RawJson>,
+) -> serde_json::Result<Option<Value>> {
+    match (kind, &decision.patch, &decision.mutated, original) {
+        (WebhookType::Mutating, None, Some(_), Some(original)) => original.to_value().map(Some),
+        _ => Ok(None),
+    }
+}
+
 async fn decide(state: &RouterState, route: &WebhookRoute, input: AdmissionInput) -> Verdict {
     if !route.reviews(&input) {
         return Verdict::allow();
     }
     let (uid, dry_run) = (input.uid.clone(), input.dry_run);
+    // A view of the body, not a copy: parsed after the call, and only if a patch needs it.
     let original = input.object.clone();
     // The version serving now answers the whole request, even if a swap happens meanwhile.
     let (plugin, result) = dispatch::admit(
@@ -168,7 +184,16 @@ async fn decide(state: &RouterState, route: &WebhookRoute, input: AdmissionInput
         }
     };
     let side_effects = std::mem::take(&mut decision.side_effects);
-    let verdict = Verdict::from_decision(route.kind, decision, original.as_ref());
+    let verdict = match original_for_patch(route.kind, &decision, original.as_ref()) {
+        Ok(original) => Verdict::from_decision(route.kind, decision, original.as_ref()),
+        Err(e) => {
+            warn!(plugin = plugin.name(), path = %route.path, uid, "request.object is not JSON the host can read: {e}");
+            Verdict::deny(
+                400,
+                format!("malformed AdmissionReview: request.object: {e}"),
+            )
+        }
+    };
     // Side effects come first whatever the verdict: upstream creates the `<secret>-sa`
     // ServiceAccount before the HardwareProfile step that may still deny the request.
     if dry_run || side_effects.is_empty() {

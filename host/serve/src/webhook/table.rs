@@ -4,10 +4,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use odh_label_selector::LabelSelector;
-use serde_json::Value;
 
 use odh_plugin_runtime::gvk::Gvk;
-use odh_plugin_runtime::wire::{Operation, WebhookType};
+use odh_plugin_runtime::wire::{Operation, RawJson, WebhookType};
 use odh_plugin_runtime::{AdmissionInput, LoadedPlugin, PluginSlot};
 
 /// One webhook endpoint: the path, the plugin behind it and what the manifest declares.
@@ -49,13 +48,13 @@ impl WebhookRoute {
 /// the object of a delete) does not.
 pub fn selector_admits(
     selector: &LabelSelector,
-    object: Option<&Value>,
-    old_object: Option<&Value>,
+    object: Option<&RawJson>,
+    old_object: Option<&RawJson>,
 ) -> bool {
     [object, old_object]
         .into_iter()
         .flatten()
-        .any(|o| selector.matches_json(o.pointer("/metadata/labels")))
+        .any(|o| selector.matches_json(o.metadata_labels().as_ref()))
 }
 
 impl std::fmt::Debug for WebhookRoute {
