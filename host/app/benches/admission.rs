@@ -3,7 +3,9 @@
 //! through a fixed number of keep-alive TLS connections: `hello` mutating a small ConfigMap,
 //! the InferenceService validating webhook, and the Pod mutating webhook (the hottest path in
 //! a cluster: every Pod of an InferenceService is created through it), once for a plain
-//! predictor Pod (allowed unchanged) and once for a Ray TLS Pod (mutated). Writes
+//! predictor Pod (allowed unchanged) and once for a Ray TLS Pod (mutated); and `hello`
+//! validating the UPDATE of a ConfigMap holding 1 MiB of data (a 2 MiB review, at most 400
+//! requests), where the host's handling of a large body shows. Writes
 //! target/bench/admission.json and prints a summary. A benchmark, not a test.
 //!
 //! Environment: `ADMISSION_BENCH_REQUESTS` (default 20000), `ADMISSION_BENCH_CONCURRENCY`
@@ -106,6 +108,8 @@ struct Scenario {
     body: Bytes,
     cluster: Arc<dyn ClusterView>,
     expect: Expect,
+    /// At most this many requests, whatever `ADMISSION_BENCH_REQUESTS` says (large bodies).
+    max_requests: Option<usize>,
 }
 
 fn plugin(name: &str) -> LoadedPlugin {
@@ -169,6 +173,7 @@ fn scenarios() -> Vec<Scenario> {
             body: review("", "v1", "ConfigMap", "configmaps", hello_object),
             cluster: none.clone(),
             expect: Expect::Patch,
+            max_requests: None,
         },
         Scenario {
             name: "isvc_validate",
@@ -183,6 +188,7 @@ fn scenarios() -> Vec<Scenario> {
             ),
             cluster: none.clone(),
             expect: Expect::Allowed,
+            max_requests: None,
         },
         Scenario {
             name: "pod_mutate_plain",
@@ -191,6 +197,7 @@ fn scenarios() -> Vec<Scenario> {
             body: review("", "v1", "Pod", "pods", pod("demo-predictor-1", false)),
             cluster: parameters.clone(),
             expect: Expect::Allowed,
+            max_requests: None,
         },
         Scenario {
             name: "pod_mutate_ray_tls",
@@ -199,8 +206,50 @@ fn scenarios() -> Vec<Scenario> {
             body: review("", "v1", "Pod", "pods", pod("demo-predictor-2", true)),
             cluster: parameters,
             expect: Expect::Patch,
+            max_requests: None,
+        },
+        Scenario {
+            name: "hello_validate_configmap_update_1mib",
+            plugin: plugin("hello"),
+            path: "/validate-hello-configmap",
+            body: large_update_review(),
+            cluster: none,
+            expect: Expect::Allowed,
+            max_requests: Some(400),
         },
     ]
+}
+
+/// An UPDATE of a ConfigMap holding 1 MiB of data (about the most etcd stores), with its old
+/// version: a 2 MiB AdmissionReview, where the host's handling of the body shows.
+fn large_update_review() -> Bytes {
+    let config_map = |revision: &str| {
+        let data: serde_json::Map<String, Value> = (0..64)
+            .map(|i| {
+                (
+                    format!("key-{i:02}"),
+                    json!(format!("{revision}{}", "x".repeat(16 * 1024))),
+                )
+            })
+            .collect();
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "large", "namespace": "bench", "uid": "1234"},
+            "data": data,
+        })
+    };
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "00000000-0000-0000-0000-000000000000",
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "operation": "UPDATE", "namespace": "bench", "name": "large",
+            "object": config_map("b"), "oldObject": config_map("a"), "dryRun": false,
+            "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
+        }
+    });
+    Bytes::from(serde_json::to_vec(&review).unwrap())
 }
 
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
@@ -304,7 +353,7 @@ async fn drive(
             Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     };
-    for _ in 0..300 {
+    for _ in 0..sc.max_requests.map_or(300, |m| m.min(300) / 10) {
         round_trip(&mut warm.sender, addr, path, &sc.body, expect)
             .await
             .unwrap_or_else(|e| panic!("{}: {e:#}", sc.name));
@@ -319,7 +368,9 @@ async fn drive(
     let next = Arc::new(AtomicUsize::new(0));
     let deadline = Instant::now() + Duration::from_secs(load.max_seconds as u64);
     let started = Instant::now();
-    let requests = load.requests;
+    let requests = sc
+        .max_requests
+        .map_or(load.requests, |m| m.min(load.requests));
     let per_connection = requests / load.concurrency + 1;
     let workers: Vec<_> = connections
         .into_iter()
