@@ -166,6 +166,13 @@ pub struct RunArgs {
     /// Directory holding the webhook server's `tls.crt` and `tls.key` (reloaded on change).
     #[arg(long, default_value = "/tmp/k8s-webhook-server/serving-certs")]
     pub webhook_cert_dir: PathBuf,
+    /// How many full-size (8 MiB) admission requests the webhook server holds at once; each
+    /// request weighs its body's declared length (at least 64 KiB), so many more small ones
+    /// fit. Past it requests queue for up to 10 s, then get 503 (the webhook's failurePolicy
+    /// applies). Default: twice the summed `concurrency` of the plugins serving webhooks at
+    /// start.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub webhook_max_requests_in_flight: Option<u64>,
     /// The model-serving-api server's address (HTTPS); `0` disables it.
     #[arg(long, default_value = "0")]
     pub model_serving_api_bind_address: String,
@@ -390,6 +397,23 @@ mod tests {
         assert_eq!(cli.run.health_probe_bind_address, ":8081");
         assert!(!cli.run.leader_elect && !cli.run.enable_http2 && !cli.run.metrics_secure);
         assert_eq!(cli.run.log_encoder(), Encoder::Console);
+        assert_eq!(cli.run.webhook_max_requests_in_flight, None);
+    }
+
+    #[test]
+    fn the_bound_on_admission_requests_in_flight_is_a_positive_number() {
+        let parse = |v: &str| {
+            Cli::try_parse_from([
+                "odh-model-controller",
+                "--webhook-max-requests-in-flight",
+                v,
+            ])
+            .map(|c| c.run.webhook_max_requests_in_flight)
+        };
+        assert_eq!(parse("32").unwrap(), Some(32));
+        assert!(parse("0").is_err());
+        assert!(parse("-1").is_err());
+        assert!(parse("many").is_err());
     }
 
     #[test]

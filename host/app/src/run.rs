@@ -365,7 +365,20 @@ async fn bind_webhooks(
         enable_http2: args.enable_http2,
         ..Default::default()
     };
-    let router = webhook::live_webhook_router(live.clone(), caches.clone(), applier.clone());
+    let limit = match args.webhook_max_requests_in_flight {
+        Some(n) => webhook::InFlightLimit::new(usize::try_from(n).unwrap_or(usize::MAX)),
+        None => webhook::InFlightLimit::for_table(&live.current()),
+    };
+    info!(
+        max_requests_in_flight = limit.requests,
+        "admission requests beyond the webhook server's room queue for up to {:?}", limit.max_wait
+    );
+    let router = webhook::gated_webhook_router(
+        live.clone(),
+        caches.clone(),
+        applier.clone(),
+        webhook::AdmissionGate::new(limit),
+    );
     Ok(Some((TlsServer::bind(config).await?, router)))
 }
 

@@ -1183,3 +1183,235 @@ fn duplicate_webhook_paths_are_rejected_naming_both_plugins() {
         r#"webhook path "/mutate-hello-configmap" is declared by both plugin "hello" and plugin "hello""#
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Admission under floods (docs/security.md T18).
+
+/// A review whose body is sent only in part: it holds the room it weighs until `finish`.
+struct HeldBack {
+    stream: tokio_rustls::client::TlsStream<TcpStream>,
+    rest: Vec<u8>,
+}
+
+impl HeldBack {
+    async fn start(server: &Server, path: &str, body: &[u8]) -> anyhow::Result<Self> {
+        use tokio::io::AsyncWriteExt;
+        let mut stream = server
+            .connect(&server.ca.der(), &["http/1.1"])
+            .await?
+            .stream;
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            server.addr,
+            body.len()
+        );
+        let half = body.len() / 2;
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(&body[..half]).await?;
+        stream.flush().await?;
+        Ok(Self {
+            stream,
+            rest: body[half..].to_vec(),
+        })
+    }
+
+    /// Sends the rest of the body; the answer's status line.
+    async fn finish(mut self) -> anyhow::Result<String> {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        self.stream.write_all(&self.rest).await?;
+        self.stream.flush().await?;
+        let mut status = String::new();
+        tokio::io::BufReader::new(self.stream)
+            .read_line(&mut status)
+            .await?;
+        Ok(status.trim_end().to_string())
+    }
+}
+
+/// POSTs `body` with chunked transfer encoding (no declared length) to hello's mutating
+/// webhook, in one chunk; the answer's status line.
+async fn post_chunked(
+    addr: SocketAddr,
+    ca: CertificateDer<'static>,
+    body: Vec<u8>,
+) -> anyhow::Result<String> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut stream = connect(addr, &ca, &["http/1.1"]).await?.stream;
+    let head = format!(
+        "POST /mutate-hello-configmap HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(&body).await?;
+    stream.write_all(b"\r\n0\r\n\r\n").await?;
+    stream.flush().await?;
+    let mut status = String::new();
+    tokio::io::BufReader::new(stream)
+        .read_line(&mut status)
+        .await?;
+    Ok(status.trim_end().to_string())
+}
+
+/// POSTs `review` to hello's mutating webhook over a fresh connection: (status, body).
+async fn post_review(
+    addr: SocketAddr,
+    ca: CertificateDer<'static>,
+    review: Value,
+) -> anyhow::Result<(u16, Bytes)> {
+    let mut sender = connect(addr, &ca, &["http/1.1"]).await?.http1().await?;
+    post_on(
+        &mut sender,
+        &addr,
+        "/mutate-hello-configmap",
+        serde_json::to_vec(&review)?.into(),
+    )
+    .await
+}
+
+/// Past the server's room a review queues, first come first served, instead of failing (under
+/// `failurePolicy: Fail` a failure is a denied write) and is answered once room frees; one that
+/// finds no room within the wait is answered 503, which the apiserver treats by the webhook's
+/// failurePolicy. The room is held from before the body is read: a review whose body is still
+/// arriving holds it.
+#[tokio::test]
+async fn admission_requests_past_the_room_queue_and_past_the_wait_are_answered_503()
+-> anyhow::Result<()> {
+    use odh_model_controller::webhook::{AdmissionGate, InFlightLimit, gated_webhook_router};
+    // Room for one request of 1 MiB: a review of that size takes all of it.
+    let room = |max_wait| InFlightLimit {
+        requests: 1,
+        body_limit: 1024 * 1024,
+        max_wait,
+    };
+    let start = |gate: &AdmissionGate| {
+        let table = WebhookTable::new([&plugins().hello]).expect("webhook table");
+        Server::start_router(
+            gated_webhook_router(
+                LiveWebhookTable::new(table),
+                Arc::new(NoCluster),
+                Arc::new(NoSideEffects),
+                gate.clone(),
+            ),
+            Options::default(),
+        )
+    };
+    let large = serde_json::to_vec(&config_map_review(
+        "u-large",
+        "CREATE",
+        config_map("large", json!({"payload": "x".repeat(1024 * 1024)})),
+    ))?;
+    let small = config_map_review("u-small", "CREATE", config_map("small", json!({"k": "v"})));
+    let holding = |gate: AdmissionGate| {
+        eventually(
+            "the large review holds the room",
+            Timing::default(),
+            move || {
+                let gate = gate.clone();
+                async move {
+                    anyhow::ensure!(gate.in_flight() == 1, "{} in flight", gate.in_flight());
+                    Ok(())
+                }
+            },
+        )
+    };
+
+    // Queued, then served.
+    let gate = AdmissionGate::new(room(Duration::from_secs(600)));
+    let server = start(&gate).await;
+    let held = HeldBack::start(&server, "/mutate-hello-configmap", &large).await?;
+    holding(gate.clone()).await?;
+    let waiting = tokio::spawn(post_review(server.addr, server.ca.der(), small.clone()));
+    let queued = gate.clone();
+    eventually("the small review waits for room", Timing::default(), || {
+        let gate = queued.clone();
+        async move {
+            anyhow::ensure!(gate.queued() == 1, "{} queued", gate.queued());
+            Ok(())
+        }
+    })
+    .await?;
+    assert_eq!(gate.in_flight(), 1, "it waits rather than running beside");
+    assert_eq!(held.finish().await?, "HTTP/1.1 200 OK");
+    let (status, body) = waiting.await??;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let answer: Value = serde_json::from_slice(&body)?;
+    assert_eq!(answer["response"]["uid"], "u-small");
+    assert_eq!(answer["response"]["allowed"], true);
+    assert_eq!(answer["response"]["patchType"], "JSONPatch");
+    assert_eq!((gate.queued(), gate.in_flight(), gate.shed()), (0, 0, 0));
+    server.stop().await;
+
+    // Waiting past the bound: 503, the held review still served.
+    let gate = AdmissionGate::new(room(Duration::from_millis(200)));
+    let server = start(&gate).await;
+    let held = HeldBack::start(&server, "/mutate-hello-configmap", &large).await?;
+    holding(gate.clone()).await?;
+    let (status, body) = post_review(server.addr, server.ca.der(), small).await?;
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.starts_with("webhook server busy: no room for this request within 200ms"),
+        "{body}"
+    );
+    assert_eq!((gate.queued(), gate.shed()), (0, 1));
+    assert_eq!(held.finish().await?, "HTTP/1.1 200 OK");
+    server.stop().await;
+
+    // A body of undeclared length pays for its bytes as they arrive: past the room, its
+    // reading waits until room frees.
+    let gate = AdmissionGate::new(room(Duration::from_secs(600)));
+    let server = start(&gate).await;
+    let review_of = |uid: &str, kib: usize| {
+        serde_json::to_vec(&config_map_review(
+            uid,
+            "CREATE",
+            config_map(uid, json!({"payload": "x".repeat(kib * 1024)})),
+        ))
+    };
+    let held =
+        HeldBack::start(&server, "/mutate-hello-configmap", &review_of("half", 512)?).await?;
+    holding(gate.clone()).await?;
+    let chunked = tokio::spawn(post_chunked(
+        server.addr,
+        server.ca.der(),
+        review_of("chunked", 800)?,
+    ));
+    let waiting = gate.clone();
+    eventually("the chunked body waits for room", Timing::default(), || {
+        let gate = waiting.clone();
+        async move {
+            anyhow::ensure!(
+                (gate.in_flight(), gate.queued()) == (2, 1),
+                "{} in flight, {} queued",
+                gate.in_flight(),
+                gate.queued()
+            );
+            Ok(())
+        }
+    })
+    .await?;
+    assert_eq!(held.finish().await?, "HTTP/1.1 200 OK");
+    assert_eq!(chunked.await??, "HTTP/1.1 200 OK");
+    assert_eq!((gate.queued(), gate.in_flight(), gate.shed()), (0, 0, 0));
+    server.stop().await;
+    Ok(())
+}
+
+/// `--webhook-max-requests-in-flight` by default: twice the calls the serving plugins may run
+/// at once, so each slot that frees finds a review whose body is read already.
+#[test]
+fn the_default_room_is_twice_the_webhook_plugins_concurrency() {
+    use odh_model_controller::webhook::InFlightLimit;
+    let Plugins { hello, misbehave } = plugins();
+    let both = WebhookTable::new([hello, misbehave]).expect("webhook table");
+    let concurrency = hello.limits().concurrency + misbehave.limits().concurrency;
+    assert_eq!(InFlightLimit::for_table(&both).requests, 2 * concurrency);
+    let one = WebhookTable::new([hello]).expect("webhook table");
+    assert_eq!(
+        InFlightLimit::for_table(&one).requests,
+        2 * hello.limits().concurrency
+    );
+    // No plugin serves a webhook yet (plugins come at run time): one default plugin's worth.
+    let none = WebhookTable::new(std::iter::empty::<&LoadedPlugin>()).expect("webhook table");
+    assert_eq!(InFlightLimit::for_table(&none).requests, 2 * 4);
+}

@@ -31,6 +31,10 @@
 //! | `odh_plugin_shadow_differences_total` | `plugin`, `op` |
 //! | `odh_plugin_shadow_calls_total`, `odh_plugin_shadow_call_duration_seconds`, `odh_plugin_shadow_failures_total` | as `odh_plugin_calls_total`, `odh_plugin_call_duration_seconds`, `odh_plugin_failures_total`, for the calls of shadow candidates (which those never count) |
 //! | `odh_leader` (gauge, 1 while this replica leads) | — |
+//! | `odh_webhook_requests_in_flight` (gauge) | — : admission requests holding room in the webhook server |
+//! | `odh_webhook_requests_queued` (gauge) | — : admission requests waiting for room (`--webhook-max-requests-in-flight`) |
+//! | `odh_webhook_requests_shed_total` | — : requests answered `503` after waiting 10 s for room |
+//! | `odh_webhook_in_flight_bytes`, `odh_webhook_in_flight_bytes_limit` (gauges) | — : the room held (each request weighs its body's declared length, at least 64 KiB) and the whole room |
 //!
 //! And client-go's, which controller-runtime exposes too:
 //!
@@ -284,6 +288,11 @@ pub struct Metrics {
     swaps: Family<PluginSwapLabels, Counter>,
     shadow_differences: Family<PluginOpLabels, Counter>,
     leader: Gauge,
+    webhook_in_flight: Gauge,
+    webhook_queued: Gauge,
+    webhook_shed: Counter,
+    webhook_in_flight_bytes: Gauge,
+    webhook_in_flight_bytes_limit: Gauge,
     rest_client_requests: Family<RestClientLabels, Counter>,
     /// More metrics rendered after the registry's (a server's own, added while running).
     sources: Arc<std::sync::RwLock<Vec<Source>>>,
@@ -461,6 +470,36 @@ impl Metrics {
             "1 while this replica holds the leader election lease, else 0",
             leader.clone(),
         );
+        let webhook_in_flight = Gauge::default();
+        registry.register(
+            "odh_webhook_requests_in_flight",
+            "Admission requests the webhook server holds room for",
+            webhook_in_flight.clone(),
+        );
+        let webhook_queued = Gauge::default();
+        registry.register(
+            "odh_webhook_requests_queued",
+            "Admission requests waiting for room in the webhook server",
+            webhook_queued.clone(),
+        );
+        let webhook_shed = Counter::default();
+        registry.register(
+            "odh_webhook_requests_shed",
+            "Total number of admission requests answered 503 after waiting for room",
+            webhook_shed.clone(),
+        );
+        let webhook_in_flight_bytes = Gauge::default();
+        registry.register(
+            "odh_webhook_in_flight_bytes",
+            "Room held by admission requests in flight, by their declared body sizes",
+            webhook_in_flight_bytes.clone(),
+        );
+        let webhook_in_flight_bytes_limit = Gauge::default();
+        registry.register(
+            "odh_webhook_in_flight_bytes_limit",
+            "Room the webhook server has for admission requests in flight",
+            webhook_in_flight_bytes_limit.clone(),
+        );
         let rest_client_requests = Family::default();
         registry.register(
             "rest_client_requests",
@@ -495,6 +534,11 @@ impl Metrics {
             swaps,
             shadow_differences,
             leader,
+            webhook_in_flight,
+            webhook_queued,
+            webhook_shed,
+            webhook_in_flight_bytes,
+            webhook_in_flight_bytes_limit,
             rest_client_requests,
             sources: Default::default(),
         }
@@ -738,6 +782,29 @@ impl Metrics {
             .set(i64::from(leader));
     }
 
+    /// The webhook server's room for requests in flight, in bytes.
+    pub fn webhook_room(&self, bytes: usize) {
+        self.webhook_in_flight_bytes_limit
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    /// Admission requests started (`1`) or stopped (`-1`) waiting for room.
+    pub fn webhook_requests_queued(&self, delta: i64) {
+        self.webhook_queued.inc_by(delta);
+    }
+
+    /// Admission requests took (`1`, with their weight in bytes) or gave back (`-1`, minus
+    /// it) room.
+    pub fn webhook_requests_in_flight(&self, delta: i64, bytes: i64) {
+        self.webhook_in_flight.inc_by(delta);
+        self.webhook_in_flight_bytes.inc_by(bytes);
+    }
+
+    /// An admission request was answered 503: no room came within the wait.
+    pub fn webhook_request_shed(&self) {
+        self.webhook_shed.inc();
+    }
+
     /// Every metric in the Prometheus text format (version 0.0.4, see [`CONTENT_TYPE`]).
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -833,6 +900,29 @@ mod tests {
         assert!(text.contains("# TYPE controller_runtime_reconcile_total counter\n"));
         assert!(!text.contains("# EOF"), "no OpenMetrics EOF marker");
         assert!(text.contains("# TYPE odh_leader gauge\nodh_leader 0\n"));
+    }
+
+    #[test]
+    fn the_webhook_servers_room_is_exposed() {
+        let m = Metrics::new();
+        m.webhook_room(8 * 8 * 1024 * 1024);
+        m.webhook_requests_in_flight(1, 65536);
+        m.webhook_requests_in_flight(1, 2 * 1024 * 1024);
+        m.webhook_requests_in_flight(-1, -65536);
+        m.webhook_requests_queued(1);
+        m.webhook_request_shed();
+        let text = m.render();
+        for (name, value) in [
+            ("odh_webhook_requests_in_flight", 1.0),
+            ("odh_webhook_in_flight_bytes", 2097152.0),
+            ("odh_webhook_in_flight_bytes_limit", 67108864.0),
+            ("odh_webhook_requests_queued", 1.0),
+            ("odh_webhook_requests_shed_total", 1.0),
+        ] {
+            assert_eq!(sample(&text, name), Some(value), "{name} in\n{text}");
+        }
+        assert!(text.contains("# TYPE odh_webhook_requests_queued gauge\n"));
+        assert!(text.contains("# TYPE odh_webhook_requests_shed_total counter\n"));
     }
 
     #[test]

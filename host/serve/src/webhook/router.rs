@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use tracing::{debug, warn};
 
+use super::in_flight::{AdmissionGate, InFlightLimit};
 use super::review::{parse_review, review_response};
 use super::table::{LiveWebhookTable, WebhookRoute, WebhookTable};
 use super::verdict::Verdict;
@@ -42,11 +43,24 @@ pub fn webhook_router(
 }
 
 /// As [`webhook_router`], answering from whatever `table` holds at each request: plugins added
-/// or removed at run time are served or dropped without rebinding the server.
+/// or removed at run time are served or dropped without rebinding the server. Requests in
+/// flight are bounded by the default for the table's plugins ([`InFlightLimit::for_table`]).
 pub fn live_webhook_router(
     table: LiveWebhookTable,
     cluster: Arc<dyn ClusterView>,
     side_effects: Arc<dyn SideEffectSink>,
+) -> Router {
+    let gate = AdmissionGate::new(InFlightLimit::for_table(&table.current()));
+    gated_webhook_router(table, cluster, side_effects, gate)
+}
+
+/// As [`live_webhook_router`], holding at most what `gate` lets in at once: every request takes
+/// its room there before its body is read ([`AdmissionGate`]).
+pub fn gated_webhook_router(
+    table: LiveWebhookTable,
+    cluster: Arc<dyn ClusterView>,
+    side_effects: Arc<dyn SideEffectSink>,
+    gate: AdmissionGate,
 ) -> Router {
     let state = Arc::new(RouterState {
         table,
@@ -60,6 +74,9 @@ pub fn live_webhook_router(
     Router::new()
         .route("/", any(dispatch.clone()))
         .route("/{*path}", any(dispatch))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            gate.clone().admit(request, next)
+        }))
 }
 
 async fn route_request(
