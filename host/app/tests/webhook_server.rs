@@ -811,6 +811,23 @@ async fn malformed_admission_reviews_are_answered_with_400() -> anyhow::Result<(
             "has no request",
         ),
     ];
+    // controller-runtime's webhook metrics count them by path and HTTP code (process-wide:
+    // other tests post to the same path, so only growth is checked).
+    let series =
+        format!(r#"controller_runtime_webhook_requests_total{{webhook="{path}",code="400"}}"#);
+    let count = |series: &str| {
+        odh_model_controller::metrics::Metrics::global()
+            .render()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(series)?
+                    .strip_prefix(' ')?
+                    .parse::<f64>()
+                    .ok()
+            })
+            .unwrap_or(0.0)
+    };
+    let before = count(&series);
     for (body, expected) in cases {
         let (status, answer) = server.post(path, body.clone()).await?;
         let answer = String::from_utf8_lossy(&answer);
@@ -820,6 +837,10 @@ async fn malformed_admission_reviews_are_answered_with_400() -> anyhow::Result<(
             "{body}: {answer:?} lacks {expected:?}"
         );
     }
+    assert!(count(&series) >= before + 4.0, "{series}");
+    let latency =
+        format!(r#"controller_runtime_webhook_latency_seconds_count{{webhook="{path}"}}"#);
+    assert!(count(&latency) >= 4.0, "{latency}");
     server.stop().await;
     Ok(())
 }

@@ -16,6 +16,9 @@
 //! | `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds` (histograms, client-go's buckets 10 ns to 1000 s) | `name`, `controller` |
 //! | `workqueue_unfinished_work_seconds`, `workqueue_longest_running_processor_seconds` | `name`, `controller` |
 //! | `leader_election_master_status` | `name` (the Lease) |
+//! | `controller_runtime_webhook_requests_total` | `webhook` (its path), `code` (HTTP status) |
+//! | `controller_runtime_webhook_requests_in_flight` | `webhook` |
+//! | `controller_runtime_webhook_latency_seconds` (histogram, Prometheus' default buckets) | `webhook` |
 //! | `certwatcher_read_certificate_total`, `certwatcher_read_certificate_errors_total` | — |
 //! | `process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_virtual_memory_bytes`, `process_open_fds`, `process_max_fds`, `process_start_time_seconds` | — (Linux, from `/proc/self`) |
 //!
@@ -116,6 +119,17 @@ struct QueueLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    webhook: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookCodeLabels {
+    webhook: String,
+    code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct NameLabels {
     name: String,
 }
@@ -172,6 +186,16 @@ fn reconcile_time_histogram() -> Histogram {
 
 fn plugin_call_histogram() -> Histogram {
     Histogram::new(PLUGIN_CALL_BUCKETS)
+}
+
+/// Prometheus' default buckets (`prometheus.DefBuckets`), what controller-runtime's webhook
+/// latency histogram uses.
+const DEFAULT_BUCKETS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+fn webhook_latency_histogram() -> Histogram {
+    Histogram::new(DEFAULT_BUCKETS)
 }
 
 /// client-go's workqueue buckets: 10 ns to 1000 s, ×10 each.
@@ -270,6 +294,9 @@ pub struct Metrics {
     workqueue_unfinished_work: Family<QueueLabels, FloatGauge>,
     workqueue_longest_running: Family<QueueLabels, FloatGauge>,
     leader_election_status: Family<NameLabels, Gauge>,
+    webhook_requests: Family<WebhookCodeLabels, Counter>,
+    webhook_requests_in_flight: Family<WebhookLabels, Gauge>,
+    webhook_latency: HistogramFamily<WebhookLabels>,
     certificate_reads: Counter,
     certificate_read_errors: Counter,
     /// The calls that decide (the active versions').
@@ -416,6 +443,25 @@ impl Metrics {
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
             leader_election_status.clone(),
         );
+        let webhook_requests = Family::default();
+        registry.register(
+            "controller_runtime_webhook_requests",
+            "Total number of admission requests by HTTP status code.",
+            webhook_requests.clone(),
+        );
+        let webhook_requests_in_flight = Family::default();
+        registry.register(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served.",
+            webhook_requests_in_flight.clone(),
+        );
+        let webhook_latency: HistogramFamily<WebhookLabels> =
+            Family::new_with_constructor(webhook_latency_histogram);
+        registry.register(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            webhook_latency.clone(),
+        );
         let certificate_reads = Counter::default();
         registry.register(
             "certwatcher_read_certificate",
@@ -523,6 +569,9 @@ impl Metrics {
             workqueue_unfinished_work,
             workqueue_longest_running,
             leader_election_status,
+            webhook_requests,
+            webhook_requests_in_flight,
+            webhook_latency,
             certificate_reads,
             certificate_read_errors,
             plugin_calls,
@@ -673,6 +722,22 @@ impl Metrics {
             .set(longest.as_secs_f64());
     }
 
+    /// An admission request to the webhook at `path` begins: in flight until
+    /// [`WebhookRequest::done`] (or the guard is dropped, counted without a code).
+    pub fn webhook_request(&self, path: &str) -> WebhookRequest {
+        let labels = WebhookLabels {
+            webhook: path.to_string(),
+        };
+        let in_flight = self.webhook_requests_in_flight.get_or_create_owned(&labels);
+        in_flight.inc();
+        WebhookRequest {
+            metrics: self.clone(),
+            path: path.to_string(),
+            started: std::time::Instant::now(),
+            in_flight,
+        }
+    }
+
     /// A serving certificate was read (`ok`) or failed to read.
     pub fn certificate_read(&self, ok: bool) {
         self.certificate_reads.inc();
@@ -815,6 +880,41 @@ impl Metrics {
             out.push_str(&source());
         }
         out
+    }
+}
+
+/// One admission request being served ([`Metrics::webhook_request`]).
+#[must_use = "the request counts as in flight until it is done"]
+pub struct WebhookRequest {
+    metrics: Metrics,
+    path: String,
+    started: std::time::Instant,
+    in_flight: Gauge,
+}
+
+impl WebhookRequest {
+    /// Answered with HTTP `code`: counted, its latency observed.
+    pub fn done(self, code: u16) {
+        let labels = WebhookLabels {
+            webhook: self.path.clone(),
+        };
+        self.metrics
+            .webhook_latency
+            .get_or_create(&labels)
+            .observe(self.started.elapsed().as_secs_f64());
+        self.metrics
+            .webhook_requests
+            .get_or_create(&WebhookCodeLabels {
+                webhook: self.path.clone(),
+                code: code.to_string(),
+            })
+            .inc();
+    }
+}
+
+impl Drop for WebhookRequest {
+    fn drop(&mut self) {
+        self.in_flight.dec();
     }
 }
 
@@ -1165,6 +1265,55 @@ mod tests {
             Some(2.0),
             "a kind seen before keeps its series"
         );
+    }
+
+    #[test]
+    fn webhook_requests_are_counted_by_path_and_code_as_controller_runtime_does() {
+        let m = Metrics::new();
+        let path = "/validate-serving-kserve-io-v1beta1-inferenceservice";
+        let first = m.webhook_request(path);
+        let second = m.webhook_request(path);
+        let text = m.render();
+        assert_eq!(
+            sample(
+                &text,
+                &format!(r#"controller_runtime_webhook_requests_in_flight{{webhook="{path}"}}"#)
+            ),
+            Some(2.0)
+        );
+        first.done(200);
+        second.done(400);
+        let text = m.render();
+        for (code, n) in [("200", 1.0), ("400", 1.0)] {
+            assert_eq!(
+                sample(
+                    &text,
+                    &format!(
+                        r#"controller_runtime_webhook_requests_total{{webhook="{path}",code="{code}"}}"#
+                    )
+                ),
+                Some(n)
+            );
+        }
+        assert_eq!(
+            sample(
+                &text,
+                &format!(r#"controller_runtime_webhook_requests_in_flight{{webhook="{path}"}}"#)
+            ),
+            Some(0.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                &format!(r#"controller_runtime_webhook_latency_seconds_count{{webhook="{path}"}}"#)
+            ),
+            Some(2.0)
+        );
+        assert!(text.contains(&format!(
+            r#"controller_runtime_webhook_latency_seconds_bucket{{le="0.005",webhook="{path}"}}"#
+        )) || text.contains(&format!(
+            r#"controller_runtime_webhook_latency_seconds_bucket{{webhook="{path}",le="0.005"}}"#
+        )));
     }
 
     #[test]

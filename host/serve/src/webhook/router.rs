@@ -100,7 +100,12 @@ async fn route_request(
     if method != Method::POST {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     }
-    handle(state, route, body).await
+    // controller-runtime's webhook metrics, by the path a webhook is registered at.
+    let metrics = odh_host_metrics::Metrics::global();
+    let request = metrics.webhook_request(&route.path);
+    let response = handle(state, route, body).await;
+    request.done(response.status().as_u16());
+    response
 }
 
 /// A request to the path of a plugin just removed: admitted unchanged, as it would be once the
