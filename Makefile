@@ -111,6 +111,7 @@ bench: plugins $(APISERVER)
 	$(CARGO) bench -p odh-model-controller --bench admission
 	$(CARGO) bench -p odh-model-controller --bench startup
 	$(CARGO) bench -p odh-model-controller --bench isvc_converge
+	ODH_BENCH_HOST_ARGS=--kube-api-qps=0 ODH_BENCH_LABEL=unlimited $(CARGO) bench -p odh-model-controller --bench isvc_converge
 	ODH_BENCH_WORKERS=4 $(CARGO) bench -p odh-model-controller --bench isvc_converge
 
 ## bench-scale: the storm at 200, 1,000 and 5,000 InferenceServices, and with 10,000 cached

@@ -7,7 +7,9 @@
 //! namespace first, for the memory the host's caches take. Reports wall time, the host
 //! process's CPU seconds, its peak RSS and its API requests (`rest_client_requests_total`) to
 //! target/bench/isvc_converge_<n>_w<workers>[_<label>].json; `ODH_BENCH_HOST_BIN` and
-//! `ODH_BENCH_LABEL` measure another build side by side. A benchmark, not a test (needs
+//! `ODH_BENCH_LABEL` measure another build side by side, `ODH_BENCH_HOST_ARGS` (flags,
+//! whitespace-separated) another setting, e.g. `--kube-api-qps=0` for the storm without the
+//! client-side rate limit. A benchmark, not a test (needs
 //! `make apiserver` and the CRDs, as the tests do).
 
 mod common;
@@ -355,6 +357,11 @@ async fn storm(
         ))
         .env("ENABLE_WEBHOOKS", "false")
         .arg("--zap-log-level=error")
+        .args(
+            std::env::var("ODH_BENCH_HOST_ARGS")
+                .unwrap_or_default()
+                .split_whitespace(),
+        )
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)

@@ -964,6 +964,56 @@ async fn alpn_offers_only_http1_unless_http2_is_enabled() -> anyhow::Result<()> 
     Ok(())
 }
 
+/// HTTP/2 has no idle timeout of its own: the server asks an HTTP/2 connection to go away
+/// (GOAWAY) once it reaches its age limit, so a client cannot hold one for good; the client's
+/// connection then ends by itself.
+#[tokio::test]
+async fn an_http2_connection_is_asked_to_go_away_at_its_age_limit() -> anyhow::Result<()> {
+    use odh_model_controller::tls::{ServerTuning, TlsServer};
+    init_logging();
+    let ca = TestCa::new("webhook-age-ca");
+    let dir = temp_dir("webhook-age-certs");
+    write_serving_cert(&dir, &ca.serving_cert());
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let config = TlsServerConfig {
+        bind: addr,
+        cert_dir: dir.clone(),
+        enable_http2: true,
+        ..Default::default()
+    };
+    let table = WebhookTable::new([&plugins().hello]).expect("webhook table");
+    let router = webhook_router(&table, Arc::new(NoCluster), Arc::new(NoSideEffects));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = TlsServer::on(listener, config).tuned(ServerTuning {
+        max_http2_connection_age: Duration::from_secs(1),
+        ..ServerTuning::default()
+    });
+    let task = tokio::spawn(server.serve(router, async move {
+        let _ = stopped.await;
+    }));
+    let tls = eventually("the server answers TLS", Timing::default(), || async {
+        connect(addr, &ca.der(), &["h2"]).await
+    })
+    .await?;
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls.stream))
+            .await?;
+    let client = tokio::spawn(conn);
+    let review = config_map_review("u-age", "CREATE", config_map("a", json!({})));
+    let request = http::Request::post(format!("https://{addr}/validate-hello-configmap"))
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(serde_json::to_vec(&review)?)))?;
+    assert_eq!(sender.send_request(request).await?.status(), 200);
+    tokio::time::timeout(Duration::from_secs(30), client)
+        .await
+        .expect("the server ends an HTTP/2 connection past its age")??;
+    let _ = stop.send(());
+    task.await??;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 #[tokio::test]
 async fn mutation_patch_adds_the_label_and_leaves_unknown_fields_alone() -> anyhow::Result<()> {
     let server = Server::serving(&plugins().hello).await;

@@ -40,6 +40,11 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long open connections may take to finish once shutdown begins.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How often an HTTP/2 connection is pinged, and how long the answer may take.
+const HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const HTTP2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long an HTTP/2 connection is served before it is asked to go away.
+pub const MAX_HTTP2_CONNECTION_AGE: Duration = Duration::from_secs(600);
 
 /// Where and how the webhook server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +123,8 @@ pub struct ServerTuning {
     pub max_header_bytes: Option<usize>,
     /// How long open connections may take to finish once shutdown begins.
     pub shutdown_grace: Duration,
+    /// How long an HTTP/2 connection is served before it is asked to go away.
+    pub max_http2_connection_age: Duration,
 }
 
 impl Default for ServerTuning {
@@ -128,6 +135,7 @@ impl Default for ServerTuning {
             body_read_timeout: BODY_READ_TIMEOUT,
             max_header_bytes: None,
             shutdown_grace: SHUTDOWN_GRACE,
+            max_http2_connection_age: MAX_HTTP2_CONNECTION_AGE,
         }
     }
 }
@@ -258,7 +266,15 @@ impl TlsServer {
         if let Some(max) = tuning.max_header_bytes {
             builder.http1().max_buf_size(max.max(8192));
         }
-        if !config.enable_http2 {
+        if config.enable_http2 {
+            // Pings find a peer gone without a FIN (a node lost) instead of holding its
+            // connection until the age limit.
+            builder
+                .http2()
+                .timer(TokioTimer::new())
+                .keep_alive_interval(Some(HTTP2_KEEP_ALIVE_INTERVAL))
+                .keep_alive_timeout(HTTP2_KEEP_ALIVE_TIMEOUT);
+        } else {
             builder = builder.http1_only();
         }
         let builder = Arc::new(builder);
@@ -294,6 +310,7 @@ impl TlsServer {
                             builder.clone(),
                             router.clone(),
                             stopped.clone(),
+                            tuning.max_http2_connection_age,
                         ));
                     }
                     Err(e) => {
@@ -358,6 +375,7 @@ async fn serve_connection(
     builder: Arc<auto::Builder<TokioExecutor>>,
     router: Router,
     mut stopped: watch::Receiver<bool>,
+    max_http2_age: Duration,
 ) {
     let _ = tcp.set_nodelay(true);
     let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
@@ -371,8 +389,21 @@ async fn serve_connection(
             return;
         }
     };
+    // HTTP/2 has no idle timeout (hyper's header timer is HTTP/1's): an HTTP/2 connection is
+    // told to go away (GOAWAY: the streams in progress finish, the client opens another)
+    // after a while ([`MAX_HTTP2_CONNECTION_AGE`] by default), so an idle one is not held for good. HTTP/1 keeps only
+    // its header timer: closing a keep-alive connection can race a request the client is
+    // sending on it, which GOAWAY cannot.
+    let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
     let conn = builder.serve_connection(TokioIo::new(tls), TowerToHyperService::new(router));
     let mut conn = std::pin::pin!(conn);
+    let aged = async {
+        if http2 {
+            tokio::time::sleep(max_http2_age).await
+        } else {
+            std::future::pending().await
+        }
+    };
     tokio::select! {
         result = conn.as_mut() => {
             if let Err(e) = result {
@@ -381,6 +412,7 @@ async fn serve_connection(
             return;
         }
         _ = stopped.wait_for(|s| *s) => {}
+        _ = aged => {}
     }
     conn.as_mut().graceful_shutdown();
     if let Err(e) = conn.await {
