@@ -23,6 +23,7 @@ use kube::api::{
 use kube::discovery::{Scope, pinned_kind};
 use kube::{Client, ResourceExt};
 use odh_test_support::namespace::unique_name;
+use odh_test_support::net::free_port;
 use odh_test_support::{TestContext, Timing, eventually, workspace_root};
 use serde_json::{Value, json};
 
@@ -174,14 +175,6 @@ fn host_binary() -> anyhow::Result<PathBuf> {
     anyhow::ensure!(status.success(), "building odh-model-controller failed");
     // Where cargo put it (CARGO_TARGET_DIR may name another target directory).
     Ok(odh_test_support::binary::host())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The host process, killed when dropped.

@@ -137,7 +137,29 @@ pub fn remove_dir(dir: &Path) {
 }
 
 /// A loopback port nothing listens on right now (for a child process to bind).
+/// A port nothing listens on now, for a server a test starts next (as another process, so it
+/// cannot be handed a bound socket). Chosen below the kernel's ephemeral range: a port bound to
+/// 0 comes from that range, where any outgoing connection of any test (thousands, to the
+/// apiserver) may take it before the server binds it ("Address already in use"). Spread over
+/// the range by process and call, so concurrent tests seldom pick the same one.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000u32, ephemeral_low.clamp(10_001, 32_768));
+    let span = high - low;
+    let seed = std::process::id().wrapping_mul(2_654_435_761);
+    for _ in 0..span {
+        let n = CALLS.fetch_add(1, Ordering::Relaxed);
+        let port = low + (seed.wrapping_add(n.wrapping_mul(7_919)) % span);
+        if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
+    // Every port below the ephemeral range is taken: fall back to one the kernel chooses.
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

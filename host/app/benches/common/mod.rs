@@ -44,8 +44,7 @@ pub fn usage(pid: u32) -> (f64, f64) {
 
 /// A loopback address with a port nobody listens on now.
 pub fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    l.local_addr().expect("bound").to_string()
+    format!("127.0.0.1:{}", odh_test_support::net::free_port())
 }
 
 /// Where results go: `ODH_BENCH_OUT_DIR`, else target/bench; created.
