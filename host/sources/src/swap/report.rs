@@ -33,7 +33,11 @@ impl Registry {
                 Reported { count, ..p }
             }
             None => {
-                tracing::warn!(plugin = name, source = %entry.source, "plugin candidate rejected, the last good version keeps serving: {message}");
+                if self.set.get(name).is_some() {
+                    tracing::warn!(plugin = name, source = %entry.source, "plugin candidate rejected, the last good version keeps serving: {message}");
+                } else {
+                    tracing::warn!(plugin = name, source = %entry.source, "plugin candidate rejected, no version of this plugin serves: {message}");
+                }
                 let event = self
                     .warning_event("PluginRejected", &format!("plugin {name}: {message}"))
                     .await;
