@@ -696,3 +696,69 @@ async fn where_signatures_are_required_a_sha256_pin_alone_is_refused() -> anyhow
     assert_eq!(f.status().await?["lastError"], json!(message));
     Ok(())
 }
+
+/// A shadow that decides differently on every call: each call and difference is counted in the
+/// plugin's status with the last difference as JSON pointers (not two whole outcomes), and the
+/// log gets at most one line per period however many differ.
+#[tokio::test]
+async fn a_shadow_differing_on_every_call_is_counted_in_the_status_and_logged_once_a_period()
+-> anyhow::Result<()> {
+    use odh_model_controller::dispatch;
+    let f = fixture("swap-shadow-stats").await?;
+    f.put_component("misbehave-plugin", &f.misbehave).await?;
+    let digest = sha(&f.misbehave);
+    let entry = f.entry(
+        "configmap://misbehave-plugin/plugin.wasm.gz",
+        &digest,
+        "    mode: shadow\n    settings:\n      okLabel: shadowed\n",
+    );
+    assert_eq!(f.configure(&entry).await?, SwapResult::Shadowed(digest));
+    const CALLS: u64 = 40;
+    for i in 0..CALLS {
+        let input = odh_test_support::host::admission(
+            "/mutate-misbehave",
+            Operation::Create,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": format!("c{i}"), "namespace": "ns"}}),
+        );
+        let (_, decided) = dispatch::admit(
+            &f.slot,
+            WebhookType::Mutating,
+            input,
+            CallEnv::live(Arc::new(NoCluster)),
+        )
+        .await;
+        decided?;
+    }
+    let (_, stats) = f.slot.shadow_with_stats().expect("a shadow runs");
+    odh_test_support::eventually(
+        "every shadow call is counted",
+        odh_test_support::Timing::default(),
+        || async {
+            let s = stats.snapshot();
+            anyhow::ensure!(s.calls == CALLS && s.differing == CALLS, "{s:?}");
+            Ok(())
+        },
+    )
+    .await?;
+    f.registry.report_shadows().await;
+    let status = f.status().await?;
+    let shadow = &status["shadow"];
+    assert_eq!(shadow["calls"], json!(CALLS), "{status}");
+    assert_eq!(shadow["differing"], json!(CALLS), "{status}");
+    assert_eq!(
+        shadow["logged"],
+        json!(1),
+        "one log line for {CALLS} differences: {status}"
+    );
+    let last = shadow["lastDifference"].as_str().unwrap_or_default();
+    assert!(
+        last.starts_with("mutate ns/c") && last.contains("misbehave~1ok") && last.len() < 400,
+        "a difference, as pointers: {last}"
+    );
+    assert!(
+        shadow["since"].as_str().is_some_and(|s| s.ends_with('Z')),
+        "{status}"
+    );
+    Ok(())
+}

@@ -127,10 +127,10 @@ where
 {
     let plugin = slot.current();
     let shadow = slot
-        .shadow()
+        .shadow_with_stats()
         .map(|s| (s, input.clone(), env.without_effects()));
     let result = metered(&plugin, op, move |p| run(p, &input, &env)).await;
-    if let Some((shadow, input, env)) = shadow {
+    if let Some(((shadow, stats), input, env)) = shadow {
         let active = comparable(&result);
         tokio::spawn(async move {
             let started = Instant::now();
@@ -141,16 +141,22 @@ where
                 candidate.as_ref().err().map(CallError::metric_label),
                 started.elapsed(),
             );
+            stats.record_call();
             let candidate = comparable(&candidate);
             if candidate != active {
                 Metrics::global().shadow_difference(shadow.name(), op.as_str());
-                warn!(
-                    plugin = shadow.name(),
-                    op = op.as_str(),
-                    object = %subject,
-                    differences = %crate::shadow_report::describe(&active, &candidate),
-                    "shadow candidate decided differently"
-                );
+                let differences = crate::shadow_report::describe(&active, &candidate);
+                let described = format!("{} {subject}: {differences}", op.as_str());
+                if let Some(unlogged) = stats.record_difference(described) {
+                    warn!(
+                        plugin = shadow.name(),
+                        op = op.as_str(),
+                        object = %subject,
+                        differences = %differences,
+                        unlogged_since_last = unlogged,
+                        "shadow candidate decided differently"
+                    );
+                }
             }
         });
     }

@@ -31,6 +31,7 @@ pub mod log_budget;
 pub mod memory_budget;
 pub mod set;
 pub mod shadow_report;
+pub mod shadow_stats;
 pub mod slot;
 pub mod source;
 pub mod wire;

@@ -7,13 +7,15 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::watch;
 
 use crate::loaded::LoadedPlugin;
+use crate::shadow_stats::ShadowStats;
 
 #[derive(Clone)]
 pub struct PluginSlot {
     name: Arc<str>,
     current: Arc<RwLock<LoadedPlugin>>,
-    /// A candidate in shadow mode: called on the same inputs, never applied.
-    shadow: Arc<RwLock<Option<LoadedPlugin>>>,
+    /// A candidate in shadow mode: called on the same inputs, never applied; with what it
+    /// did since it was set.
+    shadow: Arc<RwLock<Option<(LoadedPlugin, Arc<ShadowStats>)>>>,
     /// Counts replacements: controllers watch it to re-reconcile after a swap.
     generation: Arc<watch::Sender<u64>>,
     /// When true, a failed plugin call admits the request (failurePolicy Ignore) instead of
@@ -57,15 +59,27 @@ impl PluginSlot {
 
     /// The shadow candidate, if one is set.
     pub fn shadow(&self) -> Option<LoadedPlugin> {
+        self.shadow_with_stats().map(|(p, _)| p)
+    }
+
+    /// The shadow candidate and its counters.
+    pub fn shadow_with_stats(&self) -> Option<(LoadedPlugin, Arc<ShadowStats>)> {
         self.shadow
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    /// Sets (or clears) the shadow candidate.
+    /// Sets (or clears) the shadow candidate. The same version set again keeps its counters.
     pub fn set_shadow(&self, plugin: Option<LoadedPlugin>) {
-        *self.shadow.write().unwrap_or_else(|e| e.into_inner()) = plugin;
+        let mut shadow = self.shadow.write().unwrap_or_else(|e| e.into_inner());
+        *shadow = plugin.map(|p| {
+            let stats = match &*shadow {
+                Some((running, stats)) if running.same_as(&p) => stats.clone(),
+                _ => Arc::new(ShadowStats::default()),
+            };
+            (p, stats)
+        });
     }
 
     /// Makes `plugin` the serving version and returns the previous one; subscribers of

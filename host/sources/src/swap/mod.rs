@@ -22,6 +22,7 @@ use crate::{fetch, trust};
 mod recheck;
 mod report;
 mod rollback;
+mod shadow_status;
 use odh_host_metrics::Metrics;
 use odh_plugin_runtime::{LoadRequest, LoadedPlugin, PluginEngine, PluginSet, PluginSlot};
 
@@ -119,6 +120,10 @@ pub struct Registry {
     /// Per plugin and `oci://` source, the manifest digests it served, oldest first
     /// ([`rollback`]).
     served: Mutex<BTreeMap<(String, String), Vec<String>>>,
+    /// Each plugin's last status value written, so a shadow's counters can be added to it.
+    last_status: Mutex<BTreeMap<String, serde_json::Value>>,
+    /// The shadow counters last written per plugin.
+    reported_shadows: Mutex<BTreeMap<String, odh_plugin_runtime::shadow_stats::ShadowSnapshot>>,
     /// Trusted for `https://` sources besides the public web PKI.
     extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
     /// The only directory `file://` sources are read from; none: they are refused.
@@ -157,6 +162,8 @@ impl Registry {
             last_config: Mutex::new(None),
             active_origins: Mutex::new(BTreeMap::new()),
             served: Mutex::new(BTreeMap::new()),
+            last_status: Mutex::new(BTreeMap::new()),
+            reported_shadows: Mutex::new(BTreeMap::new()),
             extra_roots: Vec::new(),
             file_dir: None,
             serve_check: None,
@@ -612,6 +619,7 @@ impl Registry {
                 _ = retries.tick() => {
                     self.recheck_signatures().await;
                     self.retry_rejected().await;
+                    self.report_shadows().await;
                     continue;
                 }
                 e = stream.next() => e,

@@ -177,6 +177,24 @@ impl Registry {
     }
 
     pub(super) async fn apply_status(&self, name: &str, data: serde_json::Value) {
+        // A running shadow's counters stay in every value written.
+        let mut data = data;
+        if let Some(serde_json::Value::String(text)) = data.get(name)
+            && let Ok(mut value) = serde_json::from_str::<serde_json::Value>(text)
+        {
+            if value.get("shadow").is_none()
+                && let Some((_, stats)) = self.set.get(name).and_then(|s| s.shadow_with_stats())
+            {
+                value["shadow"] = super::shadow_status::shadow_json(&stats.snapshot());
+                data[name] = json!(value.to_string());
+            }
+            self.last_status
+                .lock()
+                .expect("status lock")
+                .insert(name.to_string(), value);
+        } else {
+            self.last_status.lock().expect("status lock").remove(name);
+        }
         let body = json!({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": STATUS_CONFIGMAP_NAME, "namespace": self.namespace},
