@@ -9,13 +9,16 @@ use tokio::sync::watch;
 use crate::loaded::LoadedPlugin;
 use crate::shadow_stats::ShadowStats;
 
+/// A shadow candidate and its counters.
+type Shadow = (LoadedPlugin, Arc<ShadowStats>);
+
 #[derive(Clone)]
 pub struct PluginSlot {
     name: Arc<str>,
     current: Arc<RwLock<LoadedPlugin>>,
     /// A candidate in shadow mode: called on the same inputs, never applied; with what it
     /// did since it was set.
-    shadow: Arc<RwLock<Option<(LoadedPlugin, Arc<ShadowStats>)>>>,
+    shadow: Arc<RwLock<Option<Shadow>>>,
     /// Counts replacements: controllers watch it to re-reconcile after a swap.
     generation: Arc<watch::Sender<u64>>,
     /// When true, a failed plugin call admits the request (failurePolicy Ignore) instead of
@@ -63,7 +66,7 @@ impl PluginSlot {
     }
 
     /// The shadow candidate and its counters.
-    pub fn shadow_with_stats(&self) -> Option<(LoadedPlugin, Arc<ShadowStats>)> {
+    pub fn shadow_with_stats(&self) -> Option<Shadow> {
         self.shadow
             .read()
             .unwrap_or_else(|e| e.into_inner())
