@@ -232,6 +232,10 @@ pub struct RunArgs {
     /// under it only); unset, such sources are refused.
     #[arg(long, value_name = "DIR")]
     pub plugin_file_dir: Option<PathBuf>,
+    /// PEM files of CAs a plugin's HTTPS trusts besides the public web PKI (repeatable); by
+    /// default OpenShift's service CA beside the ServiceAccount token, when it is there.
+    #[arg(long = "plugin-http-ca-file", value_name = "FILE")]
+    pub plugin_http_ca_files: Vec<PathBuf>,
     /// Memory (MiB) all plugin calls in flight may hold together; by default half the
     /// container's memory limit (none without one). Past it a call's memory growth fails.
     #[arg(long, value_name = "MIB")]

@@ -5,7 +5,8 @@
 use anyhow::Context;
 use kube::{Client, Config, config::KubeConfigOptions};
 use odh_plugin_runtime::{
-    EngineOptions, Identity, LoadRequest, LoadedPlugin, MemoryBudget, PluginEngine, Source,
+    EngineOptions, HttpTrust, Identity, LoadRequest, LoadedPlugin, MemoryBudget, PluginEngine,
+    Source,
 };
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -68,9 +69,37 @@ pub(crate) fn load_plugins(
         precompiled_dir: Some(args.plugin_precompiled_dir.clone()),
         identity,
         memory_budget,
+        http_trust: plugin_http_trust(&args.plugin_http_ca_files)?,
         ..Default::default()
     };
     load_plugins_named(&wanted, options)
+}
+
+/// Where OpenShift mounts its service CA in every pod (beside the ServiceAccount token).
+pub const SERVICE_CA_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt";
+
+/// The CAs plugin HTTPS trusts: the public web PKI plus `files`, or, with none given,
+/// OpenShift's service CA when the pod has it. A file given that does not load stops the start.
+fn plugin_http_trust(files: &[std::path::PathBuf]) -> anyhow::Result<HttpTrust> {
+    let files: Vec<std::path::PathBuf> = if files.is_empty() {
+        let service_ca = std::path::Path::new(SERVICE_CA_FILE);
+        service_ca
+            .exists()
+            .then(|| service_ca.to_path_buf())
+            .into_iter()
+            .collect()
+    } else {
+        files.to_vec()
+    };
+    let trust = HttpTrust::with_pem_files(&files).context("--plugin-http-ca-file")?;
+    if trust.extra_roots() > 0 {
+        info!(
+            files = ?files,
+            certificates = trust.extra_roots(),
+            "plugin HTTPS trusts these CAs besides the public web PKI"
+        );
+    }
+    Ok(trust)
 }
 
 /// Loads `wanted` (built-in names or `.wasm` files), each built-in with the settings its

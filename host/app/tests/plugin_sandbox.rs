@@ -428,6 +428,41 @@ fn serve_once(body: &'static str) -> (String, std::thread::JoinHandle<()>) {
     (format!("http://{addr}/catalog"), handle)
 }
 
+/// A plugin's HTTPS believes the public web PKI and the CAs the Deployment gives the host (the
+/// cluster's service CA): a server whose certificate a cluster CA signed is refused by default
+/// and reached once that CA is trusted.
+#[test]
+fn https_trusts_the_cluster_cas_the_host_is_given() {
+    use odh_model_controller::plugin::HttpTrust;
+    use odh_test_support::https_stand_in::{self, Reply};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime
+        .block_on(https_stand_in::start(&["127.0.0.1"], |_| {
+            Reply::Answer(200, r#"{"ok": true}"#.into())
+        }))
+        .unwrap();
+    let url = format!("https://{}/service", server.address);
+
+    let public_only = fixture();
+    let err = misbehave(&public_only, "http", json!({"url": url})).unwrap_err();
+    assert!(
+        err.to_string().to_ascii_lowercase().contains("tls")
+            || err.to_string().to_ascii_lowercase().contains("certificate"),
+        "{err}"
+    );
+
+    let trusting = fixture_on(
+        EngineOptions {
+            http_trust: HttpTrust::with_pem_files(&[&server.ca_file]).unwrap(),
+            ..EngineOptions::default()
+        },
+        Grants::default(),
+    );
+    let out = misbehave(&trusting, "http", json!({"url": url})).expect("the cluster CA is trusted");
+    assert_eq!(out["status"]["httpStatus"], 200, "{out}");
+    drop(server);
+}
+
 /// A request with a body goes out with its `Content-Length`, not chunked, as Go's client sends
 /// it (servers and gateways that require a length answer 411 to a chunked one).
 #[test]

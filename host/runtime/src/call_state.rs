@@ -62,6 +62,7 @@ impl CallState {
         clock: CallClock,
         identity: crate::identity::Identity,
         memory_budget: crate::MemoryBudget,
+        http_trust: crate::HttpTrust,
     ) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
         let mut wasi = WasiCtx::builder();
@@ -84,6 +85,7 @@ impl CallState {
             limits,
             clock.budget_end(),
             identity,
+            http_trust,
         );
         Self {
             plugin,

@@ -41,6 +41,8 @@ pub struct EngineOptions {
     pub identity: crate::identity::Identity,
     /// The linear memory all calls in flight may hold together ([`crate::memory_budget`]).
     pub memory_budget: crate::MemoryBudget,
+    /// Whom a plugin's HTTPS believes ([`crate::http_trust`]).
+    pub http_trust: crate::HttpTrust,
 }
 
 impl Default for EngineOptions {
@@ -52,6 +54,7 @@ impl Default for EngineOptions {
             max_memory_mib: 512,
             identity: crate::identity::Identity::none(),
             memory_budget: crate::MemoryBudget::unbounded(),
+            http_trust: crate::HttpTrust::default(),
         }
     }
 }

@@ -10,7 +10,7 @@
 //! of a download.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::BodyExt;
@@ -233,33 +233,20 @@ pub(super) async fn route(
     }
 }
 
-/// The roots a plugin's HTTPS requests trust: the Mozilla set, as wasi-http's own client; a test
-/// may add its own CA (`ODH_TEST_HTTP_CA_FILE`, with `ODH_TEST_HTTP_RESOLVE`).
-fn client_config(test_ca: bool) -> Result<Arc<rustls::ClientConfig>, Error> {
-    use rustls::pki_types::{CertificateDer, pem::PemObject};
-    static PUBLIC: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    let build = |roots| {
-        Arc::new(
-            rustls::ClientConfig::builder()
-                .with_root_certificates(roots)
-                .with_no_client_auth(),
-        )
-    };
-    let public = || rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.into(),
-    };
+/// The roots a plugin's HTTPS requests trust: `trust`'s (the public web PKI and the cluster's
+/// CAs); a test may add its own CA (`ODH_TEST_HTTP_CA_FILE`, with `ODH_TEST_HTTP_RESOLVE`).
+fn client_config(
+    trust: &crate::HttpTrust,
+    test_ca: bool,
+) -> Result<Arc<rustls::ClientConfig>, Error> {
     // Release builds (the image's binary) never read the test's CA.
     let test_ca = test_ca && cfg!(debug_assertions);
-    let Some(path) = std::env::var_os("ODH_TEST_HTTP_CA_FILE").filter(|_| test_ca) else {
-        return Ok(PUBLIC.get_or_init(|| build(public())).clone());
-    };
-    let mut roots = public();
-    for cert in CertificateDer::pem_file_iter(&path).map_err(|_| Error::TlsCertificateError)? {
-        roots
-            .add(cert.map_err(|_| Error::TlsCertificateError)?)
-            .map_err(|_| Error::TlsCertificateError)?;
+    match std::env::var_os("ODH_TEST_HTTP_CA_FILE").filter(|_| test_ca) {
+        None => Ok(trust.client_config()),
+        Some(path) => crate::HttpTrust::with_pem_files(&[path])
+            .map(|t| t.client_config())
+            .map_err(|_| Error::TlsCertificateError),
     }
-    Ok(build(roots))
 }
 
 /// The connection's I/O, to be driven while the response body is read.
@@ -272,6 +259,7 @@ pub(super) async fn send(
     mut request: http::Request<WasiBody>,
     route: Route,
     options: RequestOptions,
+    trust: &crate::HttpTrust,
     test_ca: bool,
 ) -> Result<Sent, Error> {
     let connect_timeout = options.connect_timeout.unwrap_or(Duration::from_secs(5));
@@ -298,7 +286,7 @@ pub(super) async fn send(
             Err(_) => rustls::pki_types::ServerName::try_from(route.host)
                 .map_err(|_| Error::TlsCertificateError)?,
         };
-        let connector = tokio_rustls::TlsConnector::from(client_config(test_ca)?);
+        let connector = tokio_rustls::TlsConnector::from(client_config(trust, test_ca)?);
         let stream = tokio::time::timeout(connect_timeout, connector.connect(name, tcp))
             .await
             .map_err(|_| Error::ConnectionTimeout)?

@@ -26,6 +26,7 @@ pub(super) struct HttpGate {
     budget_end: Instant,
     /// The controller's identity, added by the host where the plugin asks and may have it.
     identity: Identity,
+    trust: crate::HttpTrust,
 }
 
 type SendFuture =
@@ -39,6 +40,7 @@ impl HttpGate {
         limits: &Limits,
         budget_end: Instant,
         identity: Identity,
+        trust: crate::HttpTrust,
     ) -> Self {
         Self {
             plugin,
@@ -48,6 +50,7 @@ impl HttpGate {
             total_timeout: limits.http_timeout(),
             budget_end,
             identity,
+            trust,
         }
     }
 
@@ -148,12 +151,13 @@ impl WasiHttpHooks for HttpGate {
         };
         let caps = self.caps.clone();
         let plugin = self.plugin.clone();
+        let trust = self.trust.clone();
         let lookup_timeout = self.connect_timeout.min(total);
         Box::new(async move {
             use http_body_util::BodyExt;
             let sent = async {
                 match test_route {
-                    Some(route) => http_connect::send(request, route, options, true).await,
+                    Some(route) => http_connect::send(request, route, options, &trust, true).await,
                     None => {
                         let route = match http_connect::route(request.uri(), &caps, lookup_timeout)
                             .await
@@ -165,7 +169,7 @@ impl WasiHttpHooks for HttpGate {
                             }
                             Err(Refusal::Failed(e)) => return Err(e),
                         };
-                        http_connect::send(request, route, options, false).await
+                        http_connect::send(request, route, options, &trust, false).await
                     }
                 }
             };

@@ -24,6 +24,7 @@ pub mod export;
 pub mod gvk;
 pub mod http_connect;
 mod http_gate;
+pub mod http_trust;
 pub mod identity;
 pub mod limits;
 mod loaded;
@@ -43,6 +44,7 @@ pub use cluster_view::{ClusterView, MemoryCluster, NoCluster};
 pub use engine::{EngineOptions, PRECOMPILED_DIR, PluginEngine};
 pub use errors::{CallError, GuestError};
 pub use export::Export;
+pub use http_trust::HttpTrust;
 pub use identity::Identity;
 pub use limits::Limits;
 pub use loaded::{

@@ -94,6 +94,7 @@ impl Bootstrap<'_> {
             clock,
             engine.options().identity.clone(),
             engine.options().memory_budget.clone(),
+            engine.options().http_trust.clone(),
         );
         let mut store = Store::new(engine.engine(), state);
         store.limiter(|s| &mut s.limiter);
