@@ -60,9 +60,7 @@ impl CallState {
         limits: &Limits,
         env: &CallEnv,
         clock: CallClock,
-        identity: crate::identity::Identity,
-        memory_budget: crate::MemoryBudget,
-        http_trust: crate::HttpTrust,
+        host: &crate::EngineOptions,
     ) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
         let mut wasi = WasiCtx::builder();
@@ -84,15 +82,15 @@ impl CallState {
             env.effects,
             limits,
             clock.budget_end(),
-            identity,
-            http_trust,
+            host.identity.clone(),
+            host.http_trust.clone(),
         );
         Self {
             plugin,
             caps,
             cluster: env.cluster.clone(),
             caller: env.caller.clone(),
-            limiter: MemoryLimiter::new(limits.memory_bytes(), memory_budget),
+            limiter: MemoryLimiter::new(limits.memory_bytes(), host.memory_budget.clone()),
             stderr,
             clock,
             wasi: wasi.build(),

@@ -92,9 +92,7 @@ impl Bootstrap<'_> {
             limits,
             env,
             clock,
-            engine.options().identity.clone(),
-            engine.options().memory_budget.clone(),
-            engine.options().http_trust.clone(),
+            engine.options(),
         );
         let mut store = Store::new(engine.engine(), state);
         store.limiter(|s| &mut s.limiter);
