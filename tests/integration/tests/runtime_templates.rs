@@ -372,6 +372,22 @@ fn the_runtime_templates_are_the_specs_32_with_upstreams_annotations() {
             sa["openshift.io/display-name"].is_string(),
             "{name}: the runtime's display name"
         );
+        // Upstream's ovms and guardrails Templates have no display name of their own.
+        let template_named = ![
+            "kserve-ovms",
+            "guardrails-detector-huggingface-serving-template",
+        ]
+        .contains(&e.base.template);
+        assert_eq!(
+            ta["openshift.io/display-name"].is_string(),
+            template_named,
+            "{name}: the Template's display name"
+        );
+        assert_eq!(
+            ta["openshift.io/provider-display-name"].is_string(),
+            e.base.template != "kserve-ovms",
+            "{name}: the provider's display name"
+        );
         assert_eq!(
             sa.get("opendatahub.io/recommended-accelerators")
                 .and_then(Value::as_str),
