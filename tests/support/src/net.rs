@@ -225,9 +225,10 @@ pub async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<Reply> {
 }
 
 /// Accepts any server certificate; signatures are still checked with the provider's
-/// algorithms (the handshake itself stays sound).
+/// algorithms (the handshake itself stays sound). For tests that look at which certificate a
+/// server presents, or cannot know it in advance.
 #[derive(Debug)]
-struct Unverified(Arc<rustls::crypto::CryptoProvider>);
+pub struct Unverified(pub Arc<rustls::crypto::CryptoProvider>);
 
 impl rustls::client::danger::ServerCertVerifier for Unverified {
     fn verify_server_cert(
