@@ -131,27 +131,30 @@ async fn readiness_waits_for_the_webhook_certificate() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A pod's log is a pipe: no ANSI colour codes, even with the console encoder.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn logs_off_a_terminal_carry_no_colour_codes() -> anyhow::Result<()> {
+/// The host with the owner plugin only, webhooks off, no metrics, and `extra` flags; ready.
+async fn owner_host(name: &str, extra: &[&str]) -> anyhow::Result<HostProcess> {
     let health = free_port();
-    let mut host = HostProcess::start(
-        "no-colour",
-        &[
-            "--zap-encoder=console".into(),
-            plugin("owner"),
-            "--no-default-plugins".into(),
-            format!("--health-probe-bind-address={}", addr(health)),
-            "--metrics-bind-address=0".into(),
-        ],
-        &[("ENABLE_WEBHOOKS", "false")],
-    )?;
+    let mut args = vec![
+        plugin("owner"),
+        "--no-default-plugins".into(),
+        format!("--health-probe-bind-address={}", addr(health)),
+        "--metrics-bind-address=0".into(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let host = HostProcess::start(name, &args, &[("ENABLE_WEBHOOKS", "false")])?;
     eventually("the host is ready", Timing::default(), || async {
         let reply = get(([127, 0, 0, 1], health).into(), "/readyz").await?;
         anyhow::ensure!(reply.status == 200, "{}", reply.status);
         Ok(())
     })
     .await?;
+    Ok(host)
+}
+
+/// A pod's log is a pipe: no ANSI colour codes, even with the console encoder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_off_a_terminal_carry_no_colour_codes() -> anyhow::Result<()> {
+    let mut host = owner_host("no-colour", &["--zap-encoder=console"]).await?;
     host.terminate();
     let status = host.wait(Duration::from_secs(40)).expect("it stops");
     let output = host.output();
@@ -167,18 +170,7 @@ async fn logs_off_a_terminal_carry_no_colour_codes() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_periodic_resync_repairs_drift_no_watch_sees() -> anyhow::Result<()> {
     let t = TestContext::new("resync").await?;
-    let health = free_port();
-    let _host = HostProcess::start(
-        "resync",
-        &[
-            plugin("owner"),
-            "--no-default-plugins".into(),
-            "--sync-period=1s".into(),
-            format!("--health-probe-bind-address={}", addr(health)),
-            "--metrics-bind-address=0".into(),
-        ],
-        &[("ENABLE_WEBHOOKS", "false")],
-    )?;
+    let _host = owner_host("resync", &["--sync-period=1s"]).await?;
     let cms: Api<ConfigMap> = t.api();
     let primary: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "p", "labels": {"odh-test/primary": "true"}},
@@ -220,25 +212,7 @@ async fn a_periodic_resync_repairs_drift_no_watch_sees() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_requests_are_rate_limited_per_resource() -> anyhow::Result<()> {
     let t = TestContext::new("rate-limit").await?;
-    let health = free_port();
-    let _host = HostProcess::start(
-        "rate-limit",
-        &[
-            plugin("owner"),
-            "--no-default-plugins".into(),
-            "--kube-api-qps=5".into(),
-            "--kube-api-burst=1".into(),
-            format!("--health-probe-bind-address={}", addr(health)),
-            "--metrics-bind-address=0".into(),
-        ],
-        &[("ENABLE_WEBHOOKS", "false")],
-    )?;
-    eventually("the host is ready", Timing::default(), || async {
-        let reply = get(([127, 0, 0, 1], health).into(), "/readyz").await?;
-        anyhow::ensure!(reply.status == 200, "{}", reply.status);
-        Ok(())
-    })
-    .await?;
+    let _host = owner_host("rate-limit", &["--kube-api-qps=5", "--kube-api-burst=1"]).await?;
     let cms: Api<ConfigMap> = t.api();
     let started = Instant::now();
     for i in 0..10 {
