@@ -169,7 +169,10 @@ fn generate_config_maps(
     generators: &Value,
     objects: &mut Vec<Value>,
 ) -> anyhow::Result<()> {
-    for generator in generators.as_array().context("configMapGenerator: not a list")? {
+    for generator in generators
+        .as_array()
+        .context("configMapGenerator: not a list")?
+    {
         for key in generator.as_object().into_iter().flat_map(|g| g.keys()) {
             ensure!(
                 ["name", "envs", "behavior"].contains(&key.as_str()),
@@ -208,7 +211,11 @@ fn generate_config_maps(
             })),
             (behavior, existing) => bail!(
                 "generator {name}: behavior {behavior:?} with the ConfigMap {}",
-                if existing.is_some() { "present" } else { "absent" }
+                if existing.is_some() {
+                    "present"
+                } else {
+                    "absent"
+                }
             ),
         }
     }

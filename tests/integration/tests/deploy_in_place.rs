@@ -73,7 +73,10 @@ fn overlay_objects(namespace: &str) -> anyhow::Result<Vec<Value>> {
                 | (Some("ConfigMap"), Some("odh-model-controller-parameters"))
         )
     });
-    anyhow::ensure!(objects.len() == 3, "the overlay lacks an object: {objects:?}");
+    anyhow::ensure!(
+        objects.len() == 3,
+        "the overlay lacks an object: {objects:?}"
+    );
     for o in &mut objects {
         o["metadata"]["namespace"] = json!(namespace);
     }
@@ -173,7 +176,11 @@ fn comparable(mut object: Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn make_deploy_over_an_upstream_install_equals_a_fresh_install() -> anyhow::Result<()> {
-    if Command::new(kubectl()).args(["version", "--client"]).output().is_err() {
+    if Command::new(kubectl())
+        .args(["version", "--client"])
+        .output()
+        .is_err()
+    {
         eprintln!("SKIPPED: no kubectl on this machine (make deploy runs it)");
         return Ok(());
     }

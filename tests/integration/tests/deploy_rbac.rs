@@ -916,23 +916,25 @@ async fn every_overlay_passes_server_side_dry_run() -> anyhow::Result<()> {
             "configmap/odh-model-controller-parameters",
         ]
         .into_iter()
-        .chain(if overlay == "openshift" {
-            // Upstream's roles and monitors of the OpenShift profile (issue #32).
-            &[
-                "clusterrole.rbac.authorization.k8s.io/account-editor-role",
-                "clusterrole.rbac.authorization.k8s.io/account-viewer-role",
-                "clusterrole.rbac.authorization.k8s.io/kserve-prometheus-k8s",
-                "clusterrole.rbac.authorization.k8s.io/metrics-reader",
-                "clusterrole.rbac.authorization.k8s.io/proxy-role",
-                "clusterrolebinding.rbac.authorization.k8s.io/proxy-rolebinding",
-                "servicemonitor.monitoring.coreos.com/odh-model-controller-metrics-monitor",
-                "servicemonitor.monitoring.coreos.com/model-serving-api-metrics",
-            ][..]
-        } else {
-            &[][..]
-        }
-        .iter()
-        .copied()) {
+        .chain(
+            if overlay == "openshift" {
+                // Upstream's roles and monitors of the OpenShift profile (issue #32).
+                &[
+                    "clusterrole.rbac.authorization.k8s.io/account-editor-role",
+                    "clusterrole.rbac.authorization.k8s.io/account-viewer-role",
+                    "clusterrole.rbac.authorization.k8s.io/kserve-prometheus-k8s",
+                    "clusterrole.rbac.authorization.k8s.io/metrics-reader",
+                    "clusterrole.rbac.authorization.k8s.io/proxy-role",
+                    "clusterrolebinding.rbac.authorization.k8s.io/proxy-rolebinding",
+                    "servicemonitor.monitoring.coreos.com/odh-model-controller-metrics-monitor",
+                    "servicemonitor.monitoring.coreos.com/model-serving-api-metrics",
+                ][..]
+            } else {
+                &[][..]
+            }
+            .iter()
+            .copied(),
+        ) {
             anyhow::ensure!(
                 text.contains(kind),
                 "{overlay}: {kind} missing from:\n{text}"

@@ -96,14 +96,26 @@ mod crd {
 
     /// Upstream's descriptions (kubebuilder doc comments), by field.
     const DESCRIPTIONS: [(&str, &str, &str); 11] = [
-        ("spec", "apiKeySecret", "A reference to the Secret containing the NGC API Key."),
+        (
+            "spec",
+            "apiKeySecret",
+            "A reference to the Secret containing the NGC API Key.",
+        ),
         (
             "spec",
             "modelListConfig",
             "A reference to the ConfigMap containing the list of NIM models that are allowed to be deployed.",
         ),
-        ("spec", "nimConfigRefreshRate", "Refresh rate for models data, defaults to 24h"),
-        ("spec", "validationRefreshRate", "Refresh Rate for validation, defaults to 24h"),
+        (
+            "spec",
+            "nimConfigRefreshRate",
+            "Refresh rate for models data, defaults to 24h",
+        ),
+        (
+            "spec",
+            "validationRefreshRate",
+            "Refresh Rate for validation, defaults to 24h",
+        ),
         (
             "status",
             "lastAccountCheck",
@@ -114,10 +126,26 @@ mod crd {
             "lastSuccessfulConfigRefresh",
             "The last time we refresh the integration config successfully.",
         ),
-        ("status", "lastSuccessfulValidation", "The last time we validated successfully."),
-        ("status", "nimConfig", "A reference to the ConfigMap with data for NIM deployment."),
-        ("status", "nimPullSecret", "A reference to the Secret for pulling NIM images."),
-        ("status", "runtimeTemplate", "A reference to the Template for NIM ServingRuntime."),
+        (
+            "status",
+            "lastSuccessfulValidation",
+            "The last time we validated successfully.",
+        ),
+        (
+            "status",
+            "nimConfig",
+            "A reference to the ConfigMap with data for NIM deployment.",
+        ),
+        (
+            "status",
+            "nimPullSecret",
+            "A reference to the Secret for pulling NIM images.",
+        ),
+        (
+            "status",
+            "runtimeTemplate",
+            "A reference to the Template for NIM ServingRuntime.",
+        ),
         ("status", "conditions", ""),
     ];
 
@@ -133,14 +161,10 @@ mod crd {
 
     /// metav1.Condition's validation, as controller-gen writes it.
     fn validate_conditions(conditions: &mut JSONSchemaProps) {
-        let Some(item) = conditions
-            .items
-            .as_mut()
-            .and_then(|items| match items {
-                JSONSchemaPropsOrArray::Schema(schema) => Some(schema.as_mut()),
-                JSONSchemaPropsOrArray::Schemas(_) => None,
-            })
-        else {
+        let Some(item) = conditions.items.as_mut().and_then(|items| match items {
+            JSONSchemaPropsOrArray::Schema(schema) => Some(schema.as_mut()),
+            JSONSchemaPropsOrArray::Schemas(_) => None,
+        }) else {
             return;
         };
         let Some(props) = item.properties.as_mut() else {
@@ -198,8 +222,14 @@ mod crd {
                 Some("Account is used for adopting a NIM Account for Open Data Hub.".to_string());
             let props = schema.properties.get_or_insert_default();
             for (section, description) in [
-                ("spec", "AccountSpec defines the desired state of an Account object."),
-                ("status", "AccountStatus defines the observed state of an Account object."),
+                (
+                    "spec",
+                    "AccountSpec defines the desired state of an Account object.",
+                ),
+                (
+                    "status",
+                    "AccountStatus defines the observed state of an Account object.",
+                ),
             ] {
                 if let Some(s) = props.get_mut(section) {
                     s.description = Some(description.to_string());
