@@ -14,9 +14,10 @@
 //! * the checks themselves fail on a loosened manifest (`- {}` added to a policy's ingress, a
 //!   wider source, an unselected pod, a writable root, …).
 //!
-//! The overlays are rendered here (resources, patches, namespace: what the tests read), so the
-//! tests run on a machine without kubectl; where kubectl is installed, a test checks that
-//! `kubectl kustomize` renders the same Deployments and NetworkPolicies.
+//! The overlays are rendered here (resources, patches, namespace, the parameters ConfigMap and
+//! its replacements: what the tests read), so the tests run on a machine without kubectl;
+//! where kubectl is installed, a test checks that `kubectl kustomize` renders the same
+//! Deployments and NetworkPolicies.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
