@@ -147,11 +147,15 @@ KUBECTL ?= kubectl
 CONTAINER_TOOL ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 
 ## deploy: apply deploy/overlays/$(DEPLOY_OVERLAY) with image $(IMG) to the cluster of KUBECONFIG
+# Server-side apply with --force-conflicts: over an upstream install, fields kubectl
+# client-side apply or the platform operator own with other values (the image, a parameter)
+# become ours instead of failing the deploy; fields kubectl alone applied that we do not set
+# are removed (kubectl migrates its client-side ownership). See docs/operations.md.
 deploy:
 	@command -v $(KUBECTL) >/dev/null || { echo "kubectl is needed for make deploy"; exit 1; }
 	$(KUBECTL) kustomize deploy/overlays/$(DEPLOY_OVERLAY) \
-		| sed 's|image: quay.io/opendatahub/odh-model-controller:odh-incubating|image: $(IMG)|' \
-		| $(KUBECTL) apply --server-side --field-manager=odh-model-controller-deploy -f -
+		| sed 's|quay.io/opendatahub/odh-model-controller:odh-incubating|$(IMG)|' \
+		| $(KUBECTL) apply --server-side --force-conflicts --field-manager=odh-model-controller-deploy -f -
 
 ## undeploy: delete what `make deploy` applied (the plugins ConfigMap and the Account CRD too)
 undeploy:

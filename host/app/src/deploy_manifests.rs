@@ -494,9 +494,13 @@ fn webhooks_yaml(plugins: &[PluginInfo], profile: Profile) -> anyhow::Result<Opt
 }
 
 /// `deploy-manifests`: write the files under `deploy_dir`, or with `check` compare them and
-/// fail naming every stale one.
+/// fail naming every stale one. Everything generated under deploy/: the RBAC and webhook
+/// configurations of `generated/` and the CRDs of `crds/` (also `crds --write`).
 pub fn run(deploy_dir: &std::path::Path, check: bool) -> anyhow::Result<()> {
-    let files = generate(&builtin_plugins()?)?;
+    let mut files = generate(&builtin_plugins()?)?;
+    for (file, crd) in crate::crd::owned_crds() {
+        files.push((format!("crds/{file}"), crate::crd::to_manifest(&crd)?));
+    }
     let mut stale = Vec::new();
     for (path, content) in &files {
         let full = deploy_dir.join(path);
@@ -525,7 +529,7 @@ pub fn run(deploy_dir: &std::path::Path, check: bool) -> anyhow::Result<()> {
     }
     anyhow::ensure!(
         stale.is_empty(),
-        "deploy/ is stale against the plugins' manifests ({}): run `make deploy-manifests`",
+        "deploy/ is stale against the plugins' manifests or the CRD types ({}): run `make deploy-manifests`",
         stale.join(", ")
     );
     Ok(())

@@ -14,9 +14,10 @@
 //! * the checks themselves fail on a loosened manifest (`- {}` added to a policy's ingress, a
 //!   wider source, an unselected pod, a writable root, …).
 //!
-//! The overlays are rendered here (resources, patches, namespace: what the tests read), so the
-//! tests run on a machine without kubectl; where kubectl is installed, a test checks that
-//! `kubectl kustomize` renders the same Deployments and NetworkPolicies.
+//! The overlays are rendered here (resources, patches, namespace, the parameters ConfigMap and
+//! its replacements: what the tests read), so the tests run on a machine without kubectl;
+//! where kubectl is installed, a test checks that `kubectl kustomize` renders the same
+//! Deployments and NetworkPolicies.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -78,7 +79,10 @@ fn render(dir: &Path) -> anyhow::Result<Vec<Value>> {
                 "resources",
                 "patches",
                 "images",
-                "labels"
+                "labels",
+                "configMapGenerator",
+                "generatorOptions",
+                "replacements"
             ]
             .contains(&key.as_str()),
             "{}: `{key}` is not understood by this test's renderer: teach it, or render with kubectl",
@@ -114,6 +118,15 @@ fn render(dir: &Path) -> anyhow::Result<Vec<Value>> {
             objects.extend(documents(&target)?);
         }
     }
+    if let Some(generators) = fields.get("configMapGenerator") {
+        ensure!(
+            fields["generatorOptions"]["disableNameSuffixHash"] == true,
+            "{}: a generated name with a hash suffix: teach the renderer",
+            path.display()
+        );
+        generate_config_maps(dir, generators, &mut objects)
+            .with_context(|| format!("{}", path.display()))?;
+    }
     for patch in fields
         .get("patches")
         .and_then(Value::as_array)
@@ -130,7 +143,135 @@ fn render(dir: &Path) -> anyhow::Result<Vec<Value>> {
             }
         }
     }
+    for entry in fields
+        .get("replacements")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let file = entry["path"]
+            .as_str()
+            .context("a replacement that is not a `path` to a file: teach the renderer")?;
+        for replacement in documents(&dir.join(file))?
+            .into_iter()
+            .flat_map(|d| d.as_array().cloned().unwrap_or_default())
+        {
+            replace(&replacement, &mut objects)
+                .with_context(|| format!("{}: {file}", path.display()))?;
+        }
+    }
     Ok(objects)
+}
+
+/// `configMapGenerator` entries with `envs` (`key=value` lines), created or merged
+/// (`behavior: merge`) into a ConfigMap of the resources.
+fn generate_config_maps(
+    dir: &Path,
+    generators: &Value,
+    objects: &mut Vec<Value>,
+) -> anyhow::Result<()> {
+    for generator in generators
+        .as_array()
+        .context("configMapGenerator: not a list")?
+    {
+        for key in generator.as_object().into_iter().flat_map(|g| g.keys()) {
+            ensure!(
+                ["name", "envs", "behavior"].contains(&key.as_str()),
+                "a configMapGenerator `{key}`: teach the renderer"
+            );
+        }
+        let name = generator["name"].as_str().context("a generator's name")?;
+        let mut data = serde_json::Map::new();
+        for env in generator["envs"].as_array().into_iter().flatten() {
+            let file = dir.join(env.as_str().context("an env file")?);
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            for line in text.lines().map(str::trim) {
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let (k, v) = line.split_once('=').context("an env line without `=`")?;
+                data.insert(k.to_string(), json!(v));
+            }
+        }
+        let existing = objects
+            .iter_mut()
+            .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == name);
+        match (generator["behavior"].as_str(), existing) {
+            (Some("merge"), Some(config_map)) => {
+                let into = config_map["data"]
+                    .as_object_mut()
+                    .context("a ConfigMap without data")?;
+                into.extend(data);
+            }
+            (None | Some("create"), None) => objects.push(json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name},
+                "data": data,
+            })),
+            (behavior, existing) => bail!(
+                "generator {name}: behavior {behavior:?} with the ConfigMap {}",
+                if existing.is_some() {
+                    "present"
+                } else {
+                    "absent"
+                }
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// One kustomize replacement: a ConfigMap's `data.<key>` into the selected objects' field
+/// paths (dot-separated; `[name=x]` picks a list element by name, a number by index). A
+/// target matching no object is no error (as kustomize); a path that does not resolve is.
+fn replace(replacement: &Value, objects: &mut [Value]) -> anyhow::Result<()> {
+    let source = &replacement["source"];
+    ensure!(
+        source["kind"] == "ConfigMap",
+        "a replacement source other than a ConfigMap: teach the renderer"
+    );
+    let key = source["fieldPath"]
+        .as_str()
+        .and_then(|f| f.strip_prefix("data."))
+        .context("a source fieldPath other than data.<key>: teach the renderer")?;
+    let value = objects
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == source["name"])
+        .and_then(|o| o["data"].get(key))
+        .cloned()
+        .with_context(|| format!("source {source} not found"))?;
+    for target in replacement["targets"].as_array().into_iter().flatten() {
+        let select = &target["select"];
+        for object in objects
+            .iter_mut()
+            .filter(|o| o["kind"] == select["kind"] && o["metadata"]["name"] == select["name"])
+        {
+            for field_path in target["fieldPaths"].as_array().into_iter().flatten() {
+                let field_path = field_path.as_str().context("a fieldPath")?;
+                let mut at = &mut *object;
+                for segment in field_path.split('.') {
+                    at = if let Some(selector) =
+                        segment.strip_prefix('[').and_then(|s| s.strip_suffix(']'))
+                    {
+                        let (k, v) = selector.split_once('=').context("a list selector")?;
+                        at.as_array_mut()
+                            .and_then(|items| items.iter_mut().find(|i| i[k] == v))
+                            .with_context(|| format!("{field_path}: no element {selector}"))?
+                    } else if let Ok(index) = segment.parse::<usize>() {
+                        at.get_mut(index)
+                            .with_context(|| format!("{field_path}: no element {index}"))?
+                    } else {
+                        at.get_mut(segment)
+                            .with_context(|| format!("{field_path}: no field {segment}"))?
+                    };
+                }
+                *at = value.clone();
+            }
+        }
+    }
+    Ok(())
 }
 
 fn apply_patch(dir: &Path, patch: &Value, objects: &mut Vec<Value>) -> anyhow::Result<()> {

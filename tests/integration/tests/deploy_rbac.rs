@@ -76,6 +76,20 @@ fn documents(path: &Path) -> anyhow::Result<Vec<Value>> {
 
 /// The ServiceAccount and the full profile's RBAC, moved into `namespace`; cluster-scoped
 /// objects get `-<namespace>` appended to their names (the test apiserver is shared).
+/// deploy/base/params.env as its configMapGenerator makes the ConfigMap's data.
+fn params() -> anyhow::Result<serde_json::Map<String, Value>> {
+    let text = std::fs::read_to_string(deploy_dir().join("base/params.env"))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (k, v) = l
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("params.env: {l}"))?;
+            Ok((k.to_string(), json!(v)))
+        })
+        .collect()
+}
+
 fn rbac_objects(profile: &str, namespace: &str) -> anyhow::Result<Vec<Value>> {
     let dir = deploy_dir();
     let mut objects = documents(&dir.join("base/service-account.yaml"))?;
@@ -298,13 +312,14 @@ async fn deploy_host(
     odh_test_support::service_account::token_kubeconfig(&token, &kubeconfig)?;
     let ca_pem = serving_cert(&work.join("certs"))?;
 
-    // What the pod webhook reads (the parameters ConfigMap in the controller's namespace).
+    // What the pod webhook reads: the parameters ConfigMap deploy/ generates from params.env,
+    // in the controller's namespace.
     Api::<ConfigMap>::namespaced(admin.clone(), &controller_ns)
         .create(
             &PostParams::default(),
             &serde_json::from_value(json!({
                 "metadata": {"name": "odh-model-controller-parameters"},
-                "data": {"ray-tls-generator-image": "registry.redhat.io/ubi9/ubi-minimal:latest"},
+                "data": params()?,
             }))?,
         )
         .await?;
@@ -537,9 +552,11 @@ async fn drive(
         )
         .await?;
     let init = pod.spec.and_then(|s| s.init_containers).unwrap_or_default();
+    let image = params()?["ray-tls-generator-image"].clone();
     anyhow::ensure!(
-        init.iter().any(|c| c.name == "ray-tls-generator"),
-        "the Pod webhook did not mutate the Pod: {init:?}"
+        init.iter()
+            .any(|c| c.name == "ray-tls-generator" && c.image.as_deref() == image.as_str()),
+        "the Pod webhook did not mutate the Pod with params.env's image {image}: {init:?}"
     );
     pods.patch_status(
         "ray-head",
@@ -888,7 +905,29 @@ async fn every_overlay_passes_server_side_dry_run() -> anyhow::Result<()> {
             "clusterrole.rbac.authorization.k8s.io/odh-model-controller-role",
             // Its pods' NetworkPolicy (deploy_hardening.rs checks what it admits).
             "networkpolicy.networking.k8s.io/odh-model-controller",
-        ] {
+            // The parameters the Pod webhook reads and the platform operator sets.
+            "configmap/odh-model-controller-parameters",
+        ]
+        .into_iter()
+        .chain(
+            if overlay == "openshift" {
+                // Upstream's roles and monitors of the OpenShift profile (issue #32).
+                &[
+                    "clusterrole.rbac.authorization.k8s.io/account-editor-role",
+                    "clusterrole.rbac.authorization.k8s.io/account-viewer-role",
+                    "clusterrole.rbac.authorization.k8s.io/kserve-prometheus-k8s",
+                    "clusterrole.rbac.authorization.k8s.io/metrics-reader",
+                    "clusterrole.rbac.authorization.k8s.io/proxy-role",
+                    "clusterrolebinding.rbac.authorization.k8s.io/proxy-rolebinding",
+                    "servicemonitor.monitoring.coreos.com/odh-model-controller-metrics-monitor",
+                    "servicemonitor.monitoring.coreos.com/model-serving-api-metrics",
+                ][..]
+            } else {
+                &[][..]
+            }
+            .iter()
+            .copied(),
+        ) {
             anyhow::ensure!(
                 text.contains(kind),
                 "{overlay}: {kind} missing from:\n{text}"

@@ -472,10 +472,35 @@ fn the_images_come_from_the_parameters_configmap_with_upstreams_keys() {
     let params: BTreeMap<String, String> = std::fs::read_to_string(&params_path)
         .unwrap()
         .lines()
+        .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let rendered = templates(&kubectl, "tests/integration/runtime-images");
+    // The OpenShift overlay as a platform operator uses it, from a copy of deploy/ whose
+    // params.env holds the fixture's value for every runtime image key.
+    let copy = std::env::temp_dir().join(format!("odh-runtime-images-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&copy);
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(workspace_root().join("deploy"))
+        .arg(&copy)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let base_params = copy.join("base/params.env");
+    let mut lines: Vec<String> = std::fs::read_to_string(&base_params)
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            l.split_once('=')
+                .is_none_or(|(k, _)| !params.contains_key(k))
+        })
+        .map(str::to_string)
+        .collect();
+    lines.extend(params.iter().map(|(k, v)| format!("{k}={v}")));
+    std::fs::write(&base_params, lines.join("\n") + "\n").unwrap();
+    let rendered = templates(&kubectl, copy.join("overlays/openshift").to_str().unwrap());
+    let _ = std::fs::remove_dir_all(&copy);
     assert_eq!(rendered.len(), 32);
     for e in expected() {
         let name = e.template();

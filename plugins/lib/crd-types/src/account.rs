@@ -87,17 +87,129 @@ pub use crd::crd;
 
 #[cfg(feature = "crd")]
 mod crd {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        CustomResourceDefinition, JSON, JSONSchemaProps, JSONSchemaPropsOrArray,
+    };
     use kube::CustomResourceExt;
 
     use super::Account;
 
+    /// Upstream's descriptions (kubebuilder doc comments), by field.
+    const DESCRIPTIONS: [(&str, &str, &str); 11] = [
+        (
+            "spec",
+            "apiKeySecret",
+            "A reference to the Secret containing the NGC API Key.",
+        ),
+        (
+            "spec",
+            "modelListConfig",
+            "A reference to the ConfigMap containing the list of NIM models that are allowed to be deployed.",
+        ),
+        (
+            "spec",
+            "nimConfigRefreshRate",
+            "Refresh rate for models data, defaults to 24h",
+        ),
+        (
+            "spec",
+            "validationRefreshRate",
+            "Refresh Rate for validation, defaults to 24h",
+        ),
+        (
+            "status",
+            "lastAccountCheck",
+            "The last time we checked the Account, failed or successful.",
+        ),
+        (
+            "status",
+            "lastSuccessfulConfigRefresh",
+            "The last time we refresh the integration config successfully.",
+        ),
+        (
+            "status",
+            "lastSuccessfulValidation",
+            "The last time we validated successfully.",
+        ),
+        (
+            "status",
+            "nimConfig",
+            "A reference to the ConfigMap with data for NIM deployment.",
+        ),
+        (
+            "status",
+            "nimPullSecret",
+            "A reference to the Secret for pulling NIM images.",
+        ),
+        (
+            "status",
+            "runtimeTemplate",
+            "A reference to the Template for NIM ServingRuntime.",
+        ),
+        ("status", "conditions", ""),
+    ];
+
+    /// Upstream's printer column descriptions, by column name.
+    const COLUMN_DESCRIPTIONS: [(&str, &str); 6] = [
+        ("Account Status", "Status of the Account"),
+        ("Account Check", "Last account check, failed or successful"),
+        ("Validation Rate", "Validation refresh rate"),
+        ("Last Successful Validation", "Last successful validation"),
+        ("Config Rate", "Config refresh rate"),
+        ("Last Successful Config", "Last successful config refresh"),
+    ];
+
+    /// metav1.Condition's validation, as controller-gen writes it.
+    fn validate_conditions(conditions: &mut JSONSchemaProps) {
+        let Some(item) = conditions.items.as_mut().and_then(|items| match items {
+            JSONSchemaPropsOrArray::Schema(schema) => Some(schema.as_mut()),
+            JSONSchemaPropsOrArray::Schemas(_) => None,
+        }) else {
+            return;
+        };
+        let Some(props) = item.properties.as_mut() else {
+            return;
+        };
+        if let Some(message) = props.get_mut("message") {
+            message.max_length = Some(32768);
+        }
+        if let Some(generation) = props.get_mut("observedGeneration") {
+            generation.minimum = Some(0.0);
+        }
+        if let Some(reason) = props.get_mut("reason") {
+            reason.max_length = Some(1024);
+            reason.min_length = Some(1);
+            reason.pattern = Some("^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$".to_string());
+        }
+        if let Some(status) = props.get_mut("status") {
+            status.enum_ = Some(
+                ["True", "False", "Unknown"]
+                    .into_iter()
+                    .map(|v| JSON(serde_json::Value::String(v.to_string())))
+                    .collect(),
+            );
+        }
+        if let Some(type_) = props.get_mut("type") {
+            type_.max_length = Some(316);
+            type_.pattern = Some(
+                r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+                    .to_string(),
+            );
+        }
+    }
+
     /// The CRD as upstream ships it (`deploy/crds/nim.opendatahub.io_accounts.yaml`): `spec`
-    /// optional at the top level, object references atomic.
+    /// optional at the top level, object references atomic, upstream's descriptions and
+    /// metav1.Condition validation (status enum, type and reason patterns, lengths).
     pub fn crd() -> CustomResourceDefinition {
         let mut crd = Account::crd();
         crd.spec.names.list_kind = Some("AccountList".to_string());
         for version in &mut crd.spec.versions {
+            for column in version.additional_printer_columns.iter_mut().flatten() {
+                if let Some((_, d)) = COLUMN_DESCRIPTIONS.iter().find(|(n, _)| *n == column.name) {
+                    column.description = Some(d.to_string());
+                }
+            }
             let Some(schema) = version
                 .schema
                 .as_mut()
@@ -106,7 +218,37 @@ mod crd {
                 continue;
             };
             schema.required = None;
+            schema.description =
+                Some("Account is used for adopting a NIM Account for Open Data Hub.".to_string());
             let props = schema.properties.get_or_insert_default();
+            for (section, description) in [
+                (
+                    "spec",
+                    "AccountSpec defines the desired state of an Account object.",
+                ),
+                (
+                    "status",
+                    "AccountStatus defines the observed state of an Account object.",
+                ),
+            ] {
+                if let Some(s) = props.get_mut(section) {
+                    s.description = Some(description.to_string());
+                }
+            }
+            for (section, field, description) in DESCRIPTIONS {
+                let Some(field) = props
+                    .get_mut(section)
+                    .and_then(|s| s.properties.as_mut())
+                    .and_then(|p| p.get_mut(field))
+                else {
+                    continue;
+                };
+                if description.is_empty() {
+                    validate_conditions(field);
+                } else {
+                    field.description = Some(description.to_string());
+                }
+            }
             for (section, refs) in [
                 ("spec", &["apiKeySecret", "modelListConfig"][..]),
                 (
