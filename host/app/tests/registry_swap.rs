@@ -520,25 +520,20 @@ async fn a_new_plugin_joins_with_its_entry_and_leaves_without_it() -> anyhow::Re
 #[tokio::test]
 async fn an_entry_granting_past_the_ceiling_is_refused_with_a_status_and_one_event()
 -> anyhow::Result<()> {
-    use odh_model_controller::plugin::{Grants, PluginSet};
+    use odh_model_controller::plugin::Grants;
     use odh_model_controller::registry::{Ceiling, KindCeiling, ceiling};
     let t = TestContext::new("swap-ceiling").await?;
     let narrowed = odh_test_support::host::load_with("misbehave", |r| r.grants(Grants::none()));
     let slot = PluginSlot::new(narrowed);
     let (_, misbehave) = odh_test_support::host::component("misbehave");
     let f = Fixture {
-        registry: Registry::new(
-            t.client.clone(),
-            t.namespace.clone(),
-            odh_test_support::host::engine(),
-            PluginSet::new([slot.clone()]),
-            odh_model_controller::builtins::catalog(),
-        )
-        .with_ceiling(Ceiling {
-            reads: KindCeiling::parse(&[]).map_err(anyhow::Error::msg)?,
-            http_hosts: ceiling::hosts(["*.example.com"]),
-            ..Ceiling::default()
-        }),
+        registry: common::registry(&t, odh_test_support::host::engine(), &slot).with_ceiling(
+            Ceiling {
+                reads: KindCeiling::parse(&[]).map_err(anyhow::Error::msg)?,
+                http_hosts: ceiling::hosts(["*.example.com"]),
+                ..Ceiling::default()
+            },
+        ),
         t,
         slot,
         misbehave,

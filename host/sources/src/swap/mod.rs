@@ -465,9 +465,11 @@ impl Registry {
             )));
         }
         let mut widened = Vec::new();
-        if !entry.source.is_builtin() {
-            let baseline = trust::baseline(predecessor, plugin.manifest());
-            let beyond = trust::beyond_baseline(plugin.manifest(), &entry.grants, &baseline);
+        // What the candidate holds without a grant (a plugin from outside the host only).
+        let baseline =
+            (!entry.source.is_builtin()).then(|| trust::baseline(predecessor, plugin.manifest()));
+        if let Some(baseline) = &baseline {
+            let beyond = trust::beyond_baseline(plugin.manifest(), &entry.grants, baseline);
             if !beyond.is_empty() {
                 let held = match predecessor {
                     Some(_) => "the version it replaces holds",
@@ -480,7 +482,7 @@ impl Registry {
                     beyond.join(", ")
                 )));
             }
-            widened = trust::widened(plugin.capabilities(), &baseline);
+            widened = trust::widened(plugin.capabilities(), baseline);
             if !widened.is_empty() {
                 tracing::info!(
                     plugin = plugin.name(),
@@ -489,24 +491,23 @@ impl Registry {
                 );
             }
         }
-        let past_ceiling = if entry.source.is_builtin() {
+        let past_ceiling = match &baseline {
+            Some(baseline) => self.ceiling.exceeded(
+                plugin.manifest(),
+                plugin.capabilities(),
+                baseline,
+                &Default::default(),
+                predecessor.map(LoadedPlugin::manifest),
+            ),
             // The host's own code holds what its registration gives it; only where the
             // controller's identity goes is the entry's to widen.
-            self.ceiling.exceeded(
+            None => self.ceiling.exceeded(
                 plugin.manifest(),
                 plugin.capabilities(),
                 plugin.capabilities(),
                 &self.builtins.grants(&entry.name).service_account_namespaces,
                 Some(plugin.manifest()),
-            )
-        } else {
-            self.ceiling.exceeded(
-                plugin.manifest(),
-                plugin.capabilities(),
-                &trust::baseline(predecessor, plugin.manifest()),
-                &Default::default(),
-                predecessor.map(LoadedPlugin::manifest),
-            )
+            ),
         };
         if !past_ceiling.is_empty() {
             return Err(reject(format!(
