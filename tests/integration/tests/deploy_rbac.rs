@@ -874,32 +874,12 @@ async fn every_overlay_passes_server_side_dry_run() -> anyhow::Result<()> {
             "kubectl kustomize {overlay}: {}",
             String::from_utf8_lossy(&rendered.stderr)
         );
-        let mut apply = Command::new(&kubectl)
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .args([
-                "apply",
-                "--server-side",
-                "--dry-run=server",
-                "--field-manager=dry-run",
-                "-f",
-                "-",
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        {
-            use std::io::Write as _;
-            apply.stdin.take().unwrap().write_all(&rendered.stdout)?;
-        }
-        let out = apply.wait_with_output()?;
-        anyhow::ensure!(
-            out.status.success(),
-            "overlay {overlay} refused by server-side dry-run:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8_lossy(&out.stdout);
+        let text = odh_test_support::dev::dry_run_apply(
+            &kubectl,
+            &kubeconfig,
+            &rendered.stdout,
+            &format!("overlay {overlay}"),
+        )?;
         for kind in [
             "deployment.apps/odh-model-controller",
             "clusterrole.rbac.authorization.k8s.io/odh-model-controller-role",

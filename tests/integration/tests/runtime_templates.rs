@@ -13,7 +13,7 @@
 //! Rendering needs `kubectl` (as deploy_rbac.rs): without it the tests say SKIPPED.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -621,32 +621,12 @@ async fn the_openshift_overlay_creates_the_32_templates() -> anyhow::Result<()> 
         .await;
     let kubeconfig = odh_test_support::cluster()?.kubeconfig.clone();
     let rendered = render(&kubectl, "deploy/overlays/openshift");
-    let mut apply = Command::new(&kubectl)
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .args([
-            "apply",
-            "--server-side",
-            "--dry-run=server",
-            "--field-manager=dry-run",
-            "-f",
-            "-",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    {
-        use std::io::Write as _;
-        apply.stdin.take().unwrap().write_all(rendered.as_bytes())?;
-    }
-    let out = apply.wait_with_output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "the OpenShift overlay refused by server-side dry-run:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = odh_test_support::dev::dry_run_apply(
+        &kubectl,
+        &kubeconfig,
+        rendered.as_bytes(),
+        "the OpenShift overlay",
+    )?;
     let mut created: Vec<&str> = text
         .lines()
         .filter_map(|l| l.strip_prefix("template.template.openshift.io/"))

@@ -147,3 +147,43 @@ pub fn yaml_documents(text: &str) -> anyhow::Result<Vec<Value>> {
     }
     Ok(out)
 }
+
+/// `kubectl apply --server-side --dry-run=server` of the YAML `manifests` against the cluster
+/// of `kubeconfig`; kubectl's output (one `<kind>/<name> serverside-applied (server dry run)`
+/// line per object), or why the apiserver refused, with `what` naming the manifests.
+pub fn dry_run_apply(
+    kubectl: &str,
+    kubeconfig: &std::path::Path,
+    manifests: &[u8],
+    what: &str,
+) -> anyhow::Result<String> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut apply = Command::new(kubectl)
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .args([
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "--field-manager=dry-run",
+            "-f",
+            "-",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    apply
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(manifests)?;
+    let out = apply.wait_with_output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{what} refused by server-side dry-run:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
