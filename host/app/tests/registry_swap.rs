@@ -172,38 +172,149 @@ async fn a_good_candidate_swaps_in_and_a_removed_entry_reverts() -> anyhow::Resu
 }
 
 /// One grants rule: a grant narrows what the manifest declares (kinds by equality, HTTP hosts by
-/// coverage); a candidate that declares more is swapped in with the narrower capabilities, not
-/// refused.
+/// coverage); a candidate whose declared HTTP hosts are cut to one port is swapped in with the
+/// narrower capabilities, and the status says what it goes without. Withholding a kind its own
+/// controller runs on (its primary) would leave it failing on every reconcile: refused.
 #[tokio::test]
-async fn grants_narrow_a_candidate_instead_of_refusing_it() -> anyhow::Result<()> {
+async fn grants_narrow_a_candidate_unless_it_cannot_work_without_what_they_withhold()
+-> anyhow::Result<()> {
     let f = fixture("swap-narrow").await?;
     f.put_component("misbehave-plugin", &f.misbehave).await?;
     let digest = sha(&f.misbehave);
-    let entry = f.entry(
-        "configmap://misbehave-plugin/plugin.wasm.gz",
+    let source = "configmap://misbehave-plugin/plugin.wasm.gz";
+    let unworkable = f.entry(
+        source,
         &digest,
-        "    settings:\n      okLabel: narrow\n    grants:\n      reads: []\n      httpHosts: [\"127.0.0.1:8443\"]\n",
+        "    settings:\n      okLabel: narrow\n    grants:\n      reads: []\n",
+    );
+    let SwapResult::Rejected(message) = f.configure(&unworkable).await? else {
+        panic!("withholding the controller's primary kind must refuse the candidate");
+    };
+    assert!(
+        message
+            .contains("the entry's grants withhold reads ConfigMap/v1 that the candidate declares"),
+        "{message}"
+    );
+    assert_eq!(f.decision(), "true", "the last good version keeps serving");
+
+    let entry = f.entry(
+        source,
+        &digest,
+        "    settings:\n      okLabel: narrow\n    grants:\n      httpHosts: [\"127.0.0.1:8443\"]\n",
     );
     assert_eq!(f.configure(&entry).await?, SwapResult::Swapped(digest));
     assert_eq!(f.decision(), "narrow");
     let serving = f.slot.current();
     let caps = serving.capabilities();
-    let cm = Gvk::new("", "v1", "ConfigMap");
-    assert!(serving.manifest().reads.contains(&cm), "still declared");
-    assert!(!caps.may_read(&cm), "but not granted");
     assert!(caps.may_connect("127.0.0.1:8443"));
     assert!(
         !caps.may_connect("127.0.0.1:9000"),
         "the declared host narrowed to one port"
     );
+    let narrowed = ["HTTP host 127.0.0.1", "HTTP host localhost"];
+    assert_eq!(caps.withheld(serving.manifest()), narrowed);
+    let status = f.status().await?;
+    assert_eq!(status["grantsNarrowed"], json!(narrowed), "{status}");
+    assert_eq!(status["lastError"], Value::Null);
+    Ok(())
+}
+
+/// Grants pinned in the entry are the admin's "no more than this": a later version of the
+/// plugin that declares a read its predecessor did not (a Secret) is not loaded narrowed, where
+/// it would go live and fail on it, but refused, with the status and one Event naming what the
+/// grants withhold; the version it would replace keeps serving and reconciling.
+#[tokio::test]
+async fn a_candidate_asking_past_its_pinned_grants_never_replaces_the_serving_version()
+-> anyhow::Result<()> {
+    use odh_model_controller::plugin::ReconcileInput;
+    use odh_model_controller::plugin::wire::RequestKey;
+    let t = TestContext::new("swap-pinned").await?;
+    let (_, misbehave_slot, _) = common::misbehave_slot()?;
+    let registry = common::registry(&t, odh_test_support::host::engine(), &misbehave_slot);
+    let set = registry.plugins().clone();
+    let f = Fixture {
+        t,
+        slot: misbehave_slot,
+        registry,
+        misbehave: Vec::new(),
+    };
+    let (_, owner) = odh_test_support::host::component("owner");
+    let (_, grown) = odh_test_support::host::component("grown");
+    f.put_component("owner-1", &owner).await?;
+    f.put_component("owner-2", &grown).await?;
+    let pinned = "    grants:\n      reads: [{group: \"\", version: v1, kind: ConfigMap}]\n      writes: [{group: \"\", version: v1, kind: ConfigMap}]\n";
+    let apply = |part: &str, digest: String| {
+        let yaml = format!(
+            "plugins:\n  owner:\n    source: configmap://{part}/plugin.wasm.gz\n    sha256: {digest}\n{pinned}"
+        );
+        let f = &f;
+        async move {
+            let cm = f
+                .put(
+                    "odh-model-controller-plugins",
+                    ConfigMap {
+                        data: Some(BTreeMap::from([("plugins.yaml".to_string(), yaml)])),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            let mut results = f
+                .registry
+                .apply_configmap(Some(&cm))
+                .await
+                .map_err(anyhow::Error::msg)?;
+            anyhow::Ok(results.remove("owner").unwrap_or(SwapResult::Unchanged))
+        }
+    };
     assert_eq!(
-        caps.withheld(serving.manifest()),
-        [
-            "reads ConfigMap/v1",
-            "HTTP host 127.0.0.1",
-            "HTTP host localhost"
-        ]
+        apply("owner-1", sha(&owner)).await?,
+        SwapResult::Swapped(sha(&owner))
     );
+    let SwapResult::Rejected(message) = apply("owner-2", sha(&grown)).await? else {
+        panic!("a candidate asking past its pinned grants must be refused");
+    };
+    assert!(
+        message.contains("withhold reads Secret/v1 that the candidate declares")
+            && message.contains("add them to the entry's grants"),
+        "{message}"
+    );
+    let serving = set.get("owner").expect("owner still served").current();
+    assert_eq!(
+        serving.manifest().version,
+        "0.1.0",
+        "the pinned version keeps serving"
+    );
+    let primary = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "p", "namespace": f.t.namespace, "uid": "u1",
+                     "labels": {"odh-test/primary": "true"}},
+        "data": {"value": "v"}});
+    let input = ReconcileInput {
+        controller: "owner".into(),
+        key: RequestKey {
+            namespace: Some(f.t.namespace.clone()),
+            name: "p".into(),
+        },
+        object: Some(primary.to_string()),
+    };
+    let outcome = serving
+        .reconcile_blocking(&input, &CallEnv::live(Arc::new(NoCluster)))
+        .expect("the serving version reconciles without errors");
+    assert!(outcome.error.is_none(), "{outcome:?}");
+    assert_eq!(
+        outcome.apply.len(),
+        1,
+        "it still makes its owned ConfigMap: {outcome:?}"
+    );
+    for _ in 0..4 {
+        f.registry.retry_rejected().await;
+    }
+    let cm = f.configmaps().get(STATUS_CONFIGMAP_NAME).await?;
+    let status: Value = serde_json::from_str(&cm.data.unwrap()["owner"])?;
+    assert_eq!(status["activeDigest"], sha(&owner));
+    assert_eq!(status["lastError"], json!(message), "{status}");
+    let notes = common::rejection_notes(&f.t).await?;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("reads Secret/v1"), "{notes:?}");
     Ok(())
 }
 

@@ -157,6 +157,51 @@ pub fn widened(granted: &Capabilities, baseline: &Capabilities) -> Vec<String> {
     out
 }
 
+/// How an entry's grants cut into what a candidate declares.
+#[derive(Debug, Default, PartialEq)]
+pub struct Narrowing {
+    /// Withheld asks that refuse the candidate: kinds its own controllers cannot run without,
+    /// and anything the version it replaces did not declare (a pinned grant is the admin's
+    /// "no more than this": a candidate asking for more would go live and fail on it).
+    pub refusing: Vec<String>,
+    /// Withheld asks the candidate loads without: an admin's deliberate narrowing of what the
+    /// plugin (or the version it replaces) declared, e.g. a built-in's `*` HTTP host cut to
+    /// one registry.
+    pub narrowed: Vec<String>,
+}
+
+pub fn narrowing(
+    manifest: &Manifest,
+    granted: &Capabilities,
+    predecessor: Option<&Manifest>,
+) -> Narrowing {
+    let mut needed_reads = BTreeSet::new();
+    let mut needed_writes = BTreeSet::new();
+    for c in &manifest.controllers {
+        needed_reads.insert(format!("reads {}", c.primary));
+        needed_reads.extend(c.watches.iter().map(|w| format!("reads {}", w.gvk)));
+        needed_reads.extend(c.owns.iter().map(|k| format!("reads {k}")));
+        needed_writes.extend(c.owns.iter().map(|k| format!("writes {k}")));
+    }
+    let new_asks: BTreeSet<String> = match predecessor {
+        Some(p) => Capabilities::new(p, &Grants::default())
+            .withheld(manifest)
+            .into_iter()
+            .collect(),
+        None => BTreeSet::new(),
+    };
+    let mut out = Narrowing::default();
+    for ask in granted.withheld(manifest) {
+        let needed = needed_reads.contains(&ask) || needed_writes.contains(&ask);
+        if needed || new_asks.contains(&ask) {
+            out.refusing.push(ask);
+        } else {
+            out.narrowed.push(ask);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +319,35 @@ mod tests {
             beyond_baseline(&m, &Grants::default(), &base),
             ["HTTP host example.org"]
         );
+    }
+
+    #[test]
+    fn a_candidate_asking_past_pinned_grants_is_refused_and_an_old_ask_narrowed() {
+        let old = manifest(&["ConfigMap", "Service"], &["Service"], &["*"]);
+        let pinned = Grants {
+            reads: Some([gvk("ConfigMap"), gvk("Service")].into()),
+            writes: Some([gvk("Service")].into()),
+            http_hosts: Some(["api.vendor.example".to_string()].into()),
+            ..Default::default()
+        };
+        // The admin cut the declared `*` to one host: the version loads without it.
+        let same = narrowing(&old, &Capabilities::new(&old, &pinned), Some(&old));
+        assert_eq!(same.narrowed, ["HTTP host *"]);
+        assert!(same.refusing.is_empty());
+        // A later version asks for Secrets: the pinned grant withholds them, so it is refused.
+        let grown = manifest(&["ConfigMap", "Service", "Secret"], &["Service"], &["*"]);
+        let next = narrowing(&grown, &Capabilities::new(&grown, &pinned), Some(&old));
+        assert_eq!(next.refusing, ["reads Secret/v1"]);
+        assert_eq!(next.narrowed, ["HTTP host *"]);
+        // A new plugin has nothing to compare with: narrowed, unless it cannot work.
+        let first = narrowing(&grown, &Capabilities::new(&grown, &pinned), None);
+        assert!(first.refusing.is_empty());
+        assert_eq!(first.narrowed, ["reads Secret/v1", "HTTP host *"]);
+        let no_owned_writes = Grants {
+            writes: Some(BTreeSet::new()),
+            ..pinned.clone()
+        };
+        let broken = narrowing(&old, &Capabilities::new(&old, &no_owned_writes), None);
+        assert_eq!(broken.refusing, ["writes Service/v1"]);
     }
 }

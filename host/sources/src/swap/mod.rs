@@ -81,6 +81,8 @@ struct Accepted {
 #[derive(Debug, Default, Clone)]
 struct Admission {
     widened: Vec<String>,
+    /// What the entry's grants withhold from what the plugin declares (it gets `denied`).
+    narrowed: Vec<String>,
     origin: Option<fetch::Origin>,
 }
 
@@ -515,18 +517,31 @@ impl Registry {
                 past_ceiling.join(", ")
             )));
         }
-        let withheld = plugin.capabilities().withheld(plugin.manifest());
-        if !withheld.is_empty() {
-            // The grant narrows the manifest; the plugin gets Denied for what it lacks.
-            tracing::info!(
+        let cut = trust::narrowing(
+            plugin.manifest(),
+            plugin.capabilities(),
+            predecessor.map(LoadedPlugin::manifest),
+        );
+        if !cut.refusing.is_empty() {
+            return Err(reject(format!(
+                "the entry's grants withhold {} that the candidate declares, which its controllers need or the version it replaces did not declare: it would serve and fail on them; add them to the entry's grants to allow them",
+                cut.refusing.join(", ")
+            )));
+        }
+        if !cut.narrowed.is_empty() {
+            tracing::warn!(
                 plugin = plugin.name(),
-                "the grants narrow the candidate's manifest: {}",
-                withheld.join(", ")
+                "the entry's grants narrow what the plugin declares; it gets denied for: {}",
+                cut.narrowed.join(", ")
             );
         }
         Ok(Accepted {
             plugin,
-            admission: Admission { widened, origin },
+            admission: Admission {
+                widened,
+                narrowed: cut.narrowed,
+                origin,
+            },
         })
     }
 

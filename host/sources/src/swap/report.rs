@@ -61,7 +61,13 @@ impl Registry {
             .or_else(|| entry.sha256.clone())
             .unwrap_or_default();
         let origin = self.active_origin(name);
-        let mut status = status_entry(&active, &candidate, Some(message), &[], origin.as_ref());
+        let mut status = status_entry(
+            &active,
+            &candidate,
+            Some(message),
+            &Admission::default(),
+            origin.as_ref(),
+        );
         status["failures"] = json!(reported.count);
         self.reported
             .lock()
@@ -143,13 +149,7 @@ impl Registry {
         admission: &Admission,
     ) {
         let origin = self.active_origin(name);
-        let entry = status_entry(
-            active,
-            candidate,
-            error,
-            &admission.widened,
-            origin.as_ref(),
-        );
+        let entry = status_entry(active, candidate, error, admission, origin.as_ref());
         self.apply_status(name, json!({name: entry.to_string()}))
             .await;
     }
@@ -215,13 +215,14 @@ impl Registry {
 }
 
 /// One plugin's status value; `grantsWidened` lists what an explicit grant gave the candidate
-/// beyond what it would hold without one; `activeOciDigest` and `activeSignedBy` say where the
+/// beyond what it would hold without one, `grantsNarrowed` what the grants withhold from what
+/// it declares; `activeOciDigest` and `activeSignedBy` say where the
 /// serving version came from when a registry served it.
 fn status_entry(
     active: &str,
     candidate: &str,
     error: Option<&str>,
-    widened: &[String],
+    admission: &Admission,
     origin: Option<&fetch::Origin>,
 ) -> serde_json::Value {
     let mut entry = json!({
@@ -230,8 +231,11 @@ fn status_entry(
         "lastError": error,
         "time": k8s_openapi::jiff::Timestamp::now().to_string(),
     });
-    if !widened.is_empty() {
-        entry["grantsWidened"] = json!(widened);
+    if !admission.widened.is_empty() {
+        entry["grantsWidened"] = json!(admission.widened);
+    }
+    if !admission.narrowed.is_empty() {
+        entry["grantsNarrowed"] = json!(admission.narrowed);
     }
     if let Some(origin) = origin {
         entry["activeOciDigest"] = json!(origin.digest);
