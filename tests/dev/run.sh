@@ -91,8 +91,11 @@ cat <<INFO
 The controller runs with its default plugins (POD_NAMESPACE=$POD_NAMESPACE). Look at:
   export KUBECONFIG=$KUBECONFIG
   kubectl -n $demo get inferenceservices,routes,services,servicemonitors,configmaps
+  a plugin of yours (odh-model-controller plugin new, docs/plugin-authors.md §5): write its
+  entry in a plugins.yaml, then
+  kubectl -n $POD_NAMESPACE create configmap odh-model-controller-plugins --from-file=plugins.yaml
   kubectl -n $POD_NAMESPACE get configmap odh-model-controller-plugins-status -o yaml
-      (after a change to ConfigMap odh-model-controller-plugins: hot swap, docs/plugins-configmap.md)
+      (one key per plugin the ConfigMap names; docs/plugins-configmap.md)
   curl -s http://$metrics/metrics | grep -E '^(controller_runtime_reconcile_total|odh_plugin_calls_total)'
   curl -s http://$health/readyz
 Admission goes through this host's webhooks (it registered them: kubectl get

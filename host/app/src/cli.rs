@@ -85,6 +85,9 @@ pub enum PluginCommand {
     /// Compile the built-in plugins into a directory, for `--plugin-precompiled-dir` (run when
     /// the image is built, so no pod compiles them at start).
     Precompile(crate::plugin_cli::PrecompileArgs),
+    /// Write a new plugin crate (manifest, webhooks, a controller, native tests, samples, a
+    /// README with the build/inspect/eval/ship commands) that builds and passes its tests.
+    New(crate::plugin_new::NewArgs),
 }
 
 /// Upstream's flags and defaults (its `cmd/main.go`).

@@ -16,6 +16,7 @@ pub mod deploy_manifests;
 pub mod logging;
 pub mod model_serving_api;
 pub mod plugin_cli;
+pub mod plugin_new;
 pub mod plugin_publish;
 pub mod profile;
 pub mod run;

@@ -1,6 +1,6 @@
 use clap::Parser;
 use odh_model_controller::cli::{Cli, Command, PluginCommand};
-use odh_model_controller::{cli, crd, logging, plugin_cli, plugin_publish, run};
+use odh_model_controller::{cli, crd, logging, plugin_cli, plugin_new, plugin_publish, run};
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse_from(cli::normalize_go_flags(std::env::args()));
@@ -110,6 +110,7 @@ fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
         PluginCommand::Sign(args) => ("sign", publish(plugin_publish::sign(args))),
         PluginCommand::Keygen(args) => ("keygen", publish(plugin_publish::keygen(args))),
         PluginCommand::Precompile(args) => ("precompile", plugin_cli::precompile(args)),
+        PluginCommand::New(args) => ("new", publish(plugin_new::new(args))),
         PluginCommand::Eval(args) => (
             match args.op {
                 plugin_cli::Op::Reconcile => "reconcile",
@@ -121,18 +122,21 @@ fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
     };
     match result {
         Ok(out) => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&out).expect("JSON values always serialize")
-            );
+            print_out(&serde_json::to_string_pretty(&out).expect("JSON values always serialize"));
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {
             if let plugin_cli::EvalError::Plugin(call) = &e {
-                println!("{}", plugin_cli::error_json(op, call));
+                print_out(&plugin_cli::error_json(op, call).to_string());
             }
             eprintln!("error: {e}");
             std::process::ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// Prints a result line; a reader that went away (`| head`) is not an error of ours.
+fn print_out(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
