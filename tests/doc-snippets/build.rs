@@ -27,8 +27,11 @@ fn main() {
     assert!(current.is_none(), "an unclosed ```rust block in {guide}");
     for (n, body) in snippets.iter().enumerate() {
         std::fs::write(out.join(format!("snippet_{n}.rs")), body).expect("write snippet");
-        std::fs::write(out.join(format!("snippet_{n}_block.rs")), format!("{{\n{body}}}\n"))
-            .expect("write snippet");
+        std::fs::write(
+            out.join(format!("snippet_{n}_block.rs")),
+            format!("{{\n{body}}}\n"),
+        )
+        .expect("write snippet");
         std::fs::write(
             out.join(format!("snippet_{n}_list.rs")),
             format!("[\n{body}]\n"),

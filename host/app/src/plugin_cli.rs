@@ -78,6 +78,13 @@ pub struct EvalArgs {
     /// is the object's).
     #[arg(long)]
     pub controller: Option<String>,
+    /// The version serving now (a file or a built-in's name): the same call is made on it and
+    /// the differences from `--plugin`'s answer are reported as a shadow run reports them.
+    #[arg(long, value_name = "ACTIVE")]
+    pub against: Option<String>,
+    /// The serving version's settings (default: `--settings`).
+    #[arg(long, requires = "against")]
+    pub against_settings: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -249,6 +256,62 @@ fn str_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
 /// `plugin eval`: one call, printed as JSON. Offline and replayable: reads come from `--state`
 /// files and outgoing HTTP is limited to GET and HEAD (the call may not change anything).
 pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
+    let Some(active) = &args.against else {
+        return eval_one(args, &args.plugin, args.settings.as_deref());
+    };
+    // A plugin's failure is an answer to compare; a usage error stops both.
+    let answer = |spec: &str, settings: Option<&Path>| match eval_one(args, spec, settings) {
+        Ok(result) => Ok(Ok(result)),
+        Err(EvalError::Plugin(e)) => Ok(Err(e.to_string())),
+        Err(e) => Err(e),
+    };
+    let candidate = answer(&args.plugin, args.settings.as_deref())?;
+    let serving = answer(
+        active,
+        args.against_settings
+            .as_deref()
+            .or(args.settings.as_deref()),
+    )?;
+    let answer_of = |r: &Result<Value, String>| -> Result<Value, String> {
+        match r {
+            Ok(v) => Ok(v
+                .get("outcome")
+                .or_else(|| v.get("decision"))
+                .cloned()
+                .unwrap_or(Value::Null)),
+            Err(e) => Err(e.clone()),
+        }
+    };
+    let (a, c) = (answer_of(&serving), answer_of(&candidate));
+    let differs = a != c;
+    let shown = |r: Result<Value, String>| match r {
+        Ok(v) => v,
+        Err(e) => json!({"error": e}),
+    };
+    Ok(json!({
+        "op": op_label(args.op),
+        "candidate": shown(candidate),
+        "active": shown(serving),
+        "differs": differs,
+        "difference": differs.then(|| {
+            crate::plugin::shadow_report::describe(&borrowed(&a), &borrowed(&c))
+        }),
+    }))
+}
+
+fn borrowed(r: &Result<Value, String>) -> Result<Value, &str> {
+    r.as_ref().cloned().map_err(String::as_str)
+}
+
+fn op_label(op: Op) -> &'static str {
+    match op {
+        Op::Reconcile => "reconcile",
+        Op::Mutate => "mutate",
+        Op::Validate => "validate",
+    }
+}
+
+fn eval_one(args: &EvalArgs, plugin: &str, settings: Option<&Path>) -> Result<Value, EvalError> {
     let object = read_one(&args.object).map_err(usage)?;
     let gvk = Gvk::of_object(&object)
         .ok_or_else(|| usage(anyhow::anyhow!("the object has no apiVersion/kind")))?;
@@ -258,7 +321,7 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
         .map(read_one)
         .transpose()
         .map_err(usage)?;
-    let settings = match &args.settings {
+    let settings = match settings {
         Some(p) => read_one(p).map_err(usage)?,
         None => json!({}),
     };
@@ -272,7 +335,7 @@ pub fn eval(args: &EvalArgs) -> Result<Value, EvalError> {
         .clone()
         .or_else(|| str_at(&object, &["metadata", "namespace"]).map(str::to_string));
     let name = str_at(&object, &["metadata", "name"]).map(str::to_string);
-    let plugin = load(&args.plugin, Some(settings))?;
+    let plugin = load(plugin, Some(settings))?;
     let manifest = plugin.manifest();
 
     match args.op {

@@ -451,3 +451,54 @@ fn precompile_into_an_unwritable_directory_is_a_usage_error() {
         "{stderr}"
     );
 }
+
+/// `eval --against`: the same call on the serving version and the candidate, and their
+/// differences as a shadow run logs them (JSON pointers with both values), offline.
+#[test]
+fn eval_against_the_serving_version_reports_the_differences() {
+    let misbehave = odh_test_support::plugin_wasm("misbehave").unwrap();
+    let misbehave = misbehave.to_str().unwrap();
+    let d = tmpdir("against");
+    let obj = write(&d, "cm.yaml", DEMO);
+    let v2 = write(&d, "v2.yaml", "okLabel: v2\n");
+    let compare = |settings: &Path| {
+        run(&[
+            "plugin",
+            "eval",
+            "--plugin",
+            misbehave,
+            "--settings",
+            settings.to_str().unwrap(),
+            "--against",
+            misbehave,
+            "--against-settings",
+            write(&d, "v1.yaml", "okLabel: \"true\"\n")
+                .to_str()
+                .unwrap(),
+            "--op",
+            "mutate",
+            "--object",
+            obj.to_str().unwrap(),
+        ])
+    };
+    let (code, out, err) = compare(&v2);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out["differs"], true, "{out}");
+    assert_eq!(
+        out["candidate"]["decision"]["mutated"]["metadata"]["labels"]["misbehave/ok"],
+        "v2"
+    );
+    assert_eq!(
+        out["active"]["decision"]["mutated"]["metadata"]["labels"]["misbehave/ok"],
+        "true"
+    );
+    let difference = out["difference"].as_str().unwrap();
+    assert!(
+        difference.contains("/mutated/metadata/labels/misbehave~1ok: \"true\" → \"v2\""),
+        "{difference}"
+    );
+    let (code, same, err) = compare(&write(&d, "same.yaml", "okLabel: \"true\"\n"));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(same["differs"], false, "{same}");
+    assert_eq!(same["difference"], Value::Null);
+}
