@@ -39,7 +39,7 @@ done
 # The validating webhook of this host, called by the apiserver: the application namespace is
 # protected.
 export KUBECONFIG=$PWD/$ODH_RUN_CLUSTER_DIR/kubeconfig
-if denied=$(target/debug/odh-dev apply "$POD_NAMESPACE" tests/dev/samples/inference-service.yaml 2>&1); then
+if denied=$("${CARGO_TARGET_DIR:-target}"/debug/odh-dev apply "$POD_NAMESPACE" tests/dev/samples/inference-service.yaml 2>&1); then
 	fail "an InferenceService in $POD_NAMESPACE was admitted"
 fi
 grep -q "specified namespace is protected" <<<"$denied" || fail "unexpected answer: $denied"

@@ -19,7 +19,8 @@ health=${ODH_RUN_HEALTH:-127.0.0.1:8081}
 metrics=${ODH_RUN_METRICS:-127.0.0.1:8080}
 webhook=${ODH_RUN_WEBHOOK:-127.0.0.1:9443}
 dir=${ODH_RUN_CLUSTER_DIR:-target/dev-cluster}
-bin=target/debug
+# Where `make build` put the binaries: cargo's target directory, wherever CARGO_TARGET_DIR moves it.
+bin=${CARGO_TARGET_DIR:-target}/debug
 host_bin=${ODH_RUN_HOST_BIN:-$bin/odh-model-controller}
 
 pids=()
