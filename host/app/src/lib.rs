@@ -22,6 +22,7 @@ pub mod profile;
 pub mod run;
 mod shutdown;
 pub mod startup;
+pub mod traces;
 
 pub use odh_host_metrics as metrics;
 pub use odh_label_selector as label_selector;

@@ -1,6 +1,6 @@
 //! Logging set-up, mapped from upstream's zap flags.
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::{EnvFilter, Layer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Encoder {
@@ -81,33 +81,54 @@ fn default_filter(level: &str) -> EnvFilter {
 }
 
 /// Installs the global subscriber. `RUST_LOG` overrides the level when set. Colours only on
-/// a terminal: a pod's log (a pipe) gets plain text.
-pub fn init(encoder: Encoder, level: &str, time: Option<TimeEncoding>) {
+/// a terminal: a pod's log (a pipe) gets plain text. `traces`: the OTLP exporter's layer, which
+/// alone sees the trace spans ([`crate::traces::TARGET`]); the log never shows them.
+pub fn init(
+    encoder: Encoder,
+    level: &str,
+    time: Option<TimeEncoding>,
+    traces: Option<crate::traces::OtlpLayer>,
+) {
     use std::io::IsTerminal;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter(level));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
-    // A second init (e.g. from tests) keeps the first subscriber.
-    let _ = match (encoder, time) {
-        (Encoder::Json, None) => builder.json().flatten_event(true).try_init(),
-        (Encoder::Json, Some(t)) => builder.json().flatten_event(true).with_timer(t).try_init(),
-        (Encoder::Console, None) => builder.try_init(),
-        (Encoder::Console, Some(t)) => builder.with_timer(t).try_init(),
+    let fmt: BoxedLayer = match (encoder, time) {
+        (Encoder::Json, None) => fmt.json().flatten_event(true).boxed(),
+        (Encoder::Json, Some(t)) => fmt.json().flatten_event(true).with_timer(t).boxed(),
+        (Encoder::Console, None) => fmt.boxed(),
+        (Encoder::Console, Some(t)) => fmt.with_timer(t).boxed(),
     };
+    install(fmt, level, traces);
 }
 
 /// The model-serving-api's logging (docs/plugins/llm-gateway.md, "Running it"): JSON lines on
 /// stdout at `level` (`RUST_LOG` overrides it when set).
-pub fn init_json_stdout(level: &str) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter(level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+pub fn init_json_stdout(level: &str, traces: Option<crate::traces::OtlpLayer>) {
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_writer(std::io::stdout)
         .json()
         .flatten_event(true)
+        .boxed();
+    install(fmt, level, traces);
+}
+
+type BoxedLayer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+fn install(fmt: BoxedLayer, level: &str, traces: Option<crate::traces::OtlpLayer>) {
+    use tracing_subscriber::filter::{FilterExt as _, Targets, filter_fn};
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter(level));
+    // Per-layer filters: without the exporter no layer wants a trace span, so their callsites
+    // stay disabled and cost nothing.
+    let logged = filter.and(filter_fn(|m| m.target() != crate::traces::TARGET));
+    let traced = Targets::new().with_target(crate::traces::TARGET, tracing::Level::INFO);
+    // A second init (e.g. from tests) keeps the first subscriber.
+    let _ = tracing_subscriber::registry()
+        .with(fmt.with_filter(logged))
+        .with(traces.map(|l| l.with_filter(traced)))
         .try_init();
 }
 

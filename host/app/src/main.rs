@@ -29,10 +29,17 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run_controller(args: odh_model_controller::cli::RunArgs) -> anyhow::Result<()> {
+    let traces = odh_model_controller::traces::TraceConfig::from_env(
+        |k| std::env::var(k).ok(),
+        "odh-model-controller",
+    )?
+    .map(|c| c.start())
+    .transpose()?;
     logging::init(
         args.log_encoder(),
         &args.log_level(),
         args.zap_time_encoding,
+        traces,
     );
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -53,7 +60,19 @@ fn model_serving_api(args: &cli::ModelServingApiArgs) -> std::process::ExitCode 
             return std::process::ExitCode::FAILURE;
         }
     };
-    logging::init_json_stdout(config.log_level);
+    let traces = match odh_model_controller::traces::TraceConfig::from_env(
+        |k| std::env::var(k).ok(),
+        "model-serving-api",
+    )
+    .and_then(|c| c.map(|c| c.start()).transpose())
+    {
+        Ok(traces) => traces,
+        Err(e) => {
+            eprintln!("failed to load config: {e:#}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    logging::init_json_stdout(config.log_level, traces);
     let options = msa::Options {
         kubeconfig: args.kubeconfig.clone(),
         plugins: args.plugins.clone(),
@@ -103,7 +122,7 @@ fn publish(
 /// Prints the result as JSON on stdout; exit 0 on success, 1 when the plugin failed, 2 on bad
 /// arguments or input (the message goes to stderr).
 fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
-    logging::init(logging::Encoder::Console, "warn", None);
+    logging::init(logging::Encoder::Console, "warn", None, None);
     let (op, result) = match cmd {
         PluginCommand::Inspect(args) => ("inspect", plugin_cli::inspect(args)),
         PluginCommand::Push(args) => ("push", publish(plugin_publish::push(args))),

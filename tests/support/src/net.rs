@@ -117,10 +117,23 @@ impl Client {
         path: &str,
         body: &serde_json::Value,
     ) -> anyhow::Result<(u16, serde_json::Value)> {
-        let request = http::Request::post(path)
+        self.post_with(path, &[], body).await
+    }
+
+    /// [`Client::post`] with extra headers.
+    pub async fn post_with(
+        &mut self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &serde_json::Value,
+    ) -> anyhow::Result<(u16, serde_json::Value)> {
+        let mut request = http::Request::post(path)
             .header(http::header::HOST, self.addr.to_string())
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))?;
+            .header(http::header::CONTENT_TYPE, "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Full::new(Bytes::from(body.to_string())))?;
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
         let status = response.status().as_u16();

@@ -21,7 +21,7 @@ use odh_serve::model_serving_api::{
 use odh_serve::probes::parse_bind_address;
 use odh_serve::tls::{ServerTuning, TlsServer, TlsServerConfig};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::builtins;
 use crate::startup;
@@ -73,8 +73,8 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let (kube_config, client, _identity) =
         startup::connect(options.kubeconfig.as_deref(), None).await?;
-    if config.otlp_endpoint.is_some() {
-        warn!("OTEL_EXPORTER_OTLP_ENDPOINT is set, but this build exports no traces");
+    if let Some(endpoint) = &config.otlp_endpoint {
+        info!(endpoint, "otlp trace export enabled");
     }
     let slots: Vec<PluginSlot> = plugins.into_iter().map(PluginSlot::new).collect();
     let routes = ApiRoutes::from_slots(&slots).map_err(anyhow::Error::msg)?;
@@ -127,7 +127,8 @@ pub async fn run(
             metrics: api_metrics,
             write_timeout: config.write_timeout,
         },
-    );
+    )
+    .layer(axum::middleware::from_fn(crate::traces::http_span));
     info!(
         listen = %config.listen_addr,
         metrics = %config.metrics_addr,

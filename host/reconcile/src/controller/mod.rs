@@ -378,10 +378,21 @@ impl ControllerLoop {
                     metrics.workqueue_waited(&ctl.spec.name, waited);
                     metrics.workqueue_depth(&ctl.spec.name, ctl.queue.len());
                     let started = std::time::Instant::now();
+                    let span = tracing::info_span!(
+                        target: "odh_trace",
+                        "reconcile",
+                        odh.controller = %ctl.spec.name,
+                        k8s.namespace.name = key.namespace.as_deref(),
+                        odh.name = %key.name,
+                        odh.result = tracing::field::Empty,
+                    );
                     let result = {
+                        use tracing::Instrument as _;
                         let _active = metrics.active_worker(&ctl.spec.name);
-                        ctl.reconcile(&key).await
+                        ctl.reconcile(&key).instrument(span.clone()).await
                     };
+                    let outcome = result.map_or("skipped".to_string(), |r| format!("{r:?}"));
+                    span.record("odh.result", outcome);
                     if let Some(result) = result {
                         metrics.reconcile_done(&ctl.spec.name, result, started.elapsed());
                     }

@@ -437,9 +437,11 @@ impl LoadedPlugin {
             }
         };
         let this = self.clone();
+        // The call's trace span is a child of the request or reconcile that asked for it.
+        let parent = tracing::Span::current();
         let result = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            f(&this)
+            parent.in_scope(|| f(&this))
         })
         .await;
         result.unwrap_or_else(|e| {
@@ -479,10 +481,27 @@ impl LoadedPlugin {
         ) -> wasmtime::Result<Result<R, types::Error>>,
     ) -> Result<R, CallError> {
         let exports = &self.inner.exports;
-        self.bootstrap()
-            .call_with(&self.inner.engine, exports, op, env, |store, instance| {
-                let guest = exports.plugin.load(&mut *store, instance)?;
-                f(&guest, store)
-            })
+        let span = tracing::info_span!(
+            target: "odh_trace",
+            "plugin.call",
+            odh.plugin = %self.inner.name,
+            odh.op = op.as_str(),
+            odh.outcome = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let result =
+            self.bootstrap()
+                .call_with(&self.inner.engine, exports, op, env, |store, instance| {
+                    let guest = exports.plugin.load(&mut *store, instance)?;
+                    f(&guest, store)
+                });
+        match &result {
+            Ok(_) => span.record("odh.outcome", "ok"),
+            Err(e) => span
+                .record("odh.outcome", e.metric_label())
+                .record("error", tracing::field::display(e)),
+        };
+        result
     }
 }

@@ -7,10 +7,10 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
-use tracing::{debug, warn};
+use tracing::{Instrument as _, debug, warn};
 
 use super::in_flight::{AdmissionGate, InFlightLimit};
 use super::review::{parse_review, review_response};
@@ -67,9 +67,10 @@ pub fn gated_webhook_router(
         cluster,
         side_effects,
     });
-    let dispatch = move |method: Method, uri: Uri, body: Result<Bytes, BytesRejection>| {
-        route_request(state.clone(), method, uri, body)
-    };
+    let dispatch =
+        move |method: Method, uri: Uri, headers: HeaderMap, body: Result<Bytes, BytesRejection>| {
+            route_request(state.clone(), method, uri, headers, body)
+        };
     // Routes rather than a fallback, so layers added to the router (the body limit) apply.
     Router::new()
         .route("/", any(dispatch.clone()))
@@ -83,6 +84,7 @@ async fn route_request(
     state: Arc<RouterState>,
     method: Method,
     uri: Uri,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let table = state.table.current();
@@ -103,7 +105,19 @@ async fn route_request(
     // controller-runtime's webhook metrics, by the path a webhook is registered at.
     let metrics = odh_host_metrics::Metrics::global();
     let request = metrics.webhook_request(&route.path);
-    let response = handle(state, route, body).await;
+    // The trace of the apiserver's request (W3C traceparent) continues here when it sends one.
+    let span = tracing::info_span!(
+        target: "odh_trace",
+        "admission",
+        otel.kind = "server",
+        traceparent = headers.get("traceparent").and_then(|v| v.to_str().ok()),
+        odh.plugin = route.plugin.name(),
+        url.path = %route.path,
+        odh.allowed = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+    );
+    let response = handle(state, route, body).instrument(span.clone()).await;
+    span.record("http.response.status_code", response.status().as_u16());
     request.done(response.status().as_u16());
     response
 }
@@ -157,6 +171,7 @@ async fn handle(
     };
     let uid = input.uid.clone();
     let verdict = decide(&state, &route, input).await;
+    tracing::Span::current().record("odh.allowed", verdict.allowed);
     if !verdict.allowed {
         debug!(plugin, path = %route.path, uid, code = verdict.code, message = verdict.message.as_deref().unwrap_or(""), "admission denied");
     }
