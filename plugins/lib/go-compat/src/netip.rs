@@ -117,7 +117,11 @@ fn parse_ipv6(input: &str) -> Result<(), String> {
             };
             acc = (acc << 4) + u32::from(digit);
             if off > 3 {
-                return Err(error(input, "each group must have 4 or less digits", Some(s)));
+                return Err(error(
+                    input,
+                    "each group must have 4 or less digits",
+                    Some(s),
+                ));
             }
             if acc > u32::from(u16::MAX) {
                 return Err(error(input, "IPv6 field has value >=2^16", Some(s)));
@@ -215,22 +219,64 @@ mod tests {
             ("", r#"ParseAddr(""): unable to parse IP"#),
             ("host", r#"ParseAddr("host"): unable to parse IP"#),
             ("%x", r#"ParseAddr("%x"): missing IPv6 address"#),
-            ("fe80::1%", r#"ParseAddr("fe80::1%"): zone must be a non-empty string"#),
-            ("::1::2", r#"ParseAddr("::1::2"): multiple :: in address (at ":2")"#),
-            ("12345::", r#"ParseAddr("12345::"): each group must have 4 or less digits (at "12345::")"#),
+            (
+                "fe80::1%",
+                r#"ParseAddr("fe80::1%"): zone must be a non-empty string"#,
+            ),
+            (
+                "::1::2",
+                r#"ParseAddr("::1::2"): multiple :: in address (at ":2")"#,
+            ),
+            (
+                "12345::",
+                r#"ParseAddr("12345::"): each group must have 4 or less digits (at "12345::")"#,
+            ),
             ("1:2", r#"ParseAddr("1:2"): address string too short"#),
-            ("1:", r#"ParseAddr("1:"): colon must be followed by more characters (at ":")"#),
-            ("1:x", r#"ParseAddr("1:x"): each colon-separated field must have at least one digit (at "x")"#),
-            ("1:2:3:4:5:6:7:8:9", r#"ParseAddr("1:2:3:4:5:6:7:8:9"): trailing garbage after address (at "9")"#),
-            ("1:2:3:4::5:6:7:8", r#"ParseAddr("1:2:3:4::5:6:7:8"): the :: must expand to at least one field of zeros"#),
-            ("1g::", r#"ParseAddr("1g::"): unexpected character, want colon (at "g::")"#),
-            ("1:2:3:1.2.3.4", r#"ParseAddr("1:2:3:1.2.3.4"): embedded IPv4 address must replace the final 2 fields of the address (at "1.2.3.4")"#),
-            ("::1.2.3.04", r#"ParseAddr("::1.2.3.04"): IPv4 field has octet with leading zero"#),
+            (
+                "1:",
+                r#"ParseAddr("1:"): colon must be followed by more characters (at ":")"#,
+            ),
+            (
+                "1:x",
+                r#"ParseAddr("1:x"): each colon-separated field must have at least one digit (at "x")"#,
+            ),
+            (
+                "1:2:3:4:5:6:7:8:9",
+                r#"ParseAddr("1:2:3:4:5:6:7:8:9"): trailing garbage after address (at "9")"#,
+            ),
+            (
+                "1:2:3:4::5:6:7:8",
+                r#"ParseAddr("1:2:3:4::5:6:7:8"): the :: must expand to at least one field of zeros"#,
+            ),
+            (
+                "1g::",
+                r#"ParseAddr("1g::"): unexpected character, want colon (at "g::")"#,
+            ),
+            (
+                "1:2:3:1.2.3.4",
+                r#"ParseAddr("1:2:3:1.2.3.4"): embedded IPv4 address must replace the final 2 fields of the address (at "1.2.3.4")"#,
+            ),
+            (
+                "::1.2.3.04",
+                r#"ParseAddr("::1.2.3.04"): IPv4 field has octet with leading zero"#,
+            ),
             ("1.2.3", r#"ParseAddr("1.2.3"): IPv4 address too short"#),
-            ("1.2.3.4.5", r#"ParseAddr("1.2.3.4.5"): IPv4 address too long"#),
-            ("1..2.3", r#"ParseAddr("1..2.3"): IPv4 field must have at least one digit (at ".2.3")"#),
-            ("1.2.3.256", r#"ParseAddr("1.2.3.256"): IPv4 field has value >255"#),
-            ("1.2.x.4", r#"ParseAddr("1.2.x.4"): unexpected character (at "x.4")"#),
+            (
+                "1.2.3.4.5",
+                r#"ParseAddr("1.2.3.4.5"): IPv4 address too long"#,
+            ),
+            (
+                "1..2.3",
+                r#"ParseAddr("1..2.3"): IPv4 field must have at least one digit (at ".2.3")"#,
+            ),
+            (
+                "1.2.3.256",
+                r#"ParseAddr("1.2.3.256"): IPv4 field has value >255"#,
+            ),
+            (
+                "1.2.x.4",
+                r#"ParseAddr("1.2.x.4"): unexpected character (at "x.4")"#,
+            ),
         ] {
             assert_eq!(parse_addr(s).unwrap_err(), e, "{s}");
         }
