@@ -52,8 +52,10 @@ plugins: toolchain
 		cp $$src $$dst.tmp.$$$$ && mv -f $$dst.tmp.$$$$ $$dst || exit 1; \
 	done
 
-## test-deps: Debian's OCI distribution registry, for the oci:// plugin-source tests
+## test-deps: Debian's OCI distribution registry, for the oci:// plugin-source tests, and kubectl,
+## for the tests that render the deploy overlays (built from the Go module proxy when missing)
 test-deps:
+	@tests/dev/kubectl.sh
 	@command -v docker-registry >/dev/null || { echo "installing docker-registry (Debian package)"; \
 		apt-get install -y -q docker-registry >/dev/null 2>&1 || \
 		{ apt-get update -q >/dev/null && apt-get install -y -q docker-registry >/dev/null; }; }

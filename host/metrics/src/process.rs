@@ -1,6 +1,8 @@
 //! The `process_*` family Prometheus' Go client exports for every process (upstream's
-//! controller has them by default), read from `/proc/self` at each scrape. Elsewhere than
-//! Linux nothing is rendered.
+//! controller has them by default), read from `/proc/self` at each scrape, and of its `go_*`
+//! runtime family the one metric a Rust process has too: `go_threads`, the OS threads (what
+//! dashboards and upstream's E2E-13 look for under `go_`). Elsewhere than Linux nothing is
+//! rendered.
 
 use std::fmt::Write as _;
 
@@ -55,6 +57,14 @@ pub fn render() -> String {
             max,
         );
     }
+    if let Some(threads) = sample.threads {
+        metric(
+            "go_threads",
+            "gauge",
+            "Number of OS threads created.",
+            threads,
+        );
+    }
     out
 }
 
@@ -65,6 +75,7 @@ struct Sample {
     start_time_seconds: f64,
     open_fds: Option<f64>,
     max_fds: Option<f64>,
+    threads: Option<f64>,
 }
 
 /// Clock ticks per second and the page size: what `/proc/self/stat` counts in. Linux fixes
@@ -102,6 +113,9 @@ impl Sample {
             max_fds: std::fs::read_to_string("/proc/self/limits")
                 .ok()
                 .and_then(|l| max_open_files(&l)),
+            threads: std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| threads(&s)),
         })
     }
 }
@@ -123,6 +137,16 @@ fn max_open_files(limits: &str) -> Option<f64> {
         .ok()
 }
 
+/// The `Threads:` count of `/proc/self/status`.
+fn threads(status: &str) -> Option<f64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +160,7 @@ mod tests {
         assert_eq!(fields[24 - 3], "2560");
         let limits = "Limit                     Soft Limit           Hard Limit           Units\nMax open files            1048576              1048576              files\n";
         assert_eq!(max_open_files(limits), Some(1_048_576.0));
+        assert_eq!(threads("Name:\todh\nThreads:\t7\nSigQ:\t0/1\n"), Some(7.0));
     }
 
     #[cfg(target_os = "linux")]
@@ -149,6 +174,7 @@ mod tests {
             "process_start_time_seconds",
             "process_open_fds",
             "process_max_fds",
+            "go_threads",
         ] {
             let value: f64 = text
                 .lines()

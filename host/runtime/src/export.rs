@@ -33,7 +33,7 @@ impl Export {
     }
 
     /// Whether the call answers a client waiting on the other end (an admission review or an
-    /// API request): these get the admission deadline and budget.
+    /// API request): these get the admission deadline, and the admission or API budget.
     pub fn is_interactive(self) -> bool {
         matches!(self, Self::Mutate | Self::Validate | Self::Handle)
     }

@@ -26,9 +26,12 @@ pub struct Limits {
     pub admission_timeout_ms: u64,
     /// Wall-clock budget of a reconcile or map call, host calls included.
     pub reconcile_budget_ms: u64,
-    /// Wall-clock budget of an admission or API call, host calls included: within the
-    /// webhook's `timeoutSeconds` (10 s upstream) with room for the host's own work.
+    /// Wall-clock budget of an admission call, host calls included: within the webhook's
+    /// `timeoutSeconds` (10 s upstream) with room for the host's own work.
     pub admission_budget_ms: u64,
+    /// Wall-clock budget of an API call (a model-serving-api route), host calls included:
+    /// upstream bounds gateway discovery at 5 s.
+    pub api_budget_ms: u64,
     /// How long an outgoing HTTP request may take to connect (TCP and TLS).
     pub http_connect_timeout_ms: u64,
     /// How long an outgoing HTTP request may take in all, until the last byte of the body.
@@ -48,6 +51,7 @@ impl Default for Limits {
             admission_timeout_ms: 1_000,
             reconcile_budget_ms: 30_000,
             admission_budget_ms: 8_000,
+            api_budget_ms: 5_000,
             http_connect_timeout_ms: 5_000,
             http_timeout_ms: 10_000,
             memory_mib: 128,
@@ -72,6 +76,19 @@ impl Limits {
 
     pub fn admission_budget(&self) -> Duration {
         Duration::from_millis(self.admission_budget_ms)
+    }
+
+    pub fn api_budget(&self) -> Duration {
+        Duration::from_millis(self.api_budget_ms)
+    }
+
+    /// The execution deadline and the wall-clock budget of a call of `op`.
+    pub fn of_call(&self, op: crate::export::Export) -> (Duration, Duration) {
+        match op {
+            crate::export::Export::Handle => (self.admission_timeout(), self.api_budget()),
+            op if op.is_interactive() => (self.admission_timeout(), self.admission_budget()),
+            _ => (self.reconcile_timeout(), self.reconcile_budget()),
+        }
     }
 
     pub fn http_connect_timeout(&self) -> Duration {
@@ -107,6 +124,7 @@ impl Limits {
             return Err("execution deadlines must be at least 1 ms".into());
         }
         if self.admission_budget_ms < self.admission_timeout_ms
+            || self.api_budget_ms < self.admission_timeout_ms
             || self.reconcile_budget_ms < self.reconcile_timeout_ms
         {
             return Err("a call's budget must be at least its execution deadline".into());
@@ -118,6 +136,21 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An API call (gateway discovery) is bounded at upstream's 5 s; admissions keep theirs.
+    #[test]
+    fn each_call_gets_its_budget() {
+        let limits = Limits::default();
+        let secs = |op| limits.of_call(op).1.as_secs();
+        assert_eq!(secs(crate::export::Export::Handle), 5);
+        assert_eq!(secs(crate::export::Export::Mutate), 8);
+        assert_eq!(secs(crate::export::Export::Validate), 8);
+        assert_eq!(secs(crate::export::Export::Reconcile), 30);
+        assert_eq!(
+            limits.of_call(crate::export::Export::Handle).0,
+            limits.admission_timeout()
+        );
+    }
 
     #[test]
     fn concurrency_is_capped_by_the_host() {

@@ -329,10 +329,12 @@ fn lc_12_lc_16_config_in_the_service_namespace() {
     assert_eq!(policies(&run(&v, &cluster)), ["cfg-route-authn"]);
 }
 
-/// LC-13, LC-14: a config missing from the service's namespace is read from the system
-/// namespace; one present in both is taken from the service's namespace.
+/// LC-13 (the routes' side): a config missing from the service's namespace is read from the
+/// system namespace; one present in both is taken from the service's namespace (`llmisvc/config`;
+/// LC-14 itself, which is about gateways, is tested on the gateway controller's `find_config`
+/// in gateway.rs).
 #[test]
-fn lc_13_lc_14_system_namespace_fallback() {
+fn lc_13_system_namespace_fallback() {
     let settings = Settings {
         pod_namespace: Some("sys".into()),
         ..Settings::default()

@@ -288,6 +288,21 @@ fn wc_13_uri_errors_never_panic() {
         )])),
         "invalid URI \"https://x/%zz\" from secret uri-secret: parse \"https://x/%zz\": invalid URL escape \"%zz\""
     );
+    // Host and port are checked as Go's url.Parse checks them (texts of Go 1.25).
+    for (value, error) in [
+        ("http://host:port", "invalid port \":port\" after host"),
+        ("http://[1.2.3.4]/m", "invalid IP-literal"),
+        (
+            "http://[zz]/m",
+            "invalid host: ParseAddr(\"zz\"): unable to parse IP",
+        ),
+        ("http://a b/m", "invalid character \" \" in host name"),
+    ] {
+        assert_eq!(
+            review.denied(&cluster([secret("uri-secret", "uri", &[("URI", value)])])),
+            format!("invalid URI {value:?} from secret uri-secret: parse {value:?}: {error}")
+        );
+    }
 }
 
 /// WC-14, WC-15, WC-16, WC-38: OCI adds the pull secret once (template created), after the

@@ -316,3 +316,44 @@ fn air_gapped_validation_makes_no_calls() {
     );
     assert!(matches!(pass.validation(&mut plan, true), Flow::Continue));
 }
+
+/// An API-key Secret without `opendatahub.io/managed=true` is not found, as upstream's reads
+/// from a cache filtered on that label find it: the same Stop and status as V8.
+#[test]
+fn an_unlabelled_api_key_secret_is_not_found() {
+    let mut unlabelled = api_key_secret(NS, LEGACY_KEY);
+    unlabelled.0["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("labels");
+    let mut opted_out = api_key_secret(NS, LEGACY_KEY);
+    opted_out.0["metadata"]["labels"]["opendatahub.io/managed"] = "false".into();
+    for secret in [unlabelled, opted_out] {
+        let (flow, _, status) = handle(
+            &account(NS),
+            &cluster().with(secret.clone()),
+            &nvidia(),
+            H::Validation,
+        );
+        assert!(matches!(flow, Flow::Stop), "{flow:?} {secret:?}");
+        assert_eq!(
+            cond(&status, ACCOUNT_STATUS).message,
+            "api key secret not found"
+        );
+    }
+    let (flow, _, status) = handle(
+        &account(NS),
+        &cluster().with(api_key_secret(NS, LEGACY_KEY)),
+        &nvidia(),
+        H::Validation,
+    );
+    let _ = flow;
+    assert!(
+        status
+            .conditions
+            .iter()
+            .all(|c| c.message != "api key secret not found"),
+        "the labelled Secret is found: {:?}",
+        status.conditions
+    );
+}

@@ -15,9 +15,9 @@
 //!   wider source, an unselected pod, a writable root, …).
 //!
 //! The overlays are rendered here (resources, patches, namespace, the parameters ConfigMap and
-//! its replacements: what the tests read), so the tests run on a machine without kubectl;
-//! where kubectl is installed, a test checks that `kubectl kustomize` renders the same
-//! Deployments and NetworkPolicies.
+//! its replacements: what the tests read); one test checks that `kubectl kustomize` renders the
+//! same Deployments and NetworkPolicies (and fails without kubectl: `make test-deps` installs
+//! one).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -968,15 +968,7 @@ fn the_policy_checks_fail_on_a_loosened_policy() {
 /// `images` rewrites it) and NetworkPolicy of each overlay.
 #[test]
 fn the_renderer_agrees_with_kubectl_kustomize() {
-    let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
-    if Command::new(&kubectl)
-        .args(["version", "--client"])
-        .output()
-        .is_err()
-    {
-        eprintln!("SKIPPED: no kubectl on this machine (the other tests render without it)");
-        return;
-    }
+    let kubectl = odh_test_support::dev::kubectl().expect("kubectl");
     let comparable = |objects: Vec<Value>| -> BTreeMap<(String, String), Value> {
         objects
             .into_iter()

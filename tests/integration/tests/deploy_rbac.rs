@@ -849,16 +849,7 @@ async fn create_ovms_runtime(t: &TestContext) -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_overlay_passes_server_side_dry_run() -> anyhow::Result<()> {
     let t = TestContext::new("deploy-dry-run").await?;
-    let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
-    if Command::new(&kubectl)
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_err()
-    {
-        eprintln!("SKIPPED: no kubectl on this machine (it renders the overlays)");
-        return Ok(());
-    }
+    let kubectl = odh_test_support::dev::kubectl()?;
     let _ = Api::<Namespace>::all(t.client.clone())
         .create(
             &PostParams::default(),

@@ -24,8 +24,8 @@ const FINALIZER: &str = "odh.inferenceservice.finalizers";
 const KEDA: &str = "inference-prometheus-auth";
 
 /// The isvc controllers, once per test binary (4 workers), on a runtime of their own.
-fn controller_running() {
-    odh_test_support::host::controllers_running(|| vec![load("isvc")], 4);
+fn controller_running() -> &'static odh_test_support::host::RunningControllers {
+    odh_test_support::host::controllers_running(|| vec![load("isvc")], 4)
 }
 
 /// A test namespace, with the controller running.
@@ -537,6 +537,14 @@ async fn c_09_d_18_metrics_objects_appear_when_the_runtime_does() -> anyhow::Res
         );
         Ok(())
     })
+    .await?;
+    absent(&t.api::<Service>(), "example-onnx-mnist-metrics").await?;
+    // Nothing queued may be left to run after the patch: a reconcile of the service still
+    // pending (its own objects' events) would see the patched runtime and hide a broken watch.
+    odh_test_support::host::quiet(
+        &controller_running().ctx,
+        Timing::within(Duration::from_secs(60)),
+    )
     .await?;
     absent(&t.api::<Service>(), "example-onnx-mnist-metrics").await?;
     runtimes(&t)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
-use odh_test_support::host::{controllers_running, load};
+use odh_test_support::host::{RunningControllers, controllers_running, load, quiet};
 use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
 use serde_json::{Value, json};
 
@@ -17,8 +17,8 @@ const GROUP: &str = "serving.kserve.io/routing-group";
 
 /// The controllers, once per test binary. Called after the test's `TestContext` exists, so the
 /// CRDs it installs are served before the host first resolves their kinds.
-fn start() {
-    controllers_running(|| vec![load("llm-gateway")], 2);
+fn start() -> &'static RunningControllers {
+    controllers_running(|| vec![load("llm-gateway")], 2)
 }
 
 fn services(t: &TestContext) -> Api<DynamicObject> {
@@ -200,11 +200,13 @@ async fn warnings(t: &TestContext, reason: &str) -> anyhow::Result<Vec<String>> 
 }
 
 /// LC-11: with the HTTPRoute gone the reconcile fails (a `ReconcileError` Event); once the
-/// service is stopped, no new such Event appears.
+/// service is stopped, no new such Event appears. Race-free: once the stop is in and the
+/// controllers are quiet (no retry of the failure left), the service is changed again, which
+/// reconciles it at once (a watch event, no back-off); the count of Events must not move.
 #[tokio::test]
 async fn lc_11_stopped_service_stops_failing() -> anyhow::Result<()> {
     let t = TestContext::new("llm-lc11").await?;
-    start();
+    let running = start();
     create_service(
         &t,
         "test-llmisvc",
@@ -229,18 +231,27 @@ async fn lc_11_stopped_service_stops_failing() -> anyhow::Result<()> {
     )
     .await?;
     set_annotation(&t, "test-llmisvc", "serving.kserve.io/stop", "true").await?;
-    // A retry already under way when the stop lands may still report once: the count must
-    // come to rest and then hold (upstream: no new Events within 2 s).
-    eventually("ReconcileError Events stop", Timing::default(), || async {
-        let settled = reported(&t, "ReconcileError").await?;
-        consistently("no new ReconcileError", short(), || async {
-            let now = reported(&t, "ReconcileError").await?;
-            anyhow::ensure!(now == settled, "{now} != {settled}");
+    // A retry already under way when the stop lands may still report once.
+    quiet(&running.ctx, Timing::within(Duration::from_secs(60))).await?;
+    let settled = reported(&t, "ReconcileError").await?;
+    let before = running.ctx.reconcile_count();
+    set_annotation(&t, "test-llmisvc", "example.com/touched", "yes").await?;
+    eventually(
+        "the touched service is reconciled",
+        Timing::default(),
+        || async {
+            anyhow::ensure!(running.ctx.reconcile_count() > before, "no reconcile yet");
             Ok(())
-        })
-        .await
-    })
-    .await
+        },
+    )
+    .await?;
+    quiet(&running.ctx, Timing::within(Duration::from_secs(60))).await?;
+    let now = reported(&t, "ReconcileError").await?;
+    anyhow::ensure!(
+        now == settled,
+        "a stopped service reported ReconcileError again: {now} != {settled}"
+    );
+    Ok(())
 }
 
 /// AP-02, and AP-01 for the agreeing group: two services of one routing group with mixed auth
@@ -490,5 +501,177 @@ async fn a_crd_installed_after_start_gets_its_controller_without_a_restart() -> 
     )
     .await?;
     shutdown.cancel();
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// The AuthPolicy store (RA-22..RA-29, upstream's unit tests of its CRUD on a fake client): here
+// the same operations are the host's reads, applies and deletes for the controller, on the
+// real apiserver. RA-23 (creating a duplicate fails) and RA-27 (updating a missing policy
+// fails) are not applicable: the host has no separate create and update, only a server-side
+// apply, which makes a missing policy and updates an existing one by design (RA-25, RA-26).
+
+const POLICY: &str = "test-llmisvc-kserve-route-authn";
+
+/// `test-llmisvc` with auth off and its default route, and the anonymous policy made for it.
+async fn anonymous_policy(t: &TestContext) -> anyhow::Result<DynamicObject> {
+    create_route(t, "test-llmisvc-kserve-route").await?;
+    create_service(
+        t,
+        "test-llmisvc",
+        json!({ENABLE_AUTH: "false"}),
+        json!({}),
+        &[],
+    )
+    .await?;
+    exists(&policies(t), POLICY).await
+}
+
+/// Changes `test-llmisvc` with annotation `key` (which the controller does not read, unless
+/// it is one of its own) and waits until that reconcile, and whatever it caused, has run.
+async fn reconciled_after(
+    t: &TestContext,
+    running: &RunningControllers,
+    key: &str,
+    value: &str,
+) -> anyhow::Result<()> {
+    let before = running.ctx.reconcile_count();
+    set_annotation(t, "test-llmisvc", key, value).await?;
+    eventually("the service is reconciled", Timing::default(), || async {
+        anyhow::ensure!(running.ctx.reconcile_count() > before, "no reconcile yet");
+        Ok(())
+    })
+    .await?;
+    quiet(&running.ctx, Timing::within(Duration::from_secs(60))).await
+}
+
+/// RA-22: create: the policy is made in the service's namespace, labelled ours.
+#[tokio::test]
+async fn ra_22_create_makes_the_policy() -> anyhow::Result<()> {
+    let t = TestContext::new("llm-ra22").await?;
+    start();
+    let policy = anonymous_policy(&t).await?;
+    assert_eq!(
+        policy.metadata.namespace.as_deref(),
+        Some(t.namespace.as_str())
+    );
+    assert_eq!(
+        policy.metadata.labels.as_ref().unwrap()["app.kubernetes.io/managed-by"],
+        "odh-model-controller"
+    );
+    Ok(())
+}
+
+/// RA-24: get an existing one: the next reconcile finds the policy it made (same object, same
+/// name and namespace) instead of making another.
+#[tokio::test]
+async fn ra_24_get_finds_the_existing_policy() -> anyhow::Result<()> {
+    let t = TestContext::new("llm-ra24").await?;
+    let running = start();
+    let made = anonymous_policy(&t).await?;
+    reconciled_after(&t, running, "example.com/touched", "ra-24").await?;
+    let now = policies(&t).get(POLICY).await?;
+    assert_eq!(now.metadata.uid, made.metadata.uid);
+    assert_eq!(now.metadata.namespace, made.metadata.namespace);
+    Ok(())
+}
+
+/// RA-25: get a missing one (NotFound): the policy is made again, a new object.
+#[tokio::test]
+async fn ra_25_a_missing_policy_is_made() -> anyhow::Result<()> {
+    let t = TestContext::new("llm-ra25").await?;
+    start();
+    let made = anonymous_policy(&t).await?;
+    policies(&t)
+        .delete(POLICY, &DeleteParams::default())
+        .await?;
+    eventually("the policy is made again", Timing::default(), || async {
+        let now = policies(&t).get_opt(POLICY).await?;
+        anyhow::ensure!(
+            now.as_ref()
+                .is_some_and(|p| p.metadata.uid != made.metadata.uid),
+            "not yet"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// RA-26: update (annotation `test-updated=true` added) persists: the controller's next apply
+/// keeps it and its own spec.
+#[tokio::test]
+async fn ra_26_an_update_persists() -> anyhow::Result<()> {
+    let t = TestContext::new("llm-ra26").await?;
+    let running = start();
+    anonymous_policy(&t).await?;
+    policies(&t)
+        .patch(
+            POLICY,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"test-updated": "true"}}})),
+        )
+        .await?;
+    reconciled_after(&t, running, "example.com/touched", "ra-26").await?;
+    let now = policies(&t).get(POLICY).await?;
+    assert_eq!(
+        now.metadata
+            .annotations
+            .unwrap_or_default()
+            .get("test-updated")
+            .map(String::as_str),
+        Some("true")
+    );
+    assert_eq!(
+        now.data["spec"]["targetRef"]["name"],
+        "test-llmisvc-kserve-route"
+    );
+    Ok(())
+}
+
+/// RA-28: remove an existing one, then get: NotFound (auth turned on deletes it).
+#[tokio::test]
+async fn ra_28_remove_then_get_is_not_found() -> anyhow::Result<()> {
+    let t = TestContext::new("llm-ra28").await?;
+    let running = start();
+    anonymous_policy(&t).await?;
+    reconciled_after(&t, running, ENABLE_AUTH, "true").await?;
+    anyhow::ensure!(
+        policies(&t).get_opt(POLICY).await?.is_none(),
+        "the policy is still there"
+    );
+    Ok(())
+}
+
+/// RA-29: remove a missing one: no error. Auth is turned on and, right after, the policy is
+/// deleted by someone else: the controller's delete, asked from what its cache still shows,
+/// finds nothing (or nothing is left to ask for) and no Warning is reported either way.
+#[tokio::test]
+async fn ra_29_removing_a_missing_policy_is_no_error() -> anyhow::Result<()> {
+    let t = TestContext::new("llm-ra29").await?;
+    let running = start();
+    anonymous_policy(&t).await?;
+    quiet(&running.ctx, Timing::within(Duration::from_secs(60))).await?;
+    let before = running.ctx.reconcile_count();
+    set_annotation(&t, "test-llmisvc", ENABLE_AUTH, "true").await?;
+    policies(&t)
+        .delete(POLICY, &DeleteParams::default())
+        .await?;
+    eventually("the service is reconciled", Timing::default(), || async {
+        anyhow::ensure!(running.ctx.reconcile_count() > before, "no reconcile yet");
+        Ok(())
+    })
+    .await?;
+    quiet(&running.ctx, Timing::within(Duration::from_secs(60))).await?;
+    absent(&policies(&t), POLICY).await?;
+    let events: Api<Event> = t.api();
+    let found: Vec<String> = events
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.type_.as_deref() == Some("Warning"))
+        .map(|e| format!("{:?}: {:?}", e.reason, e.note))
+        .collect();
+    anyhow::ensure!(found.is_empty(), "{found:?}");
     Ok(())
 }

@@ -12,8 +12,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use odh_test_support::host::{controllers_running, load_with};
+use odh_test_support::host::{RunningControllers, controllers_running, load_with, quiet};
 use odh_test_support::namespace::unique_name;
 use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
 use serde_json::{Value, json};
@@ -33,7 +34,7 @@ fn system_ns() -> &'static str {
 
 /// The controllers, once per test binary. Called after the test's `TestContext` exists, so the
 /// CRDs it installs are served before the host first resolves their kinds.
-fn start() {
+fn start() -> &'static RunningControllers {
     controllers_running(
         || {
             vec![load_with("llm-gateway", |r| {
@@ -41,7 +42,7 @@ fn start() {
             })]
         },
         2,
-    );
+    )
 }
 
 fn api(
@@ -693,4 +694,255 @@ async fn gc_26_scrape_false_means_no_pod_monitor() -> anyhow::Result<()> {
     create_service(&t, &ns, "test-llmisvc", &[(&ns, "quiet")]).await?;
     exists(&filters(&t, &ns), "quiet-authn-ssl").await?;
     stays_absent(&monitors(&t, &ns), "quiet-metrics").await
+}
+
+// ---------------------------------------------------------------------------------------
+// The EnvoyFilter store (RE-09..RE-16, upstream's unit tests of its CRUD on a fake client):
+// here the same operations are the host's reads, applies and deletes for the controller, on the
+// real apiserver. RE-12 (creating a duplicate fails), RE-13 (an update appending a second
+// targetRef persists both) and RE-14 (updating a missing filter fails) are not applicable: the
+// host has no separate create and update, only a server-side apply of the declared filter,
+// which makes a missing one, and whose targetRefs are ours alone (a second one is undone:
+// gc_11_gc_12_target_refs_are_restored).
+
+const FILTER: &str = "test-gateway-authn-ssl";
+
+/// Changes `test-gateway` with `patch` and waits until that reconcile, and whatever it caused,
+/// has run.
+async fn gateway_reconciled_after(
+    t: &TestContext,
+    running: &RunningControllers,
+    patch: Value,
+) -> anyhow::Result<()> {
+    let before = running.ctx.reconcile_count();
+    merge(&gateways(t, &t.namespace), "test-gateway", patch).await?;
+    eventually("the gateway is reconciled", Timing::default(), || async {
+        anyhow::ensure!(running.ctx.reconcile_count() > before, "no reconcile yet");
+        Ok(())
+    })
+    .await?;
+    quiet(&running.ctx, Timing::within(Duration::from_secs(60))).await
+}
+
+/// The Warnings of the namespace (`ReconcileError` from the plugin, `ApplyFailed` from the
+/// host's writes), as `reason: note`.
+async fn warnings(t: &TestContext) -> anyhow::Result<Vec<String>> {
+    let events: Api<Event> = t.api();
+    Ok(events
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.type_.as_deref() == Some("Warning"))
+        .map(|e| format!("{:?}: {:?}", e.reason, e.note))
+        .collect())
+}
+
+/// RE-09: get an existing filter returns it: the next reconcile keeps the object it made.
+#[tokio::test]
+async fn re_09_get_finds_the_existing_filter() -> anyhow::Result<()> {
+    let t = TestContext::new("gw-re09").await?;
+    let running = start();
+    referenced_gateway(&t).await?;
+    let made = exists(&filters(&t, &t.namespace), FILTER).await?;
+    gateway_reconciled_after(
+        &t,
+        running,
+        json!({"metadata": {"annotations": {"example.com/touched": "re-09"}}}),
+    )
+    .await?;
+    let now = filters(&t, &t.namespace).get(FILTER).await?;
+    assert_eq!(now.metadata.uid, made.metadata.uid);
+    assert_eq!(now.data["spec"], made.data["spec"]);
+    Ok(())
+}
+
+/// RE-10: get a missing filter (NotFound): it is made again, a new object.
+#[tokio::test]
+async fn re_10_a_missing_filter_is_made() -> anyhow::Result<()> {
+    let t = TestContext::new("gw-re10").await?;
+    start();
+    referenced_gateway(&t).await?;
+    let api = filters(&t, &t.namespace);
+    let made = exists(&api, FILTER).await?;
+    api.delete(FILTER, &DeleteParams::default()).await?;
+    recreated(&api, FILTER, made.metadata.uid).await?;
+    Ok(())
+}
+
+/// RE-11: create, then get succeeds: the filter is there, ours, owned by its gateway.
+#[tokio::test]
+async fn re_11_create_then_get() -> anyhow::Result<()> {
+    let t = TestContext::new("gw-re11").await?;
+    start();
+    let gw = referenced_gateway(&t).await?;
+    let filter = filters(&t, &t.namespace).get(FILTER).await?;
+    assert_owned_by(&filter, &gw);
+    assert_eq!(
+        filter.metadata.labels.as_ref().unwrap()["app.kubernetes.io/managed-by"],
+        "odh-model-controller"
+    );
+    Ok(())
+}
+
+/// RE-15: remove an existing filter, then get: NotFound (the gateway opted out).
+#[tokio::test]
+async fn re_15_remove_then_get_is_not_found() -> anyhow::Result<()> {
+    let t = TestContext::new("gw-re15").await?;
+    let running = start();
+    referenced_gateway(&t).await?;
+    gateway_reconciled_after(
+        &t,
+        running,
+        json!({"metadata": {"labels": {MANAGED: "false"}}}),
+    )
+    .await?;
+    anyhow::ensure!(
+        filters(&t, &t.namespace).get_opt(FILTER).await?.is_none(),
+        "the filter is still there"
+    );
+    Ok(())
+}
+
+/// RE-16: remove a missing filter: no error. The gateway opts out and, right after, the filter
+/// is deleted by someone else: the controller's delete, asked from what its cache still shows,
+/// finds nothing (or nothing is left to ask for), and no Warning is reported either way.
+#[tokio::test]
+async fn re_16_removing_a_missing_filter_is_no_error() -> anyhow::Result<()> {
+    let t = TestContext::new("gw-re16").await?;
+    let running = start();
+    let ns = t.namespace.clone();
+    referenced_gateway(&t).await?;
+    quiet(&running.ctx, Timing::within(Duration::from_secs(60))).await?;
+    let before = running.ctx.reconcile_count();
+    merge(
+        &gateways(&t, &ns),
+        "test-gateway",
+        json!({"metadata": {"labels": {MANAGED: "false"}}}),
+    )
+    .await?;
+    filters(&t, &ns)
+        .delete(FILTER, &DeleteParams::default())
+        .await?;
+    eventually("the gateway is reconciled", Timing::default(), || async {
+        anyhow::ensure!(running.ctx.reconcile_count() > before, "no reconcile yet");
+        Ok(())
+    })
+    .await?;
+    quiet(&running.ctx, Timing::within(Duration::from_secs(60))).await?;
+    absent(&policies(&t, &ns), "test-gateway-authn").await?;
+    let found = warnings(&t).await?;
+    anyhow::ensure!(found.is_empty(), "{found:?}");
+    Ok(())
+}
+
+/// Touches `test-gateway` with annotation `mark` and waits until that reconcile, and whatever it
+/// caused, has run.
+async fn touched(t: &TestContext, running: &RunningControllers, mark: &str) -> anyhow::Result<()> {
+    gateway_reconciled_after(
+        t,
+        running,
+        json!({"metadata": {"annotations": {"example.com/touched": mark}}}),
+    )
+    .await
+}
+
+/// CP-06..CP-10 (the EnvoyFilter comparator, docs/plugins/llm-gateway.md, "Writes: apply and
+/// claim") as the apiserver decides them for our server-side apply, each after a reconcile known
+/// to have run (the gateway touched, the controllers quiet since): CP-06 an identical filter is
+/// not rewritten (its resourceVersion holds); CP-07 a templated label another writer changed is
+/// restored; CP-08 with the labels agreeing the spec decides: the identical spec written again
+/// by another field manager is equal (not rewritten), a spec value another changed is not (it
+/// is restored) — our filter always carries its labels, so upstream's "no labels on either
+/// side" has no other form here; CP-09 labels only the live filter has are no difference (not
+/// rewritten, and they stay); CP-10 a templated label missing from the live filter is restored.
+#[tokio::test]
+async fn cp_06_to_cp_10_envoy_filter_comparison_on_the_cluster() -> anyhow::Result<()> {
+    let t = TestContext::new("gw-cp").await?;
+    let running = start();
+    let api = filters(&t, &t.namespace);
+    referenced_gateway(&t).await?;
+    let version = |o: &DynamicObject| o.metadata.resource_version.clone();
+    let label =
+        |o: &DynamicObject, key: &str| o.metadata.labels.as_ref().and_then(|l| l.get(key).cloned());
+    let name = "app.kubernetes.io/name";
+    let part_of = "app.kubernetes.io/part-of";
+    let other = PatchParams {
+        field_manager: Some("cp-other-writer".into()),
+        ..PatchParams::default()
+    };
+
+    touched(&t, running, "cp-06-a").await?;
+    let settled = api.get(FILTER).await?;
+    touched(&t, running, "cp-06-b").await?;
+    assert_eq!(version(&api.get(FILTER).await?), version(&settled), "CP-06");
+
+    api.patch(
+        FILTER,
+        &other,
+        &Patch::Merge(json!({"metadata": {"labels": {name: "test"}}})),
+    )
+    .await?;
+    touched(&t, running, "cp-07").await?;
+    assert_eq!(
+        label(&api.get(FILTER).await?, name).as_deref(),
+        Some("llminferenceservice-auth"),
+        "CP-07"
+    );
+
+    let ours = api.get(FILTER).await?;
+    let rewritten = api
+        .patch(
+            FILTER,
+            &other,
+            &Patch::Merge(json!({"spec": ours.data["spec"].clone()})),
+        )
+        .await?;
+    touched(&t, running, "cp-08-a").await?;
+    assert_eq!(
+        version(&api.get(FILTER).await?),
+        version(&rewritten),
+        "CP-08: the same spec from another writer is equal"
+    );
+    api.patch(
+        FILTER,
+        &other,
+        &Patch::Merge(json!({"spec": {"priority": 5}})),
+    )
+    .await?;
+    touched(&t, running, "cp-08-b").await?;
+    assert_eq!(
+        api.get(FILTER).await?.data["spec"]["priority"],
+        -1,
+        "CP-08: a spec that differs is restored"
+    );
+
+    let extra = api
+        .patch(
+            FILTER,
+            &other,
+            &Patch::Merge(json!({"metadata": {"labels": {
+                "kubectl.kubernetes.io/last-applied-configuration": "x",
+                "team": "a",
+            }}})),
+        )
+        .await?;
+    touched(&t, running, "cp-09").await?;
+    let now = api.get(FILTER).await?;
+    assert_eq!(version(&now), version(&extra), "CP-09: not rewritten");
+    assert_eq!(label(&now, "team").as_deref(), Some("a"), "CP-09");
+
+    api.patch(
+        FILTER,
+        &other,
+        &Patch::Merge(json!({"metadata": {"labels": {part_of: null}}})),
+    )
+    .await?;
+    touched(&t, running, "cp-10").await?;
+    assert_eq!(
+        label(&api.get(FILTER).await?, part_of).as_deref(),
+        Some("llminferenceservice"),
+        "CP-10"
+    );
+    Ok(())
 }

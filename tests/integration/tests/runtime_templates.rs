@@ -10,7 +10,8 @@
 //!   the isvc plugin's validating and mutating webhooks;
 //! * the OpenShift overlay's server-side dry-run creates the 32 Templates.
 //!
-//! Rendering needs `kubectl` (as deploy_rbac.rs): without it the tests say SKIPPED.
+//! Rendering needs `kubectl` (as deploy_rbac.rs): without it the tests fail (`make test-deps`
+//! installs one).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -21,20 +22,6 @@ use odh_model_controller::plugin::wire::{Operation, WebhookType};
 use odh_model_controller::plugin::{CallEnv, MemoryCluster};
 use odh_test_support::{TestContext, workspace_root};
 use serde_json::{Value, json};
-
-fn kubectl() -> Option<String> {
-    let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
-    match Command::new(&kubectl)
-        .args(["version", "--client"])
-        .output()
-    {
-        Ok(_) => Some(kubectl),
-        Err(_) => {
-            eprintln!("SKIPPED: no kubectl on this machine (it renders the kustomizations)");
-            None
-        }
-    }
-}
 
 /// `kubectl kustomize <dir>` (relative to the workspace root), as YAML text.
 fn render(kubectl: &str, dir: &str) -> String {
@@ -308,7 +295,7 @@ fn images(runtime: &Value) -> Vec<&str> {
 
 #[test]
 fn the_runtime_templates_are_the_specs_32_with_upstreams_annotations() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = odh_test_support::dev::kubectl().expect("kubectl");
     let rendered = templates(&kubectl, "deploy/runtimes");
     let expected = expected();
     assert_eq!(expected.len(), 32);
@@ -467,7 +454,7 @@ fn the_runtime_templates_are_the_specs_32_with_upstreams_annotations() {
 /// images Component and a ConfigMap whose every image is distinct from the defaults.
 #[test]
 fn the_images_come_from_the_parameters_configmap_with_upstreams_keys() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = odh_test_support::dev::kubectl().expect("kubectl");
     let params_path = workspace_root().join("tests/integration/runtime-images/params.env");
     let params: BTreeMap<String, String> = std::fs::read_to_string(&params_path)
         .unwrap()
@@ -521,9 +508,7 @@ fn the_images_come_from_the_parameters_configmap_with_upstreams_keys() {
 /// apiserver.
 #[tokio::test]
 async fn every_runtime_is_admitted_and_so_is_an_inference_service_on_it() -> anyhow::Result<()> {
-    let Some(kubectl) = kubectl() else {
-        return Ok(());
-    };
+    let kubectl = odh_test_support::dev::kubectl()?;
     let t = TestContext::new("runtime-templates").await?;
     let runtimes = t.dynamic(
         "serving.kserve.io",
@@ -606,9 +591,7 @@ async fn every_runtime_is_admitted_and_so_is_an_inference_service_on_it() -> any
 /// apiserver, creates the 32 Templates in the controller's namespace.
 #[tokio::test]
 async fn the_openshift_overlay_creates_the_32_templates() -> anyhow::Result<()> {
-    let Some(kubectl) = kubectl() else {
-        return Ok(());
-    };
+    let kubectl = odh_test_support::dev::kubectl()?;
     let t = TestContext::new("runtime-templates-overlay").await?;
     // The overlay's namespace (deploy_rbac.rs makes it the same way; either may come first).
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(t.client.clone());

@@ -187,3 +187,30 @@ pub fn dry_run_apply(
     );
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// The kubectl the tests that render the deploy overlays run: `$KUBECTL`, else `kubectl` on
+/// PATH, else the one `make test-deps` builds into `target/tools/kubectl` when the machine has
+/// none; an error saying so when there is none at all (those tests fail rather than pass
+/// unchecked).
+pub fn kubectl() -> anyhow::Result<String> {
+    let works = |program: &str| {
+        std::process::Command::new(program)
+            .args(["version", "--client"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if let Ok(program) = std::env::var("KUBECTL") {
+        anyhow::ensure!(works(&program), "KUBECTL={program} does not run");
+        return Ok(program);
+    }
+    if works("kubectl") {
+        return Ok("kubectl".into());
+    }
+    let built = crate::workspace_root().join("target/tools/kubectl");
+    let built = built.to_string_lossy().into_owned();
+    anyhow::ensure!(
+        works(&built),
+        "no kubectl on PATH nor at {built}: `make test-deps` installs one"
+    );
+    Ok(built)
+}

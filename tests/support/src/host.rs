@@ -265,3 +265,23 @@ pub fn webhook_kinds(table: &odh_model_controller::webhook::WebhookTable) -> Vec
     }
     kinds
 }
+
+/// Waits (within `timing`) until the controllers of `ctx` complete no reconcile for a whole
+/// second: what was queued or retrying soon has run, so a later change is what the next
+/// reconcile sees. The count is of every controller sharing `ctx`, which can only make the wait
+/// longer.
+pub async fn quiet(ctx: &ControllerContext, timing: crate::Timing) -> anyhow::Result<()> {
+    crate::eventually("the controllers are quiet", timing, || async {
+        let count = ctx.reconcile_count();
+        crate::consistently(
+            "no reconcile for a second",
+            crate::Timing::within(std::time::Duration::from_secs(1)),
+            || async {
+                anyhow::ensure!(ctx.reconcile_count() == count, "still reconciling");
+                Ok(())
+            },
+        )
+        .await
+    })
+    .await
+}

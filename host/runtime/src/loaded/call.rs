@@ -80,11 +80,7 @@ impl Bootstrap<'_> {
         f: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<Result<R, types::Error>>,
     ) -> Result<R, CallError> {
         let limits = self.limits;
-        let (deadline, budget) = if op.is_interactive() {
-            (limits.admission_timeout(), limits.admission_budget())
-        } else {
-            (limits.reconcile_timeout(), limits.reconcile_budget())
-        };
+        let (deadline, budget) = limits.of_call(op);
         let clock = CallClock::new(deadline, budget);
         let state = CallState::new(
             self.name.clone(),

@@ -415,11 +415,7 @@ impl LoadedPlugin {
         f: impl FnOnce(&LoadedPlugin) -> Result<R, CallError> + Send + 'static,
     ) -> Result<R, CallError> {
         let limits = &self.inner.limits;
-        let wait = if op.is_interactive() {
-            limits.admission_budget()
-        } else {
-            limits.reconcile_budget()
-        };
+        let wait = limits.of_call(op).1;
         let acquire = self.inner.permits.clone().acquire_owned();
         let permit = match tokio::time::timeout(wait, acquire).await {
             Ok(Ok(permit)) => permit,

@@ -147,11 +147,12 @@ async fn log_request(req: Request, next: Next) -> Response {
     let started = Instant::now();
     let response = next.run(req).await;
     let status = response.status().as_u16();
-    let duration = started.elapsed();
+    // Nanoseconds, as slog's JSON handler writes a `time.Duration`.
+    let duration = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
     if path == "/healthz" || path == "/readyz" {
-        debug!(method = %method, path, status, ?duration, "request completed");
+        debug!(method = %method, path, status, duration, "request completed");
     } else {
-        info!(method = %method, path, status, ?duration, "request completed");
+        info!(method = %method, path, status, duration, "request completed");
     }
     response
 }

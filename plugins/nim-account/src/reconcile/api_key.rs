@@ -41,8 +41,10 @@ impl Pass<'_> {
             .cluster
             .get_object(&gvk::secret(), Some(&namespace), &name)
         {
-            Ok(Some(secret)) => Ok(secret),
-            Ok(None) => {
+            Ok(Some(secret)) if secret.label(names::MANAGED_LABEL) == Some("true") => Ok(secret),
+            // Upstream reads Secrets from a cache holding only those labelled
+            // `opendatahub.io/managed=true`: one without the label is not found.
+            Ok(_) => {
                 let error = Error::Transient(format!("secrets \"{name}\" not found"));
                 Err(self.key_failure(plan, message::SECRET_NOT_FOUND, error, true))
             }

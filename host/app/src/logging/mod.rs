@@ -1,4 +1,7 @@
-//! Logging set-up, mapped from upstream's zap flags.
+//! Logging set-up, mapped from upstream's zap flags (the controller) and slog's JSON handler
+//! (the standalone model-serving-api).
+
+mod slog_json;
 
 use tracing_subscriber::{EnvFilter, Layer};
 
@@ -103,13 +106,13 @@ pub fn init(
 }
 
 /// The model-serving-api's logging (docs/plugins/llm-gateway.md, "Running it"): JSON lines on
-/// stdout at `level` (`RUST_LOG` overrides it when set).
+/// stdout at `level` (`RUST_LOG` overrides it when set), in slog's shape as upstream's server
+/// writes them.
 pub fn init_json_stdout(level: &str, traces: Option<crate::traces::OtlpLayer>) {
     let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_writer(std::io::stdout)
-        .json()
-        .flatten_event(true)
+        .event_format(slog_json::SlogJson)
         .boxed();
     install(fmt, level, traces);
 }
