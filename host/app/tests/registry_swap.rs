@@ -11,7 +11,7 @@ use std::sync::Arc;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use odh_model_controller::gvk::Gvk;
 use odh_model_controller::plugin::wire::{Operation, WebhookType};
 use odh_model_controller::plugin::{CallEnv, NoCluster, PluginSlot};
@@ -71,21 +71,23 @@ impl Fixture {
 
     /// Writes the plugins ConfigMap with `entry` for misbehave and applies it.
     async fn configure(&self, entry: &str) -> anyhow::Result<SwapResult> {
+        let mut results = self
+            .write_plugins(format!("plugins:\n  misbehave:\n{entry}"))
+            .await?;
+        Ok(results.remove("misbehave").unwrap_or(SwapResult::Unchanged))
+    }
+
+    /// Writes the plugins ConfigMap's `plugins.yaml` and applies it: what became of each plugin.
+    async fn write_plugins(&self, yaml: String) -> anyhow::Result<BTreeMap<String, SwapResult>> {
         let cm = ConfigMap {
-            metadata: ObjectMeta::default(),
-            data: Some(BTreeMap::from([(
-                "plugins.yaml".to_string(),
-                format!("plugins:\n  misbehave:\n{entry}"),
-            )])),
+            data: Some(BTreeMap::from([("plugins.yaml".to_string(), yaml)])),
             ..Default::default()
         };
         let cm = self.put("odh-model-controller-plugins", cm).await?;
-        let mut results = self
-            .registry
+        self.registry
             .apply_configmap(Some(&cm))
             .await
-            .map_err(anyhow::Error::msg)?;
-        Ok(results.remove("misbehave").unwrap_or(SwapResult::Unchanged))
+            .map_err(anyhow::Error::msg)
     }
 
     /// The value the serving version gives the `misbehave/ok` label.
@@ -249,20 +251,7 @@ async fn a_candidate_asking_past_its_pinned_grants_never_replaces_the_serving_ve
         );
         let f = &f;
         async move {
-            let cm = f
-                .put(
-                    "odh-model-controller-plugins",
-                    ConfigMap {
-                        data: Some(BTreeMap::from([("plugins.yaml".to_string(), yaml)])),
-                        ..Default::default()
-                    },
-                )
-                .await?;
-            let mut results = f
-                .registry
-                .apply_configmap(Some(&cm))
-                .await
-                .map_err(anyhow::Error::msg)?;
+            let mut results = f.write_plugins(yaml).await?;
             anyhow::Ok(results.remove("owner").unwrap_or(SwapResult::Unchanged))
         }
     };
@@ -584,21 +573,7 @@ async fn a_new_plugin_joins_with_its_entry_and_leaves_without_it() -> anyhow::Re
     f.put_component("hello-plugin", &hello).await?;
     let set = f.registry.plugins().clone();
     let f = &f;
-    let write = |yaml: String| async move {
-        let cm = f
-            .put(
-                "odh-model-controller-plugins",
-                ConfigMap {
-                    data: Some(BTreeMap::from([("plugins.yaml".to_string(), yaml)])),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        f.registry
-            .apply_configmap(Some(&cm))
-            .await
-            .map_err(anyhow::Error::msg)
-    };
+    let write = |yaml: String| f.write_plugins(yaml);
     let results = write(format!(
         "plugins:\n  hello:\n    source: configmap://hello-plugin/plugin.wasm.gz\n    sha256: {}\n",
         sha(&hello)
