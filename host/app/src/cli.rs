@@ -85,6 +85,9 @@ pub enum PluginCommand {
     /// Compile the built-in plugins into a directory, for `--plugin-precompiled-dir` (run when
     /// the image is built, so no pod compiles them at start).
     Precompile(crate::plugin_cli::PrecompileArgs),
+    /// Call a candidate version offline on every call of a record and report what it answers
+    /// differently; exit 3 past `--max-changed` or `--max-changed-ratio`.
+    Replay(crate::plugin_replay::ReplayArgs),
 }
 
 /// Upstream's flags and defaults (its `cmd/main.go`).

@@ -4,6 +4,10 @@ use odh_model_controller::{cli, crd, logging, plugin_cli, plugin_publish, run};
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse_from(cli::normalize_go_flags(std::env::args()));
+    if let Some(Command::Plugin(PluginCommand::Replay(args))) = &cli.command {
+        logging::init(logging::Encoder::Console, "warn", None);
+        return odh_model_controller::plugin_replay::main(args);
+    }
     if let Some(Command::Plugin(cmd)) = &cli.command {
         return plugin_command(cmd);
     }
@@ -110,6 +114,7 @@ fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
         PluginCommand::Sign(args) => ("sign", publish(plugin_publish::sign(args))),
         PluginCommand::Keygen(args) => ("keygen", publish(plugin_publish::keygen(args))),
         PluginCommand::Precompile(args) => ("precompile", plugin_cli::precompile(args)),
+        PluginCommand::Replay(_) => unreachable!("handled in main"),
         PluginCommand::Eval(args) => (
             match args.op {
                 plugin_cli::Op::Reconcile => "reconcile",
