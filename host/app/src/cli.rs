@@ -88,6 +88,9 @@ pub enum PluginCommand {
     /// Call a candidate version offline on every call of a record and report what it answers
     /// differently; exit 3 past `--max-changed` or `--max-changed-ratio`.
     Replay(crate::plugin_replay::ReplayArgs),
+    /// Work with the calls the host recorded (an entry's `record`).
+    #[command(subcommand)]
+    Record(crate::plugin_record::RecordCommand),
 }
 
 /// Upstream's flags and defaults (its `cmd/main.go`).

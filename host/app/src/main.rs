@@ -8,6 +8,9 @@ fn main() -> std::process::ExitCode {
         logging::init(logging::Encoder::Console, "warn", None);
         return odh_model_controller::plugin_replay::main(args);
     }
+    if let Some(Command::Plugin(PluginCommand::Record(cmd))) = &cli.command {
+        return odh_model_controller::plugin_record::main(cmd);
+    }
     if let Some(Command::Plugin(cmd)) = &cli.command {
         return plugin_command(cmd);
     }
@@ -114,7 +117,7 @@ fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
         PluginCommand::Sign(args) => ("sign", publish(plugin_publish::sign(args))),
         PluginCommand::Keygen(args) => ("keygen", publish(plugin_publish::keygen(args))),
         PluginCommand::Precompile(args) => ("precompile", plugin_cli::precompile(args)),
-        PluginCommand::Replay(_) => unreachable!("handled in main"),
+        PluginCommand::Replay(_) | PluginCommand::Record(_) => unreachable!("handled in main"),
         PluginCommand::Eval(args) => (
             match args.op {
                 plugin_cli::Op::Reconcile => "reconcile",

@@ -31,6 +31,7 @@ mod loaded;
 pub mod log_budget;
 pub mod memory_budget;
 pub mod record;
+pub mod rollout;
 pub mod set;
 pub mod shadow_report;
 pub mod shadow_stats;
