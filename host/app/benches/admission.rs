@@ -23,11 +23,11 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use odh_model_controller::builtins;
+use odh_model_controller::plugin::record::{RecordConfig, Recorder};
 use odh_model_controller::plugin::{
     ClusterView, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster, NoCluster, PluginEngine,
     PluginSlot, Source,
 };
-use odh_model_controller::plugin::record::{RecordConfig, Recorder};
 use odh_model_controller::side_effects::NoSideEffects;
 use odh_model_controller::tls::{TlsServerConfig, serve_on};
 use odh_model_controller::webhook::{WebhookTable, webhook_router};
@@ -169,7 +169,14 @@ fn scenarios() -> Vec<Scenario> {
         .unwrap();
     let parameters: Arc<dyn ClusterView> = Arc::new(parameters);
     let none: Arc<dyn ClusterView> = Arc::new(NoCluster);
-    let recording = |rate: f64, name: &'static str, base: &'static str, plugin: &str, path, body: Bytes, cluster: &Arc<dyn ClusterView>, expect| Scenario {
+    let recording = |rate: f64,
+                     name: &'static str,
+                     base: &'static str,
+                     plugin: &str,
+                     path,
+                     body: Bytes,
+                     cluster: &Arc<dyn ClusterView>,
+                     expect| Scenario {
         name,
         plugin: self::plugin(plugin),
         path,

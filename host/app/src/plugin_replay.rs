@@ -122,8 +122,8 @@ pub fn replay(args: &ReplayArgs) -> Result<Replay, EvalError> {
     // of the record, not half a report.
     let mut lines = Vec::new();
     for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line
-            .map_err(|e| usage(anyhow::anyhow!("reading {}: {e}", args.against.display())))?;
+        let line =
+            line.map_err(|e| usage(anyhow::anyhow!("reading {}: {e}", args.against.display())))?;
         if line.trim().is_empty() {
             continue;
         }
@@ -250,7 +250,10 @@ fn compare_errors<T>(
             tally.new_errors += 1;
             Some(Some((
                 Change::NewError,
-                format!("the recorded version answered, the candidate failed ({})", e.kind),
+                format!(
+                    "the recorded version answered, the candidate failed ({})",
+                    e.kind
+                ),
                 Some(e.message.clone()),
             )))
         }
@@ -258,7 +261,10 @@ fn compare_errors<T>(
             tally.fixed_errors += 1;
             Some(Some((
                 Change::FixedError,
-                format!("the recorded version failed ({}), the candidate answered", r.kind),
+                format!(
+                    "the recorded version failed ({}), the candidate answered",
+                    r.kind
+                ),
                 None,
             )))
         }

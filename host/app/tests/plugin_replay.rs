@@ -11,8 +11,8 @@ use odh_model_controller::gvk::Gvk;
 use odh_model_controller::plugin::record::RecordLine;
 use odh_model_controller::plugin::wire::{Operation, RawJson, RequestKey, WebhookType};
 use odh_model_controller::plugin::{
-    AdmissionInput, CallEnv, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster,
-    PluginEngine, ReconcileInput, Source,
+    AdmissionInput, CallEnv, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster, PluginEngine,
+    ReconcileInput, Source,
 };
 use serde_json::{Value, json};
 
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 const OBJECTS: usize = 40;
 
 fn risky(i: usize) -> bool {
-    i % 5 == 0
+    i.is_multiple_of(5)
 }
 
 fn misbehave() -> PathBuf {
@@ -219,7 +219,12 @@ fn a_candidate_that_denies_more_is_reported_call_by_call() {
             .contains("/allowed: true → false"),
         "{first}"
     );
-    assert!(report["latencyMicros"]["candidate"]["p99"].as_u64().unwrap() > 0);
+    assert!(
+        report["latencyMicros"]["candidate"]["p99"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert!(err.contains("8 allowed→denied"), "{err}");
 
     // Thresholds: 8 changes of 84 calls.
@@ -264,7 +269,12 @@ fn the_other_direction_and_patches_are_counted_apart() {
     assert_eq!(report["admission"]["allowedToDenied"], 0);
     assert_eq!(changed_names(&report, "deniedToAllowed"), risky_names());
 
-    let (code, report, err) = replay(&dir, &record, json!({"denyKey": "risky", "okLabel": "x"}), &[]);
+    let (code, report, err) = replay(
+        &dir,
+        &record,
+        json!({"denyKey": "risky", "okLabel": "x"}),
+        &[],
+    );
     assert_eq!(code, 0, "{err}");
     assert_eq!(report["admission"]["allowedToDenied"], 0);
     assert_eq!(report["admission"]["deniedToAllowed"], 0);
@@ -279,7 +289,10 @@ fn the_other_direction_and_patches_are_counted_apart() {
         json!({"denyKey": "risky"}),
         &["--max-changed", "0"],
     );
-    assert_eq!(code, 0, "the recorded version itself changes nothing: {err}");
+    assert_eq!(
+        code, 0,
+        "the recorded version itself changes nothing: {err}"
+    );
     assert_eq!(report["changed"], 0);
 }
 

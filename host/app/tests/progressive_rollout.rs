@@ -117,10 +117,17 @@ impl Stand {
     /// Waits until the slot's rollout is the one `percent` and `namespaces` describe.
     async fn rollout_running(&self, percent: f64, namespaces: &[&str]) -> anyhow::Result<()> {
         eventually("the rollout runs", Timing::default(), || async {
-            let c = self.slot.canary().ok_or_else(|| anyhow::anyhow!("no rollout"))?;
+            let c = self
+                .slot
+                .canary()
+                .ok_or_else(|| anyhow::anyhow!("no rollout"))?;
             anyhow::ensure!(
                 c.slice.percent == percent
-                    && c.slice.namespaces.iter().map(String::as_str).eq(namespaces.iter().copied()),
+                    && c.slice
+                        .namespaces
+                        .iter()
+                        .map(String::as_str)
+                        .eq(namespaces.iter().copied()),
                 "{:?}",
                 c.slice
             );
@@ -132,7 +139,9 @@ impl Stand {
     async fn status(&self) -> anyhow::Result<Value> {
         let cms: Api<ConfigMap> = Api::namespaced(self.t.client.clone(), &self.t.namespace);
         let cm = cms.get(STATUS_CONFIGMAP_NAME).await?;
-        Ok(serde_json::from_str(&cm.data.unwrap_or_default()["misbehave"])?)
+        Ok(serde_json::from_str(
+            &cm.data.unwrap_or_default()["misbehave"],
+        )?)
     }
 
     async fn stop(self) {
@@ -215,7 +224,12 @@ async fn a_slice_of_objects_goes_to_the_candidate_and_promotion_moves_them_all()
     let mut client = s.client().await?;
     let candidate = "    settings: {okLabel: candidate}\n";
 
-    configure(&s.t, &s.wasm, &format!("{candidate}    rollout: {{percent: 25}}\n")).await?;
+    configure(
+        &s.t,
+        &s.wasm,
+        &format!("{candidate}    rollout: {{percent: 25}}\n"),
+    )
+    .await?;
     s.rollout_running(25.0, &[]).await?;
     let slice = Slice {
         percent: 25.0,
@@ -237,7 +251,10 @@ async fn a_slice_of_objects_goes_to_the_candidate_and_promotion_moves_them_all()
             "reconcile of ns/{name}"
         );
         // The same object again: never flaps.
-        assert_eq!(admitted_by_candidate(&mut client, "ns", &name).await?, expected);
+        assert_eq!(
+            admitted_by_candidate(&mut client, "ns", &name).await?,
+            expected
+        );
     }
     assert!((30..70).contains(&taken), "{taken} of 200 in a 25% slice");
     assert!(
@@ -261,7 +278,11 @@ async fn a_slice_of_objects_goes_to_the_candidate_and_promotion_moves_them_all()
         assert!(!reconciled_by_candidate(&s.slot, "team-b", &name).await);
     }
     let status = s.status().await?;
-    assert_eq!(status["rollout"]["namespaces"], json!(["team-a"]), "{status}");
+    assert_eq!(
+        status["rollout"]["namespaces"],
+        json!(["team-a"]),
+        "{status}"
+    );
 
     // Promotion: the entry without `rollout`. Every object's reconcile is run again (the
     // controllers follow the slot's swaps) by the promoted version.
@@ -273,7 +294,10 @@ async fn a_slice_of_objects_goes_to_the_candidate_and_promotion_moves_them_all()
         Ok(())
     })
     .await?;
-    assert!(swaps.has_changed()?, "the controllers were told to reconcile again");
+    assert!(
+        swaps.has_changed()?,
+        "the controllers were told to reconcile again"
+    );
     let promoted = s.slot.current();
     for i in 0..200 {
         let name = format!("obj-{i}");
@@ -290,7 +314,10 @@ async fn a_slice_of_objects_goes_to_the_candidate_and_promotion_moves_them_all()
             CallEnv::read_only(Arc::new(NoCluster)),
         )
         .await;
-        assert!(plugin.same_as(&promoted), "ns/{name} reconciled by the old version");
+        assert!(
+            plugin.same_as(&promoted),
+            "ns/{name} reconciled by the old version"
+        );
         assert!(
             admitted_by_candidate(&mut client, "team-b", &name).await?,
             "the promoted version answers every admission"
@@ -325,8 +352,12 @@ async fn a_candidate_denying_what_stable_allows_is_rolled_back_by_its_guard_unde
     let stop = CancellationToken::new();
     let mut load = tokio::task::JoinSet::new();
     for worker in 0..4 {
-        let (denied, allowed, failures, stop) =
-            (denied.clone(), allowed.clone(), failures.clone(), stop.clone());
+        let (denied, allowed, failures, stop) = (
+            denied.clone(),
+            allowed.clone(),
+            failures.clone(),
+            stop.clone(),
+        );
         let mut client = s.client().await?;
         load.spawn(async move {
             let mut n = 0;
@@ -352,12 +383,16 @@ async fn a_candidate_denying_what_stable_allows_is_rolled_back_by_its_guard_unde
             }
         });
     }
-    let back = eventually("the guard rolls the candidate back", Timing::default(), || async {
-        s.slot
-            .canary()
-            .and_then(|c| c.rolled_back())
-            .ok_or_else(|| anyhow::anyhow!("still rolling out"))
-    })
+    let back = eventually(
+        "the guard rolls the candidate back",
+        Timing::default(),
+        || async {
+            s.slot
+                .canary()
+                .and_then(|c| c.rolled_back())
+                .ok_or_else(|| anyhow::anyhow!("still rolling out"))
+        },
+    )
     .await?;
     let denied_at_rollback = denied.load(Ordering::Relaxed);
     // Every answer after the rollback is the stable version's.
@@ -371,7 +406,11 @@ async fn a_candidate_denying_what_stable_allows_is_rolled_back_by_its_guard_unde
     while load.join_next().await.is_some() {}
 
     assert_eq!(back.guard, "denyRateIncrease", "{back:?}");
-    assert!(back.reason.contains("the candidate denied 100.0%"), "{}", back.reason);
+    assert!(
+        back.reason.contains("the candidate denied 100.0%"),
+        "{}",
+        back.reason
+    );
     let denied_total = denied.load(Ordering::Relaxed);
     // The guard's budget: its minCalls, plus the calls in flight on the 4 connections when it
     // tripped.
@@ -387,7 +426,10 @@ async fn a_candidate_denying_what_stable_allows_is_rolled_back_by_its_guard_unde
 
     let status = eventually("the status says why", Timing::default(), || async {
         let status = s.status().await?;
-        anyhow::ensure!(status["rollout"]["rolledBack"]["guard"] == "denyRateIncrease", "{status}");
+        anyhow::ensure!(
+            status["rollout"]["rolledBack"]["guard"] == "denyRateIncrease",
+            "{status}"
+        );
         Ok(status)
     })
     .await?;

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 const REVIEWS: usize = 30;
 
 fn risky(i: usize) -> bool {
-    i % 5 == 0
+    i.is_multiple_of(5)
 }
 
 async fn put(t: &TestContext, name: &str, mut cm: ConfigMap) -> anyhow::Result<ConfigMap> {
@@ -82,7 +82,14 @@ fn bin() -> Command {
 /// `plugin record export --dir <dir> --plugin misbehave`: the lines.
 fn export(dir: &Path) -> anyhow::Result<Vec<String>> {
     let out = bin()
-        .args(["plugin", "record", "export", "--plugin", "misbehave", "--dir"])
+        .args([
+            "plugin",
+            "record",
+            "export",
+            "--plugin",
+            "misbehave",
+            "--dir",
+        ])
         .arg(dir)
         .output()?;
     anyhow::ensure!(

@@ -82,7 +82,9 @@ pub async fn admit(
         input,
         env,
         move |p, i, e| p.admit_blocking(kind, i, e),
-        move |p, i, reads, result, latency| RecordLine::admission(p, kind, i, reads, result, latency),
+        move |p, i, reads, result, latency| {
+            RecordLine::admission(p, kind, i, reads, result, latency)
+        },
     )
     .await
 }

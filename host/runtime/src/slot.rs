@@ -72,7 +72,10 @@ impl PluginSlot {
     /// The candidate in progressive rollout, if any (also after a guard rolled it back: it
     /// stays loaded for inspection, serving nothing).
     pub fn canary(&self) -> Option<Arc<Canary>> {
-        self.canary.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.canary
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Starts (or ends, with `None`) a progressive rollout. Controllers re-reconcile, so every

@@ -441,13 +441,26 @@ mod tests {
         assert_eq!(plan.slice.percent, 25.0);
         assert!(plan.slice.namespaces.contains("team-a"));
         assert_eq!(plan.guards.max_error_rate, Some(0.2));
-        assert_eq!(plan.guards.max_deny_rate_increase, Some(0.1), "defaults stay");
-        assert_eq!(plan.guards.max_p99, Some(std::time::Duration::from_millis(300)));
+        assert_eq!(
+            plan.guards.max_deny_rate_increase,
+            Some(0.1),
+            "defaults stay"
+        );
+        assert_eq!(
+            plan.guards.max_p99,
+            Some(std::time::Duration::from_millis(300))
+        );
         for (bad, says) in [
             ("    rollout: {percent: 120}\n", "rollout.percent"),
             ("    rollout: {}\n", "serve nothing"),
-            ("    rollout: {percent: 5}\n    mode: shadow\n", "exclude each other"),
-            ("    rollout: {percent: 5, guards: {maxErrorRate: 2}}\n", "maxErrorRate"),
+            (
+                "    rollout: {percent: 5}\n    mode: shadow\n",
+                "exclude each other",
+            ),
+            (
+                "    rollout: {percent: 5, guards: {maxErrorRate: 2}}\n",
+                "maxErrorRate",
+            ),
             ("    rollout: {percent: 5, steps: []}\n", "unknown field"),
         ] {
             let err = parse(bad).unwrap_err();

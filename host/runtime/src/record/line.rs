@@ -280,9 +280,7 @@ impl RecordLine {
 
 /// `t` as RFC 3339 in UTC with milliseconds (the runtime has no calendar crate).
 pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let since = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let since = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
     // Days to a civil date (H. Hinnant's algorithm, proleptic Gregorian).

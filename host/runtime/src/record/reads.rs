@@ -68,7 +68,13 @@ pub fn distinct_objects(read: &Mutex<Vec<String>>) -> Vec<Value> {
         let Ok(object) = serde_json::from_str::<Value>(&text) else {
             continue;
         };
-        let field = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+        let field = |p: &str| {
+            object
+                .pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         let key = (
             field("/apiVersion"),
             field("/kind"),

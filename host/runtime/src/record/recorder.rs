@@ -112,7 +112,11 @@ impl Recorder {
 
     /// Whether this call is recorded.
     pub fn sample(&self) -> bool {
-        self.stride != 0 && self.seen.fetch_add(1, Ordering::Relaxed) % self.stride == 0
+        self.stride != 0
+            && self
+                .seen
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(self.stride)
     }
 
     /// Keeps a line; past the memory bounds the oldest is dropped.
@@ -275,7 +279,7 @@ pub fn segment_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Answer, RecordedCall, RecordedError, RecordedPlugin, ReconcileRecord};
+    use crate::record::{Answer, ReconcileRecord, RecordedCall, RecordedError, RecordedPlugin};
     use crate::wire::RequestKey;
 
     fn line(i: usize) -> RecordLine {

@@ -116,7 +116,8 @@ mod tests {
             assert!(!out.contains(secret), "{secret} leaked: {out}");
         }
         assert!(out.contains("\"team\":\"ml\""), "{out}");
-        let token = json!({"kind": "TokenRequest", "spec": {"token": "t1"}, "status": {"token": "t2"}});
+        let token =
+            json!({"kind": "TokenRequest", "spec": {"token": "t1"}, "status": {"token": "t2"}});
         let out = redact_value(&json!([token])).to_string();
         assert!(!out.contains("t1") && !out.contains("t2"), "{out}");
         let user = json!({"username": "u", "extra": {"authentication.kubernetes.io/credential-id": ["X"]}});

@@ -263,7 +263,10 @@ mod tests {
         let s = RolloutStats::default();
         calls(&s.stable, 100, CallResult::Allowed);
         calls(&s.candidate, 19, CallResult::Denied);
-        assert_eq!(g.breached(&s.stable.snapshot(), &s.candidate.snapshot()), None);
+        assert_eq!(
+            g.breached(&s.stable.snapshot(), &s.candidate.snapshot()),
+            None
+        );
         calls(&s.candidate, 1, CallResult::Denied);
         let (guard, why) = g
             .breached(&s.stable.snapshot(), &s.candidate.snapshot())
@@ -275,14 +278,19 @@ mod tests {
         calls(&s.candidate, 18, CallResult::Success);
         calls(&s.candidate, 2, CallResult::Error { overrun: false });
         assert_eq!(
-            g.breached(&s.stable.snapshot(), &s.candidate.snapshot()).unwrap().0,
+            g.breached(&s.stable.snapshot(), &s.candidate.snapshot())
+                .unwrap()
+                .0,
             "errorRate"
         );
         let lenient = Guards {
             max_error_rate: Some(0.5),
             ..Guards::default()
         };
-        assert_eq!(lenient.breached(&s.stable.snapshot(), &s.candidate.snapshot()), None);
+        assert_eq!(
+            lenient.breached(&s.stable.snapshot(), &s.candidate.snapshot()),
+            None
+        );
         calls(&s.candidate, 1, CallResult::Error { overrun: true });
         assert_eq!(
             lenient
@@ -324,7 +332,9 @@ mod tests {
             ..Guards::default()
         };
         assert_eq!(
-            g.breached(&VersionSnapshot::default(), &s.snapshot()).unwrap().0,
+            g.breached(&VersionSnapshot::default(), &s.snapshot())
+                .unwrap()
+                .0,
             "p99"
         );
     }
