@@ -133,6 +133,7 @@ mod tests {
         // Fixed values: a change of hash would move objects between versions on upgrade.
         assert_eq!(bucket("", ""), 0xaf63_a24c_8601_89fe % BUCKETS);
         assert_eq!(bucket("", ""), 5758);
+        assert_eq!(bucket("ns", "a"), 734);
         assert_eq!(bucket("ns", "a"), bucket("ns", "a"));
         let taken = (0..10_000)
             .filter(|i| {
