@@ -23,9 +23,10 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use odh_model_controller::builtins;
+use odh_model_controller::plugin::record::{RecordConfig, Recorder};
 use odh_model_controller::plugin::{
     ClusterView, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster, NoCluster, PluginEngine,
-    Source,
+    PluginSlot, Source,
 };
 use odh_model_controller::side_effects::NoSideEffects;
 use odh_model_controller::tls::{TlsServerConfig, serve_on};
@@ -110,6 +111,9 @@ struct Scenario {
     expect: Expect,
     /// At most this many requests, whatever `ADMISSION_BENCH_REQUESTS` says (large bodies).
     max_requests: Option<usize>,
+    /// Recording on (an entry's `record`), with files in a temporary directory; and the
+    /// scenario it is compared with (the same without recording, in the same run).
+    record: Option<(RecordConfig, &'static str)>,
 }
 
 fn plugin(name: &str) -> LoadedPlugin {
@@ -165,15 +169,71 @@ fn scenarios() -> Vec<Scenario> {
         .unwrap();
     let parameters: Arc<dyn ClusterView> = Arc::new(parameters);
     let none: Arc<dyn ClusterView> = Arc::new(NoCluster);
-    vec![
+    let recording = |rate: f64,
+                     name: &'static str,
+                     base: &'static str,
+                     plugin: &str,
+                     path,
+                     body: Bytes,
+                     cluster: &Arc<dyn ClusterView>,
+                     expect| Scenario {
+        name,
+        plugin: self::plugin(plugin),
+        path,
+        body,
+        cluster: cluster.clone(),
+        expect,
+        max_requests: None,
+        record: Some((
+            RecordConfig {
+                sample_rate: rate,
+                ..RecordConfig::default()
+            },
+            base,
+        )),
+    };
+    let recorded = vec![
+        recording(
+            0.01,
+            "pod_mutate_plain_recording_1pct",
+            "pod_mutate_plain",
+            "pod-mutator",
+            "/mutate--v1-pod",
+            review("", "v1", "Pod", "pods", pod("demo-predictor-1", false)),
+            &parameters,
+            Expect::Allowed,
+        ),
+        recording(
+            1.0,
+            "pod_mutate_plain_recording_all",
+            "pod_mutate_plain",
+            "pod-mutator",
+            "/mutate--v1-pod",
+            review("", "v1", "Pod", "pods", pod("demo-predictor-1", false)),
+            &parameters,
+            Expect::Allowed,
+        ),
+        recording(
+            0.01,
+            "hello_mutate_configmap_recording_1pct",
+            "hello_mutate_configmap",
+            "hello",
+            "/mutate-hello-configmap",
+            review("", "v1", "ConfigMap", "configmaps", hello_object.clone()),
+            &none,
+            Expect::Patch,
+        ),
+    ];
+    let mut all = vec![
         Scenario {
             name: "hello_mutate_configmap",
             plugin: plugin("hello"),
             path: "/mutate-hello-configmap",
-            body: review("", "v1", "ConfigMap", "configmaps", hello_object),
+            body: review("", "v1", "ConfigMap", "configmaps", hello_object.clone()),
             cluster: none.clone(),
             expect: Expect::Patch,
             max_requests: None,
+            record: None,
         },
         Scenario {
             name: "isvc_validate",
@@ -189,6 +249,7 @@ fn scenarios() -> Vec<Scenario> {
             cluster: none.clone(),
             expect: Expect::Allowed,
             max_requests: None,
+            record: None,
         },
         Scenario {
             name: "pod_mutate_plain",
@@ -198,15 +259,17 @@ fn scenarios() -> Vec<Scenario> {
             cluster: parameters.clone(),
             expect: Expect::Allowed,
             max_requests: None,
+            record: None,
         },
         Scenario {
             name: "pod_mutate_ray_tls",
             plugin: plugin("pod-mutator"),
             path: "/mutate--v1-pod",
             body: review("", "v1", "Pod", "pods", pod("demo-predictor-2", true)),
-            cluster: parameters,
+            cluster: parameters.clone(),
             expect: Expect::Patch,
             max_requests: None,
+            record: None,
         },
         Scenario {
             name: "hello_validate_configmap_update_1mib",
@@ -216,8 +279,11 @@ fn scenarios() -> Vec<Scenario> {
             cluster: none,
             expect: Expect::Allowed,
             max_requests: Some(400),
+            record: None,
         },
-    ]
+    ];
+    all.extend(recorded);
+    all
 }
 
 /// An UPDATE of a ConfigMap holding 1 MiB of data (about the most etcd stores), with its old
@@ -331,7 +397,16 @@ async fn drive(
     cert_dir: &std::path::Path,
     ca: &CertificateDer<'static>,
 ) -> (Vec<Duration>, usize, Duration, String) {
-    let table = WebhookTable::new([&sc.plugin]).unwrap();
+    let slot = PluginSlot::new(sc.plugin.clone());
+    let record_dir = std::env::temp_dir().join(format!(
+        "odh-admission-bench-records-{}-{}",
+        std::process::id(),
+        sc.name
+    ));
+    if let Some((config, _)) = sc.record {
+        slot.set_recorder(Some(Recorder::new(config, Some(&record_dir)).unwrap()));
+    }
+    let table = WebhookTable::from_slots(std::slice::from_ref(&slot)).unwrap();
     let router = webhook_router(&table, sc.cluster.clone(), Arc::new(NoSideEffects));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -408,6 +483,16 @@ async fn drive(
     let elapsed = started.elapsed();
     let _ = stop.send(());
     server.await.unwrap().unwrap();
+    if let Some(recorder) = slot.recorder() {
+        let stats = recorder.stats();
+        println!(
+            "  recorded {} calls ({} dropped before a flush)",
+            stats.recorded, stats.dropped
+        );
+    }
+    slot.set_recorder(None);
+    drop(slot);
+    let _ = std::fs::remove_dir_all(&record_dir);
     (samples, errors, elapsed, tls_version)
 }
 
@@ -467,9 +552,21 @@ fn main() {
             millis(p99),
             millis(max)
         );
+        let mut recording = Value::Null;
+        if let Some((config, base)) = sc.record {
+            let base_rps = results[base]["requests_per_s"].as_f64().unwrap_or(f64::NAN);
+            let cost = (1.0 - rps / base_rps) * 100.0;
+            println!(
+                "  recording {:.0}% of calls: {cost:+.1}% throughput cost against {base} ({base_rps:.0} req/s, same run)",
+                config.sample_rate * 100.0
+            );
+            recording = json!({"sample_rate": config.sample_rate, "compared_with": base,
+                               "throughput_cost_percent": cost});
+        }
         results.insert(
             sc.name.into(),
             json!({
+                "recording": recording,
                 "server": {"address": "127.0.0.1 (loopback)", "protocol": "HTTP/1.1", "tls": tls_version,
                            "plugin": sc.plugin.name(), "path": sc.path,
                            "plugin_concurrency": sc.plugin.limits().concurrency},

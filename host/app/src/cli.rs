@@ -88,6 +88,12 @@ pub enum PluginCommand {
     /// Write a new plugin crate (manifest, webhooks, a controller, native tests, samples, a
     /// README with the build/inspect/eval/ship commands) that builds and passes its tests.
     New(crate::plugin_new::NewArgs),
+    /// Call a candidate version offline on every call of a record and report what it answers
+    /// differently; exit 3 past `--max-changed` or `--max-changed-ratio`.
+    Replay(crate::plugin_replay::ReplayArgs),
+    /// Work with the calls the host recorded (an entry's `record`).
+    #[command(subcommand)]
+    Record(crate::plugin_record::RecordCommand),
 }
 
 /// Upstream's flags and defaults (its `cmd/main.go`).

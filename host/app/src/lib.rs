@@ -18,6 +18,8 @@ pub mod model_serving_api;
 pub mod plugin_cli;
 pub mod plugin_new;
 pub mod plugin_publish;
+pub mod plugin_record;
+pub mod plugin_replay;
 pub mod profile;
 pub mod run;
 mod shutdown;

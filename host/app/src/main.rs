@@ -4,6 +4,13 @@ use odh_model_controller::{cli, crd, logging, plugin_cli, plugin_new, plugin_pub
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse_from(cli::normalize_go_flags(std::env::args()));
+    if let Some(Command::Plugin(PluginCommand::Replay(args))) = &cli.command {
+        logging::init(logging::Encoder::Console, "warn", None, None);
+        return odh_model_controller::plugin_replay::main(args);
+    }
+    if let Some(Command::Plugin(PluginCommand::Record(cmd))) = &cli.command {
+        return odh_model_controller::plugin_record::main(cmd);
+    }
     if let Some(Command::Plugin(cmd)) = &cli.command {
         return plugin_command(cmd);
     }
@@ -130,6 +137,7 @@ fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
         PluginCommand::Keygen(args) => ("keygen", publish(plugin_publish::keygen(args))),
         PluginCommand::Precompile(args) => ("precompile", plugin_cli::precompile(args)),
         PluginCommand::New(args) => ("new", publish(plugin_new::new(args))),
+        PluginCommand::Replay(_) | PluginCommand::Record(_) => unreachable!("handled in main"),
         PluginCommand::Eval(args) => (
             match args.op {
                 plugin_cli::Op::Reconcile => "reconcile",

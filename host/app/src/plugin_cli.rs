@@ -145,7 +145,7 @@ fn resolve(spec: &str) -> anyhow::Result<(Source, Vec<u8>)> {
 
 /// Loads the component of `spec`; without `settings` its `validate-settings` is not called
 /// (the settings of a plugin described are the admin's, not known here).
-fn load(spec: &str, settings: Option<Value>) -> Result<LoadedPlugin, EvalError> {
+pub(crate) fn load(spec: &str, settings: Option<Value>) -> Result<LoadedPlugin, EvalError> {
     let (source, bytes) = resolve(spec).map_err(usage)?;
     load_bytes(source, &bytes, settings)
 }
@@ -217,7 +217,7 @@ pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
     Ok(out)
 }
 
-fn read_one(path: &Path) -> anyhow::Result<Value> {
+pub(crate) fn read_one(path: &Path) -> anyhow::Result<Value> {
     let mut objects = read_objects(path)?;
     anyhow::ensure!(
         objects.len() == 1,

@@ -255,6 +255,12 @@ impl Host {
                 )
                 .with_extra_roots(startup::plugin_source_roots()?)
                 .with_file_dir(self.args.plugin_file_dir.clone())
+                .with_record_dir(
+                    self.args
+                        .plugin_cache_dir
+                        .as_ref()
+                        .map(|d| d.join("records")),
+                )
                 .with_ceiling(self.args.plugin_ceiling()?)
                 .with_serve_check(check);
                 tokio::spawn(Arc::new(registry).run(REGISTRY_RETRY, shutdown.clone()));

@@ -33,6 +33,9 @@
 //! | `odh_plugin_swaps_total` | `plugin`, `result` (`swapped`, `rejected`) |
 //! | `odh_plugin_shadow_differences_total` | `plugin`, `op` |
 //! | `odh_plugin_shadow_calls_total`, `odh_plugin_shadow_call_duration_seconds`, `odh_plugin_shadow_failures_total` | as `odh_plugin_calls_total`, `odh_plugin_call_duration_seconds`, `odh_plugin_failures_total`, for the calls of shadow candidates (which those never count) |
+//! | `odh_plugin_rollout_calls_total` | `plugin`, `version` (`stable`, `candidate`), `result` (`allowed`, `denied`, `success`, `error`): calls of a plugin while a progressive rollout runs |
+//! | `odh_plugin_rollout_call_duration_seconds` (histogram) | `plugin`, `version` |
+//! | `odh_plugin_rollout_rollbacks_total` | `plugin`, `guard` (`errorRate`, `denyRateIncrease`, `deadlineOverruns`, `p99`): a guard moved the candidate's slice back to the stable version |
 //! | `odh_leader` (gauge, 1 while this replica leads) | — |
 //! | `odh_webhook_requests_in_flight` (gauge) | — : admission requests holding room in the webhook server |
 //! | `odh_webhook_requests_queued` (gauge) | — : admission requests waiting for room (`--webhook-max-requests-in-flight`) |
@@ -132,6 +135,25 @@ struct WebhookCodeLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct NameLabels {
     name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RolloutCallLabels {
+    plugin: String,
+    version: &'static str,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RolloutVersionLabels {
+    plugin: String,
+    version: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RolloutGuardLabels {
+    plugin: String,
+    guard: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -314,6 +336,9 @@ pub struct Metrics {
     host_calls_refused: Family<PluginLabels, Counter>,
     swaps: Family<PluginSwapLabels, Counter>,
     shadow_differences: Family<PluginOpLabels, Counter>,
+    rollout_calls: Family<RolloutCallLabels, Counter>,
+    rollout_duration: HistogramFamily<RolloutVersionLabels>,
+    rollout_rollbacks: Family<RolloutGuardLabels, Counter>,
     leader: Gauge,
     webhook_in_flight: Gauge,
     webhook_queued: Gauge,
@@ -510,6 +535,25 @@ impl Metrics {
             "odh_plugin_shadow_",
             "calls of shadow candidates",
         );
+        let rollout_calls = Family::default();
+        registry.register(
+            "odh_plugin_rollout_calls",
+            "Total number of calls per plugin, version (stable or candidate) and result while a progressive rollout runs",
+            rollout_calls.clone(),
+        );
+        let rollout_duration: HistogramFamily<RolloutVersionLabels> =
+            Family::new_with_constructor(plugin_call_histogram);
+        registry.register(
+            "odh_plugin_rollout_call_duration_seconds",
+            "Duration of calls per plugin and version while a progressive rollout runs",
+            rollout_duration.clone(),
+        );
+        let rollout_rollbacks = Family::default();
+        registry.register(
+            "odh_plugin_rollout_rollbacks",
+            "Total number of progressive rollouts moved back to the stable version per plugin and breached guard",
+            rollout_rollbacks.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "odh_leader",
@@ -582,6 +626,9 @@ impl Metrics {
             host_calls_refused,
             swaps,
             shadow_differences,
+            rollout_calls,
+            rollout_duration,
+            rollout_rollbacks,
             leader,
             webhook_in_flight,
             webhook_queued,
@@ -823,6 +870,40 @@ impl Metrics {
             .get_or_create(&PluginSwapLabels {
                 plugin: plugin.to_string(),
                 result,
+            })
+            .inc();
+    }
+
+    /// One call while a progressive rollout runs: `version` is `stable` or `candidate`,
+    /// `result` `allowed`, `denied` (admission), `success` (other calls) or `error`.
+    pub fn rollout_call(
+        &self,
+        plugin: &str,
+        version: &'static str,
+        result: &'static str,
+        duration: Duration,
+    ) {
+        self.rollout_calls
+            .get_or_create(&RolloutCallLabels {
+                plugin: plugin.to_string(),
+                version,
+                result,
+            })
+            .inc();
+        self.rollout_duration
+            .get_or_create(&RolloutVersionLabels {
+                plugin: plugin.to_string(),
+                version,
+            })
+            .observe(duration.as_secs_f64());
+    }
+
+    /// A rollout's guard moved its slice back to the stable version.
+    pub fn rollout_rollback(&self, plugin: &str, guard: &str) {
+        self.rollout_rollbacks
+            .get_or_create(&RolloutGuardLabels {
+                plugin: plugin.to_string(),
+                guard: guard.to_string(),
             })
             .inc();
     }

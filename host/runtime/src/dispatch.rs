@@ -10,6 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tracing::warn;
 
+use crate::record::{RecordLine, RecordingView, distinct_objects};
+use crate::rollout::guards::CallResult;
+use crate::rollout::{Canary, Version};
 use crate::wire::{AdmissionDecision, ApiRequest, ApiResponse, Outcome, RequestKey, WebhookType};
 use crate::{
     AdmissionInput, CallEnv, CallError, Export, LoadedPlugin, PluginSlot, ReconcileInput,
@@ -45,9 +48,15 @@ pub async fn reconcile(
         namespace: input.key.namespace.clone(),
         name: Some(input.key.name.clone()),
     };
-    call(slot, Export::Reconcile, subject, input, env, |p, i, e| {
-        p.reconcile_blocking(i, e)
-    })
+    call(
+        slot,
+        Export::Reconcile,
+        subject,
+        input,
+        env,
+        |p, i, e| p.reconcile_blocking(i, e),
+        RecordLine::reconcile,
+    )
     .await
 }
 
@@ -66,9 +75,17 @@ pub async fn admit(
         WebhookType::Mutating => Export::Mutate,
         WebhookType::Validating => Export::Validate,
     };
-    call(slot, op, subject, input, env, move |p, i, e| {
-        p.admit_blocking(kind, i, e)
-    })
+    call(
+        slot,
+        op,
+        subject,
+        input,
+        env,
+        move |p, i, e| p.admit_blocking(kind, i, e),
+        move |p, i, reads, result, latency| {
+            RecordLine::admission(p, kind, i, reads, result, latency)
+        },
+    )
     .await
 }
 
@@ -118,18 +135,54 @@ async fn call<I, R>(
     op: Export,
     subject: Subject,
     input: I,
-    env: CallEnv,
+    mut env: CallEnv,
     run: impl Fn(&LoadedPlugin, &I, &CallEnv) -> Result<R, CallError> + Send + Sync + Copy + 'static,
+    // Makes the record line of a sampled call: the version, its input, what it read, its
+    // answer, its latency.
+    record: impl FnOnce(
+        &LoadedPlugin,
+        &I,
+        Vec<Value>,
+        &Result<R, CallError>,
+        std::time::Duration,
+    ) -> RecordLine,
 ) -> (LoadedPlugin, Result<R, CallError>)
 where
     I: Clone + Send + 'static,
-    R: Serialize + Send + 'static,
+    R: Serialize + Decided + Send + 'static,
 {
-    let plugin = slot.current();
+    // Which version owns the object: a pure function of its key and the rollout's slice, so
+    // every replica routes it alike (docs/decisions.md, "Progressive rollout").
+    let canary = slot.canary();
+    let (plugin, version) = match &canary {
+        Some(c) if c.serves(subject.namespace.as_deref(), subject.name.as_deref()) => {
+            (c.plugin.clone(), Some(Version::Candidate))
+        }
+        Some(_) => (slot.current(), Some(Version::Stable)),
+        None => (slot.current(), None),
+    };
+    // A shadow runs beside the stable version only: the candidate in rollout decides for real.
     let shadow = slot
         .shadow_with_stats()
+        .filter(|_| version != Some(Version::Candidate))
         .map(|s| (s, input.clone(), env.without_effects()));
+    // A sampled call reads through a view that keeps what it read; the others pay one atomic
+    // add (and a read lock) for recording.
+    let recording = slot.recorder().filter(|r| r.sample()).map(|r| {
+        let (view, read) = RecordingView::new(env.cluster.clone());
+        env.cluster = std::sync::Arc::new(view);
+        (r, read, input.clone())
+    });
+    let started = Instant::now();
     let result = metered(&plugin, op, move |p| run(p, &input, &env)).await;
+    let elapsed = started.elapsed();
+    if let Some((recorder, read, input)) = recording {
+        let reads = distinct_objects(&read);
+        recorder.push(&record(&plugin, &input, reads, &result, elapsed));
+    }
+    if let (Some(canary), Some(version)) = (&canary, version) {
+        count_in_rollout(slot, canary, version, &result, elapsed);
+    }
     if let Some(((shadow, stats), input, env)) = shadow {
         let active = comparable(&result);
         tokio::spawn(async move {
@@ -161,6 +214,68 @@ where
         });
     }
     (plugin, result)
+}
+
+/// What a rollout's guards look at in an answer: whether it denied.
+pub trait Decided {
+    /// `Some(denied)` for an admission decision, `None` for other answers.
+    fn denied(&self) -> Option<bool>;
+}
+
+impl Decided for AdmissionDecision {
+    fn denied(&self) -> Option<bool> {
+        Some(!self.allowed)
+    }
+}
+
+impl Decided for Outcome {
+    fn denied(&self) -> Option<bool> {
+        None
+    }
+}
+
+/// Counts a call of a rollout per version and, after a candidate call, checks the guards: a
+/// breach moves the slice back to the stable version at once (the candidate stays loaded) and
+/// the controllers reconcile everything again, so objects the candidate reconciled are
+/// reconciled by the stable version.
+fn count_in_rollout<R: Decided>(
+    slot: &PluginSlot,
+    canary: &Canary,
+    version: Version,
+    result: &Result<R, CallError>,
+    elapsed: std::time::Duration,
+) {
+    let outcome = match result {
+        Ok(r) => match r.denied() {
+            Some(true) => CallResult::Denied,
+            Some(false) => CallResult::Allowed,
+            None => CallResult::Success,
+        },
+        Err(e) => CallResult::Error {
+            overrun: e.metric_label() == "timeout",
+        },
+    };
+    canary.stats.of(version).record(outcome, elapsed);
+    Metrics::global().rollout_call(slot.name(), version.as_str(), outcome.as_str(), elapsed);
+    if version != Version::Candidate {
+        return;
+    }
+    let (stable, candidate) = (
+        canary.stats.stable.snapshot(),
+        canary.stats.candidate.snapshot(),
+    );
+    if let Some((guard, why)) = canary.guards.breached(&stable, &candidate)
+        && canary.roll_back(guard, why.clone())
+    {
+        Metrics::global().rollout_rollback(slot.name(), guard);
+        warn!(
+            plugin = slot.name(),
+            candidate = canary.plugin.sha256(),
+            guard,
+            "rollout rolled back to the stable version: {why}"
+        );
+        slot.resync();
+    }
 }
 
 /// What two versions' answers are compared on: the whole decision, or why the call failed.

@@ -30,6 +30,8 @@ pub mod limits;
 mod loaded;
 pub mod log_budget;
 pub mod memory_budget;
+pub mod record;
+pub mod rollout;
 pub mod set;
 pub mod shadow_report;
 pub mod shadow_stats;

@@ -7,6 +7,8 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::watch;
 
 use crate::loaded::LoadedPlugin;
+use crate::record::Recorder;
+use crate::rollout::Canary;
 use crate::shadow_stats::ShadowStats;
 
 /// A shadow candidate and its counters.
@@ -24,6 +26,10 @@ pub struct PluginSlot {
     /// When true, a failed plugin call admits the request (failurePolicy Ignore) instead of
     /// denying it (Fail, the default: upstream's webhooks all fail closed).
     fail_open: Arc<std::sync::atomic::AtomicBool>,
+    /// Records a sample of the active version's calls, when the entry asks for it.
+    recorder: Arc<RwLock<Option<Arc<Recorder>>>>,
+    /// A candidate in progressive rollout: serves its slice of the objects.
+    canary: Arc<RwLock<Option<Arc<Canary>>>>,
 }
 
 impl PluginSlot {
@@ -35,6 +41,8 @@ impl PluginSlot {
             shadow: Arc::new(RwLock::new(None)),
             generation: Arc::new(watch::Sender::new(0)),
             fail_open: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            recorder: Arc::new(RwLock::new(None)),
+            canary: Arc::new(RwLock::new(None)),
         }
     }
 
@@ -46,6 +54,40 @@ impl PluginSlot {
     pub fn set_fail_open(&self, open: bool) {
         self.fail_open
             .store(open, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The recorder of the active version's calls, if recording is on.
+    pub fn recorder(&self) -> Option<Arc<Recorder>> {
+        self.recorder
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Turns recording on (or off, with `None`).
+    pub fn set_recorder(&self, recorder: Option<Arc<Recorder>>) {
+        *self.recorder.write().unwrap_or_else(|e| e.into_inner()) = recorder;
+    }
+
+    /// The candidate in progressive rollout, if any (also after a guard rolled it back: it
+    /// stays loaded for inspection, serving nothing).
+    pub fn canary(&self) -> Option<Arc<Canary>> {
+        self.canary
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Starts (or ends, with `None`) a progressive rollout. Controllers re-reconcile, so every
+    /// object whose version changed is reconciled by the version that now owns it.
+    pub fn set_canary(&self, canary: Option<Arc<Canary>>) {
+        *self.canary.write().unwrap_or_else(|e| e.into_inner()) = canary;
+        self.resync();
+    }
+
+    /// Tells the controllers to reconcile every object again (the owner of a slice changed).
+    pub fn resync(&self) {
+        self.generation.send_modify(|g| *g += 1);
     }
 
     pub fn name(&self) -> &str {

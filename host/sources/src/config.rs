@@ -7,6 +7,8 @@ use serde::Deserialize;
 
 use crate::builtins::Builtins;
 pub use odh_plugin_runtime::Source;
+use odh_plugin_runtime::record::RecordConfig;
+use odh_plugin_runtime::rollout::{Guards, Slice};
 use odh_plugin_runtime::{Grants, Limits};
 
 /// Name of the ConfigMap (in `POD_NAMESPACE`) that configures the plugins.
@@ -54,6 +56,138 @@ struct RawEntry {
     pull_secret: Option<String>,
     #[serde(default)]
     signature: Option<RawSignature>,
+    /// Records a sample of the active version's calls (off without it).
+    #[serde(default)]
+    record: Option<RawRecord>,
+    /// Serves this version to a slice of the objects only, beside the serving version.
+    #[serde(default)]
+    rollout: Option<RawRollout>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawRollout {
+    #[serde(default)]
+    percent: Option<f64>,
+    #[serde(default)]
+    namespaces: Vec<String>,
+    #[serde(default)]
+    guards: Option<RawGuards>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawGuards {
+    #[serde(default)]
+    min_calls: Option<u64>,
+    #[serde(default)]
+    max_error_rate: Option<f64>,
+    #[serde(default)]
+    max_deny_rate_increase: Option<f64>,
+    #[serde(default)]
+    max_deadline_overruns: Option<u64>,
+    #[serde(default)]
+    max_p99_ms: Option<u64>,
+}
+
+/// A progressive rollout: the slice the entry's version serves and its guards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RolloutPlan {
+    pub slice: Slice,
+    pub guards: Guards,
+}
+
+impl RawRollout {
+    fn check(self) -> Result<RolloutPlan, String> {
+        let percent = self.percent.unwrap_or(0.0);
+        if !(0.0..=100.0).contains(&percent) {
+            return Err(format!(
+                "rollout.percent must be between 0 and 100, not {percent}"
+            ));
+        }
+        if percent == 0.0 && self.namespaces.is_empty() {
+            return Err(
+                "rollout needs a percent above 0 or namespaces: the candidate would serve nothing (use mode: shadow to run it beside the active version)".into(),
+            );
+        }
+        let default = Guards::default();
+        let guards = match self.guards {
+            None => default,
+            Some(g) => {
+                for (name, rate) in [
+                    ("maxErrorRate", g.max_error_rate),
+                    ("maxDenyRateIncrease", g.max_deny_rate_increase),
+                ] {
+                    if let Some(r) = rate
+                        && !(0.0..=1.0).contains(&r)
+                    {
+                        return Err(format!(
+                            "rollout.guards.{name} must be between 0 and 1, not {r}"
+                        ));
+                    }
+                }
+                Guards {
+                    min_calls: g.min_calls.unwrap_or(default.min_calls).max(1),
+                    max_error_rate: g.max_error_rate.or(default.max_error_rate),
+                    max_deny_rate_increase: g
+                        .max_deny_rate_increase
+                        .or(default.max_deny_rate_increase),
+                    max_deadline_overruns: g
+                        .max_deadline_overruns
+                        .or(default.max_deadline_overruns),
+                    max_p99: g.max_p99_ms.map(std::time::Duration::from_millis),
+                }
+            }
+        };
+        Ok(RolloutPlan {
+            slice: Slice {
+                percent,
+                namespaces: self.namespaces.into_iter().collect(),
+            },
+            guards,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawRecord {
+    #[serde(default)]
+    sample_rate: Option<f64>,
+    #[serde(default)]
+    max_entries: Option<u64>,
+    #[serde(default)]
+    max_bytes: Option<u64>,
+}
+
+/// The smallest `record.maxBytes`: one line of an ordinary admission review.
+const MIN_RECORD_BYTES: u64 = 64 << 10;
+
+impl RawRecord {
+    fn check(self) -> Result<RecordConfig, String> {
+        let default = RecordConfig::default();
+        let config = RecordConfig {
+            sample_rate: self.sample_rate.unwrap_or(default.sample_rate),
+            max_entries: self.max_entries.unwrap_or(default.max_entries),
+            max_bytes: self.max_bytes.unwrap_or(default.max_bytes),
+        };
+        if !(config.sample_rate > 0.0 && config.sample_rate <= 1.0) {
+            return Err(format!(
+                "record.sampleRate must be above 0 and at most 1, not {}",
+                config.sample_rate
+            ));
+        }
+        if config.max_entries == 0 {
+            return Err("record.maxEntries must be at least 1".into());
+        }
+        if config.max_bytes < MIN_RECORD_BYTES {
+            return Err(format!(
+                "record.maxBytes must be at least {MIN_RECORD_BYTES}, not {}",
+                config.max_bytes
+            ));
+        }
+        Ok(config)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -108,6 +242,10 @@ pub struct PluginEntry {
     pub pull_secret: Option<String>,
     /// The signature an `oci://` candidate must carry.
     pub signature: Option<SignaturePolicy>,
+    /// Recording of the active version's calls; `None`: off.
+    pub record: Option<RecordConfig>,
+    /// A progressive rollout of this version beside the serving one; `None`: it serves all.
+    pub progressive: Option<RolloutPlan>,
 }
 
 /// The whole configuration: plugins by name.
@@ -197,6 +335,21 @@ impl RegistryConfig {
             }
             let grants =
                 refine(base_grants, e.grants).map_err(|m| format!("plugin {name}: grants: {m}"))?;
+            let record = e
+                .record
+                .map(RawRecord::check)
+                .transpose()
+                .map_err(|m| format!("plugin {name}: {m}"))?;
+            if e.rollout.is_some() && e.mode == Rollout::Shadow {
+                return Err(format!(
+                    "plugin {name}: rollout and mode: shadow exclude each other (a shadow serves nothing)"
+                ));
+            }
+            let progressive = e
+                .rollout
+                .map(RawRollout::check)
+                .transpose()
+                .map_err(|m| format!("plugin {name}: {m}"))?;
             plugins.insert(
                 name.clone(),
                 PluginEntry {
@@ -210,6 +363,8 @@ impl RegistryConfig {
                     failure_policy: e.failure_policy,
                     pull_secret: e.pull_secret,
                     signature,
+                    record,
+                    progressive,
                 },
             );
         }
@@ -267,6 +422,88 @@ mod tests {
                 ..Grants::default()
             },
         }])
+    }
+
+    #[test]
+    fn a_rollout_names_a_slice_and_guards() {
+        let parse = |extra: &str| {
+            RegistryConfig::parse(
+                &format!("plugins:\n  servingruntime:\n    source: builtin\n{extra}"),
+                &builtins(),
+            )
+        };
+        let plan = parse("    rollout: {percent: 25, namespaces: [team-a], guards: {maxErrorRate: 0.2, maxP99Ms: 300}}\n")
+            .unwrap()
+            .plugins["servingruntime"]
+            .progressive
+            .clone()
+            .unwrap();
+        assert_eq!(plan.slice.percent, 25.0);
+        assert!(plan.slice.namespaces.contains("team-a"));
+        assert_eq!(plan.guards.max_error_rate, Some(0.2));
+        assert_eq!(
+            plan.guards.max_deny_rate_increase,
+            Some(0.1),
+            "defaults stay"
+        );
+        assert_eq!(
+            plan.guards.max_p99,
+            Some(std::time::Duration::from_millis(300))
+        );
+        for (bad, says) in [
+            ("    rollout: {percent: 120}\n", "rollout.percent"),
+            ("    rollout: {}\n", "serve nothing"),
+            (
+                "    rollout: {percent: 5}\n    mode: shadow\n",
+                "exclude each other",
+            ),
+            (
+                "    rollout: {percent: 5, guards: {maxErrorRate: 2}}\n",
+                "maxErrorRate",
+            ),
+            ("    rollout: {percent: 5, steps: []}\n", "unknown field"),
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn record_is_off_by_default_and_checked_when_on() {
+        let parse = |yaml: &str| RegistryConfig::parse(yaml, &builtins());
+        let off = parse("plugins:\n  servingruntime:\n    source: builtin\n").unwrap();
+        assert_eq!(off.plugins["servingruntime"].record, None);
+        let on = parse(
+            "plugins:\n  servingruntime:\n    source: builtin\n    record: {sampleRate: 0.05, maxEntries: 500}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            on.plugins["servingruntime"].record,
+            Some(RecordConfig {
+                sample_rate: 0.05,
+                max_entries: 500,
+                max_bytes: RecordConfig::default().max_bytes,
+            })
+        );
+        let defaults =
+            parse("plugins:\n  servingruntime:\n    source: builtin\n    record: {}\n").unwrap();
+        assert_eq!(
+            defaults.plugins["servingruntime"].record,
+            Some(RecordConfig::default())
+        );
+        for (bad, says) in [
+            ("{sampleRate: 0}", "record.sampleRate"),
+            ("{sampleRate: 1.5}", "record.sampleRate"),
+            ("{maxEntries: 0}", "record.maxEntries"),
+            ("{maxBytes: 10}", "record.maxBytes"),
+            ("{rate: 1}", "unknown field"),
+        ] {
+            let err = parse(&format!(
+                "plugins:\n  servingruntime:\n    source: builtin\n    record: {bad}\n"
+            ))
+            .unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -19,7 +19,9 @@ use crate::ceiling::{Ceiling, SignatureRequirement};
 use crate::config::{CONFIGMAP_NAME, FailurePolicy, PluginEntry, RegistryConfig, Rollout, Source};
 use crate::{fetch, trust};
 
+mod progressive;
 mod recheck;
+mod record;
 mod report;
 mod rollback;
 mod shadow_status;
@@ -43,6 +45,8 @@ pub enum SwapResult {
     Swapped(String),
     /// The candidate runs in shadow beside the active version (its sha256).
     Shadowed(String),
+    /// The candidate serves a slice of the objects beside the active version (its sha256).
+    RollingOut(String),
     /// Nothing changed since the last attempt.
     Unchanged,
     /// The candidate was refused; the previous version keeps serving.
@@ -133,6 +137,12 @@ pub struct Registry {
     serve_check: Option<ServeCheck>,
     /// The most an entry may grant (the Deployment's flags).
     ceiling: Ceiling,
+    /// Where recorded calls are written, one directory per plugin; none: in memory only.
+    record_dir: Option<std::path::PathBuf>,
+    /// Told by a rollout's guard when it rolls the candidate back.
+    rollbacks: Arc<tokio::sync::Notify>,
+    /// The `rollout` status last written per plugin.
+    reported_rollouts: Mutex<BTreeMap<String, serde_json::Value>>,
 }
 
 impl Registry {
@@ -170,7 +180,16 @@ impl Registry {
             file_dir: None,
             serve_check: None,
             ceiling: Ceiling::default(),
+            record_dir: None,
+            rollbacks: Arc::new(tokio::sync::Notify::new()),
+            reported_rollouts: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Writes recorded calls under `dir/<plugin>/` (the cache `emptyDir`).
+    pub fn with_record_dir(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.record_dir = dir;
+        self
     }
 
     /// Refuses entries granting past `ceiling`.
@@ -215,6 +234,7 @@ impl Registry {
                 Ok(result) => {
                     self.rejected.lock().expect("rejected lock").remove(name);
                     self.reported.lock().expect("reported lock").remove(name);
+                    self.apply_record(name, entry.record);
                     result
                 }
                 Err(rejection) => {
@@ -270,6 +290,10 @@ impl Registry {
         if let Some(slot) = &serving {
             slot.set_shadow(None);
             slot.set_fail_open(false);
+            slot.set_recorder(None);
+            if slot.canary().is_some() {
+                slot.set_canary(None);
+            }
         }
         if serving.is_some_and(|s| s.current().same_as(default)) {
             return None;
@@ -307,6 +331,9 @@ impl Registry {
         let predecessor = serving.as_ref().map(PluginSlot::current);
         let Accepted { plugin, admission } = self.candidate(predecessor.as_ref(), entry).await?;
         let sha = plugin.sha256().to_string();
+        if let Some(plan) = &entry.progressive {
+            return self.start_rollout(serving, plugin, plan, &admission).await;
+        }
         if entry.rollout == Rollout::Shadow {
             let Some(slot) = serving else {
                 return Err(Rejection::new(
@@ -326,6 +353,7 @@ impl Registry {
                 "shadow candidate running beside the active version"
             );
             slot.set_shadow(Some(plugin));
+            self.end_rollout(&slot);
             let active = slot.current().sha256().to_string();
             self.write_status(slot.name(), &active, &sha, None, &admission)
                 .await;
@@ -335,6 +363,12 @@ impl Registry {
         self.install(plugin, fail_open, &admission)
             .await
             .map_err(|m| Rejection::new(m, Some(&sha)))?;
+        // The entry no longer rolls out: its version serves every object (promotion) or the
+        // admin pointed it back (rollback). Ended after the swap, so no object of the slice
+        // passes through the old version meanwhile.
+        if let Some(slot) = &serving {
+            self.end_rollout(slot);
+        }
         if let (Some(origin), Source::Oci(text), None) =
             (&admission.origin, &entry.source, &entry.sha256)
         {
@@ -636,6 +670,11 @@ impl Registry {
                     self.recheck_signatures().await;
                     self.retry_rejected().await;
                     self.report_shadows().await;
+                    self.report_rollouts().await;
+                    continue;
+                }
+                _ = self.rollbacks.notified() => {
+                    self.report_rollouts().await;
                     continue;
                 }
                 e = stream.next() => e,

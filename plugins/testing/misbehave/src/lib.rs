@@ -39,7 +39,9 @@
 //! selector), so a test can see the host keep such requests from the plugin.
 //!
 //! Settings: `{"okLabel": "<value>"}` sets the value of that label (default `"true"`), so two
-//! configurations of the same component decide differently; unknown settings are invalid.
+//! configurations of the same component decide differently; `{"denyKey": "<key>"}` makes validate
+//! deny a ConfigMap whose `data` has that key (message `misbehave: the key "<key>" is denied`),
+//! so a candidate can deny what the stable version allows; unknown settings are invalid.
 
 use odh_plugin_sdk::Operation::{Create, Update};
 use odh_plugin_sdk::cluster::Cluster;
@@ -58,6 +60,8 @@ pub const PRIMARY_SELECTOR: &str = "odh-test/misbehave=true";
 pub struct Settings {
     #[serde(default)]
     ok_label: Option<String>,
+    #[serde(default)]
+    deny_key: Option<String>,
 }
 
 impl Validatable for Settings {}
@@ -152,6 +156,13 @@ impl Plugin for Misbehave {
         let Some(cm) = request.object()? else {
             return Ok(AdmissionDecision::allow());
         };
+        if let Some(key) = cx.settings.deny_key.as_deref()
+            && cm.at(&["data", key]).is_some()
+        {
+            return Ok(AdmissionDecision::deny(format!(
+                r#"misbehave: the key "{key}" is denied"#
+            )));
+        }
         Ok(match misbehave(&cm, cx.cluster, cx.http)? {
             None => AdmissionDecision::allow(),
             Some(result) => AdmissionDecision::allow().with_message(result.to_string()),
@@ -375,6 +386,7 @@ mod tests {
         let req = AdmissionRequest::for_object("/mutate-misbehave", Create, &behave("ok"));
         let settings = Settings {
             ok_label: Some("yes".into()),
+            deny_key: None,
         };
         let cluster = FakeCluster::new();
         let cx = Ctx::new(&settings, &cluster);
@@ -388,6 +400,28 @@ mod tests {
         assert!(Misbehave::validate(&req, &cx).unwrap().allowed);
         assert!(validate_settings::<Settings>(r#"{"okLabel": "x"}"#).is_ok());
         assert!(validate_settings::<Settings>(r#"{"other": "x"}"#).is_err());
+    }
+
+    #[test]
+    fn deny_key_denies_only_objects_holding_it() {
+        let settings = Settings {
+            ok_label: None,
+            deny_key: Some("risky".into()),
+        };
+        let cluster = FakeCluster::new();
+        let cx = Ctx::new(&settings, &cluster);
+        let validate = |data: Value| {
+            let req = AdmissionRequest::for_object("/validate-misbehave", Create, &cm("x", data));
+            Misbehave::validate(&req, &cx).unwrap()
+        };
+        let denied = validate(json!({"risky": "1"}));
+        assert!(!denied.allowed);
+        assert_eq!(
+            denied.message.as_deref(),
+            Some(r#"misbehave: the key "risky" is denied"#)
+        );
+        assert!(validate(json!({"safe": "1"})).allowed);
+        assert!(validate_settings::<Settings>(r#"{"denyKey": "risky"}"#).is_ok());
     }
 
     #[test]
