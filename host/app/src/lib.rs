@@ -15,7 +15,11 @@
 #[cfg(all(target_env = "musl", feature = "musl-mimalloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-#[cfg(all(target_env = "musl", feature = "musl-jemalloc", not(feature = "musl-mimalloc")))]
+#[cfg(all(
+    target_env = "musl",
+    feature = "musl-jemalloc",
+    not(feature = "musl-mimalloc")
+))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -50,7 +50,8 @@ pub fn generate(algorithm: Algorithm) -> Result<Generated, KeyError> {
             };
             let pair = RsaKeyPair::generate(size).map_err(|_| failed(name))?;
             let pkcs8 = pair.as_der().map_err(|_| failed(name))?.as_ref().to_vec();
-            let spki: PublicKeyX509Der<'_> = pair.public_key().as_der().map_err(|_| failed(name))?;
+            let spki: PublicKeyX509Der<'_> =
+                pair.public_key().as_der().map_err(|_| failed(name))?;
             (pkcs8, spki.as_ref().to_vec())
         }
         Algorithm::EcdsaP256 => {
@@ -107,9 +108,16 @@ fn pem_decode(pem: &str, label: &str) -> Result<Vec<u8>, KeyError> {
         format!("-----BEGIN {label}-----"),
         format!("-----END {label}-----"),
     );
-    let invalid = |why: &str| KeyError::Invalid(format!("the private key is not a PKCS#8 PEM ({why})"));
-    let start = pem.find(&begin).ok_or_else(|| invalid("no BEGIN PRIVATE KEY line"))? + begin.len();
-    let stop = pem[start..].find(&end).ok_or_else(|| invalid("no END PRIVATE KEY line"))? + start;
+    let invalid =
+        |why: &str| KeyError::Invalid(format!("the private key is not a PKCS#8 PEM ({why})"));
+    let start = pem
+        .find(&begin)
+        .ok_or_else(|| invalid("no BEGIN PRIVATE KEY line"))?
+        + begin.len();
+    let stop = pem[start..]
+        .find(&end)
+        .ok_or_else(|| invalid("no END PRIVATE KEY line"))?
+        + start;
     let body: String = pem[start..stop]
         .chars()
         .filter(|c| !c.is_ascii_whitespace())
@@ -127,31 +135,62 @@ mod tests {
     };
 
     /// aws-lc-rs reads a SubjectPublicKeyInfo for both kinds, as a certificate verifier would.
-    fn spki_verify(spki: &[u8], alg: &'static dyn aws_lc_rs::signature::VerificationAlgorithm, data: &[u8], sig: &[u8]) -> bool {
+    fn spki_verify(
+        spki: &[u8],
+        alg: &'static dyn aws_lc_rs::signature::VerificationAlgorithm,
+        data: &[u8],
+        sig: &[u8],
+    ) -> bool {
         UnparsedPublicKey::new(alg, spki).verify(data, sig).is_ok()
     }
 
     #[test]
     fn an_rsa_key_signs_what_its_public_key_verifies() {
         let pair = generate(Algorithm::Rsa2048).expect("a key");
-        assert!(pair.private_key_pem.starts_with("-----BEGIN PRIVATE KEY-----\n"));
+        assert!(
+            pair.private_key_pem
+                .starts_with("-----BEGIN PRIVATE KEY-----\n")
+        );
         let signature = sign(&pair.private_key_pem, b"tbs").expect("a signature");
         assert_eq!(signature.len(), 256);
-        let public = RsaKeyPair::from_pkcs8(&pem_decode(&pair.private_key_pem, PKCS8_LABEL).unwrap())
-            .unwrap();
+        let public =
+            RsaKeyPair::from_pkcs8(&pem_decode(&pair.private_key_pem, PKCS8_LABEL).unwrap())
+                .unwrap();
         let public_der: PublicKeyX509Der<'_> = public.public_key().as_der().unwrap();
-        assert_eq!(public_der.as_ref(), pair.public_key_der, "the SPKI is the key's");
-        assert!(spki_verify(&pair.public_key_der, &RSA_PKCS1_2048_8192_SHA256, b"tbs", &signature));
-        assert!(!spki_verify(&pair.public_key_der, &RSA_PKCS1_2048_8192_SHA256, b"other", &signature));
+        assert_eq!(
+            public_der.as_ref(),
+            pair.public_key_der,
+            "the SPKI is the key's"
+        );
+        assert!(spki_verify(
+            &pair.public_key_der,
+            &RSA_PKCS1_2048_8192_SHA256,
+            b"tbs",
+            &signature
+        ));
+        assert!(!spki_verify(
+            &pair.public_key_der,
+            &RSA_PKCS1_2048_8192_SHA256,
+            b"other",
+            &signature
+        ));
         let again = generate(Algorithm::Rsa2048).unwrap();
-        assert_ne!(again.private_key_pem, pair.private_key_pem, "keys are random");
+        assert_ne!(
+            again.private_key_pem, pair.private_key_pem,
+            "keys are random"
+        );
     }
 
     #[test]
     fn a_p256_key_signs_and_a_bad_key_is_invalid() {
         let pair = generate(Algorithm::EcdsaP256).expect("a key");
         let signature = sign(&pair.private_key_pem, b"tbs").expect("a signature");
-        assert!(spki_verify(&pair.public_key_der, &ECDSA_P256_SHA256_ASN1, b"tbs", &signature));
+        assert!(spki_verify(
+            &pair.public_key_der,
+            &ECDSA_P256_SHA256_ASN1,
+            b"tbs",
+            &signature
+        ));
         assert!(matches!(sign("not a key", b"x"), Err(KeyError::Invalid(_))));
         let garbage = pem_encode(PKCS8_LABEL, b"\x30\x03\x02\x01\x00");
         assert!(matches!(sign(&garbage, b"x"), Err(KeyError::Invalid(_))));

@@ -11,9 +11,9 @@ use std::net::IpAddr;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use der::asn1::{AnyRef, BitString, OctetStringRef};
 use der::asn1::{Ia5String, OctetString};
 use der::pem::LineEnding;
-use der::asn1::{AnyRef, BitString, OctetStringRef};
 use der::{Decode, DecodePem, Encode, EncodePem};
 use pkcs8::{PrivateKeyInfoRef, spki::AlgorithmIdentifier};
 use rsa::pkcs1v15::{Signature, VerifyingKey};

@@ -536,7 +536,9 @@ fn with_secure_random_the_ca_is_made() {
     let decode = |key: &str| {
         use base64::Engine as _;
         let text = ca["data"][key].as_str().expect("a data entry");
-        let der = base64::engine::general_purpose::STANDARD.decode(text).expect("base64");
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .expect("base64");
         String::from_utf8(der).expect("PEM text")
     };
     let (cert, key) = (decode("tls.crt"), decode("tls.key"));
@@ -547,7 +549,10 @@ fn with_secure_random_the_ca_is_made() {
     // The stored key is PKCS#1 whatever its label says (upstream's encoding): read as such, its
     // modulus is the certificate's.
     let pkcs1 = key.replace("PRIVATE KEY", "RSA PRIVATE KEY");
-    let files = [(cert_file.as_path(), cert.as_str()), (key_file.as_path(), pkcs1.as_str())];
+    let files = [
+        (cert_file.as_path(), cert.as_str()),
+        (key_file.as_path(), pkcs1.as_str()),
+    ];
     let verified = openssl(&["verify", "-CAfile", cert_path, cert_path], &files).unwrap();
     assert!(verified.contains(": OK"), "self-signed: {verified}");
     let text = openssl(&["x509", "-in", cert_path, "-noout", "-text"], &[]).unwrap();

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 /// side in one run) or the one this bench was built with.
 pub fn host_binary() -> PathBuf {
     std::env::var_os("ODH_BENCH_HOST_BIN")
+        .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_odh-model-controller")))
 }

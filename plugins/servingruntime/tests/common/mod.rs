@@ -35,7 +35,10 @@ pub struct FixtureKeys {
 pub fn fixture_key(index: usize) -> NewKey {
     let key = PrivateKey::from_pkcs1_pem(KEYS[index % KEYS.len()]).expect("a fixture key");
     NewKey {
-        pkcs8_pem: key.to_pkcs8_pem(LineEnding::LF).expect("PKCS#8").to_string(),
+        pkcs8_pem: key
+            .to_pkcs8_pem(LineEnding::LF)
+            .expect("PKCS#8")
+            .to_string(),
         spki_der: rsa::PublicKey::from(&key)
             .to_public_key_der()
             .expect("SPKI")
