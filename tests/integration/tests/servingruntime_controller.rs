@@ -554,6 +554,22 @@ fn with_secure_random_the_ca_is_made() {
         String::from_utf8(der).expect("PEM text")
     };
     let (cert, key) = (decode("tls.crt"), decode("tls.key"));
+    // PKCS#1 (upstream's encoding) under a PKCS#8 label: after the version comes the modulus (an
+    // INTEGER), where PKCS#8 has an AlgorithmIdentifier (a SEQUENCE).
+    let body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .expect("base64")
+    };
+    assert!(key.starts_with("-----BEGIN PRIVATE KEY-----\n"), "{key}");
+    assert_eq!(der[..2], [0x30, 0x82], "a long SEQUENCE");
+    assert_eq!(
+        der[4..8],
+        [0x02, 0x01, 0x00, 0x02],
+        "version 0, then the modulus: PKCS#1"
+    );
     let dir = std::env::temp_dir().join(unique_name("sr-ca"));
     std::fs::create_dir_all(&dir).unwrap();
     let (cert_file, key_file) = (dir.join("ca.crt"), dir.join("ca.key"));
