@@ -106,11 +106,11 @@ crds: toolchain
 	$(CARGO) run -q -p odh-model-controller -- crds --write deploy/crds
 
 ## bench: benchmarks (results in target/bench/). The benches that run the host binary run the
-## image's static musl build when `make static-binary` made one (ODH_BENCH_HOST_BIN overrides),
-## and the in-process ones are built for musl too when its target is installed; every JSON says
-## which build it came from (`bench_process`, `host_binary`).
+## image's static musl build when `make static-binary` made one (ODH_BENCH_HOST_BIN overrides);
+## ODH_BENCH_MUSL=1 builds the in-process ones for musl too. Every JSON says which build it came
+## from (`bench_process`, `host_binary`).
 BENCH_HOST_BIN = $(or $(ODH_BENCH_HOST_BIN),$(if $(wildcard $(STATIC_BINARY)),$(CURDIR)/$(STATIC_BINARY)))
-BENCH_TARGET = $(if $(wildcard $(STATIC_BINARY)),--target $(STATIC_TARGET) --features musl-allocator)
+BENCH_TARGET = $(if $(ODH_BENCH_MUSL),--target $(STATIC_TARGET))
 bench: plugins $(APISERVER)
 	$(CARGO) bench -p odh-model-controller $(BENCH_TARGET) --bench plugin_runtime
 	$(CARGO) bench -p odh-model-controller $(BENCH_TARGET) --bench admission

@@ -11,15 +11,8 @@
 
 // The static musl build's allocator (docs/performance.md, "The image's binary"): musl's own
 // made plugin compilation twice as slow as glibc's. Declared in the library so the benches built
-// for musl measure what the binary runs.
-#[cfg(all(target_env = "musl", feature = "musl-mimalloc"))]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-#[cfg(all(
-    target_env = "musl",
-    feature = "musl-jemalloc",
-    not(feature = "musl-mimalloc")
-))]
+// for musl measure what the binary runs; the glibc build keeps glibc's.
+#[cfg(target_env = "musl")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
