@@ -107,14 +107,20 @@ fmt:
 crds: toolchain
 	$(CARGO) run -q -p odh-model-controller -- crds --write deploy/crds
 
-## bench: benchmarks (results in target/bench/)
+## bench: benchmarks (results in target/bench/). The benches that run the host binary run the
+## image's static musl build when `make static-binary` made one (ODH_BENCH_HOST_BIN overrides);
+## ODH_BENCH_MUSL=1 builds the in-process ones for musl too. Every JSON says which build it came
+## from (`bench_process`, `host_binary`).
+BENCH_HOST_BIN = $(or $(ODH_BENCH_HOST_BIN),$(if $(wildcard $(STATIC_BINARY)),$(CURDIR)/$(STATIC_BINARY)))
+BENCH_TARGET = $(if $(ODH_BENCH_MUSL),--target $(STATIC_TARGET))
 bench: plugins $(APISERVER)
-	$(CARGO) bench -p odh-model-controller --bench plugin_runtime
-	$(CARGO) bench -p odh-model-controller --bench admission
-	$(CARGO) bench -p odh-model-controller --bench startup
-	$(CARGO) bench -p odh-model-controller --bench isvc_converge
-	ODH_BENCH_HOST_ARGS=--kube-api-qps=0 ODH_BENCH_LABEL=unlimited $(CARGO) bench -p odh-model-controller --bench isvc_converge
-	ODH_BENCH_WORKERS=4 $(CARGO) bench -p odh-model-controller --bench isvc_converge
+	$(CARGO) bench -p odh-model-controller $(BENCH_TARGET) --bench plugin_runtime
+	$(CARGO) bench -p odh-model-controller $(BENCH_TARGET) --bench admission
+	$(CARGO) bench -p odh-model-controller $(BENCH_TARGET) --bench keys
+	ODH_BENCH_HOST_BIN=$(BENCH_HOST_BIN) $(CARGO) bench -p odh-model-controller --bench startup
+	ODH_BENCH_HOST_BIN=$(BENCH_HOST_BIN) $(CARGO) bench -p odh-model-controller --bench isvc_converge
+	ODH_BENCH_HOST_BIN=$(BENCH_HOST_BIN) ODH_BENCH_HOST_ARGS=--kube-api-qps=0 ODH_BENCH_LABEL=unlimited $(CARGO) bench -p odh-model-controller --bench isvc_converge
+	ODH_BENCH_HOST_BIN=$(BENCH_HOST_BIN) ODH_BENCH_WORKERS=4 $(CARGO) bench -p odh-model-controller --bench isvc_converge
 
 ## bench-scale: the storm at 200, 1,000 and 5,000 InferenceServices, and with 10,000 cached
 ## Secrets and ConfigMaps (target/bench/isvc_converge_*.json)

@@ -515,6 +515,8 @@ async fn storm(
         requests.map_or("n/a".into(), |r| format!("{r:.0}")),
         reconciles.map_or("n/a".into(), |r| format!("{r:.0}")),
     );
+    let mut results = results;
+    results["host_binary"] = common::host_binary_info();
     common::write_json(name, &results);
     Ok(())
 }

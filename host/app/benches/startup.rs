@@ -164,6 +164,7 @@ fn measure() -> anyhow::Result<()> {
         &name,
         &json!({
             "binary": common::label(),
+            "host_binary": common::host_binary_info(),
             "no_cache": report("no cache", &uncached),
             "cold_cache": report("empty cache", &cold),
             "warm_cache": report("filled cache, median", &warm),

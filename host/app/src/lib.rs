@@ -9,6 +9,13 @@
 //! path) → `odh-host-metrics` (docs/decisions.md, "The host's crates"). They are re-exported
 //! under their module names here for tests, benches and tools.
 
+// The static musl build's allocator (docs/performance.md, "The image's binary"): musl's own
+// made plugin compilation twice as slow as glibc's. Declared in the library so the benches built
+// for musl measure what the binary runs; the glibc build keeps glibc's.
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 pub mod builtins;
 pub mod cli;
 pub mod crd;

@@ -1,8 +1,9 @@
 //! The host loads components of older WIT releases of the same line unchanged: a `hello`
 //! built against `odh:controller@0.1.0` (kept as a fixture) loads, reconciles and admits, and
 //! serves no API (0.1.0 has no `http-api`); one built against 0.1.1 (another fixture) serves
-//! its routes and, without `webhook-selectors`, reviews every object; plugins built now (0.1.2)
-//! scope their webhooks.
+//! its routes and, without `webhook-selectors`, reviews every object; one built against 0.1.2
+//! (another fixture: before `keys`) loads, reconciles and admits in a host of 0.1.3; plugins built
+//! now (0.1.3) scope their webhooks, and import `keys` only when they use it.
 
 use std::sync::Arc;
 
@@ -101,7 +102,7 @@ fn a_component_of_wit_0_1_1_serves_its_routes_and_reviews_every_object() {
         "{decision:?}"
     );
 
-    // Built now (0.1.2), a plugin's selectors reach its manifest.
+    // Built now, a plugin's selectors reach its manifest.
     let vendor =
         odh_test_support::host::load_with("vendor-runtime", |r| r.without_settings_check());
     let scopes: Vec<_> = vendor
@@ -123,4 +124,59 @@ fn a_component_of_wit_0_1_1_serves_its_routes_and_reviews_every_object() {
             ),
         ]
     );
+}
+
+#[test]
+fn a_component_of_wit_0_1_2_keeps_loading_and_serving() {
+    let plugin = load_fixture("0.1.2");
+    assert_eq!(plugin.manifest().name, "hello");
+    assert_eq!(plugin.routes()[0].path, "/api/v1/hello");
+    let env = CallEnv::live(Arc::new(MemoryCluster::default()));
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "demo", "namespace": "ns", "uid": "u"}, "data": {}});
+    let outcome = plugin
+        .reconcile_blocking(
+            &ReconcileInput {
+                controller: "hello".into(),
+                key: RequestKey {
+                    namespace: Some("ns".into()),
+                    name: "demo".into(),
+                },
+                object: Some(cm.to_string()),
+            },
+            &env,
+        )
+        .expect("reconcile");
+    assert_eq!(outcome.apply[0].object["data"]["greeting"], "Hello, demo!");
+    let decision = plugin
+        .admit_blocking(
+            WebhookType::Mutating,
+            &odh_test_support::host::admission(
+                "/mutate-hello-configmap",
+                Operation::Create,
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "demo", "namespace": "ns"}}),
+            ),
+            &env,
+        )
+        .expect("mutate");
+    assert!(
+        decision.allowed && decision.mutated.is_some(),
+        "{decision:?}"
+    );
+}
+
+/// The component's import names, read from its component-type section: a plugin built now
+/// that never calls `keys` does not ask for it, so a host without it would still link it.
+#[test]
+fn only_a_plugin_that_uses_keys_imports_them() {
+    let imports = |name: &str| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../../target/plugins/{name}.wasm"));
+        let bytes = std::fs::read(&path).expect("the built plugin (make plugins)");
+        String::from_utf8_lossy(&bytes).contains("odh:controller/keys@0.1.3")
+    };
+    assert!(imports("servingruntime"));
+    assert!(!imports("hello"));
+    assert!(!imports("isvc"));
 }

@@ -1,16 +1,17 @@
-//! Host-side bindings generated from `wit/controller.wit`: the `scoped-policy` world, a
-//! superset of `api-policy` and `policy`. A component of an older world lacks the exports added
-//! since: without `http-api` (0.1.0) it serves no routes, without `webhook-selectors` (0.1.0,
-//! 0.1.1) its webhooks review every object of their kinds.
+//! Host-side bindings generated from `wit/controller.wit`: the `keyed-policy` world, a
+//! superset of `scoped-policy`, `api-policy` and `policy`. A component of an older world lacks
+//! the exports added since: without `http-api` (0.1.0) it serves no routes, without
+//! `webhook-selectors` (0.1.0, 0.1.1) its webhooks review every object of their kinds. Imports
+//! added since (`keys`, 0.1.3) are simply not asked for by older components.
 
 wasmtime::component::bindgen!({
     path: "../../wit",
-    world: "scoped-policy",
+    world: "keyed-policy",
 });
 
 pub use odh::controller::{
-    admission_types, api_types, caller, manifest_types, reconcile_types, types,
+    admission_types, api_types, caller, keys, manifest_types, reconcile_types, types,
 };
 
 /// The WIT package (name and version) the host was built against.
-pub const WIT_PACKAGE: &str = "odh:controller@0.1.2";
+pub const WIT_PACKAGE: &str = "odh:controller@0.1.3";

@@ -303,6 +303,52 @@ impl bindings::odh::controller::caller::Host for CallState {
     }
 }
 
+impl bindings::keys::Host for CallState {
+    fn generate(
+        &mut self,
+        algorithm: bindings::keys::KeyAlgorithm,
+    ) -> Result<bindings::keys::KeyPair, types::Error> {
+        use bindings::keys::KeyAlgorithm;
+        self.check_keys("keys.generate")?;
+        let algorithm = match algorithm {
+            KeyAlgorithm::Rsa2048 => crate::keys::Algorithm::Rsa2048,
+            KeyAlgorithm::Rsa4096 => crate::keys::Algorithm::Rsa4096,
+            KeyAlgorithm::EcdsaP256 => crate::keys::Algorithm::EcdsaP256,
+        };
+        let pair = crate::keys::generate(algorithm).map_err(key_error)?;
+        Ok(bindings::keys::KeyPair {
+            private_key_pem: pair.private_key_pem,
+            public_key_der: pair.public_key_der,
+        })
+    }
+
+    fn sign(&mut self, private_key_pem: String, data: Vec<u8>) -> Result<Vec<u8>, types::Error> {
+        self.check_keys("keys.sign")?;
+        crate::keys::sign(&private_key_pem, &data).map_err(key_error)
+    }
+}
+
+fn key_error(e: crate::keys::KeyError) -> types::Error {
+    match e {
+        crate::keys::KeyError::Invalid(m) => types::Error::Invalid(m),
+        crate::keys::KeyError::Failed(m) => types::Error::Internal(m),
+    }
+}
+
+impl CallState {
+    /// `keys` is granted with real randomness (`secureRandom`): a plugin without it could not
+    /// make a usable key itself, and its calls stay replayable.
+    fn check_keys(&mut self, what: &str) -> Result<(), types::Error> {
+        if !self.caps.secure_random {
+            return Err(types::Error::Denied(format!(
+                "{what}: plugin {:?} is not granted secureRandom (plugins ConfigMap grants.secureRandom: true), which keys need",
+                &*self.plugin
+            )));
+        }
+        self.host_call_window(what).map(|_| ())
+    }
+}
+
 impl bindings::odh::controller::log::Host for CallState {
     fn log(&mut self, level: bindings::odh::controller::log::Level, message: String) {
         use bindings::odh::controller::log::Level;

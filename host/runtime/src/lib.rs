@@ -26,6 +26,7 @@ pub mod http_connect;
 mod http_gate;
 pub mod http_trust;
 pub mod identity;
+pub mod keys;
 pub mod limits;
 mod loaded;
 pub mod log_budget;

@@ -1,7 +1,7 @@
 //! Guest-side SDK for odh-model-controller policy plugins.
 //!
 //! A plugin is a WebAssembly component (target `wasm32-wasip2`) implementing the WIT world
-//! `odh:controller/scoped-policy` (`wit/controller.wit`). The host runs the watch loops, the
+//! `odh:controller/keyed-policy` (`wit/controller.wit`). The host runs the watch loops, the
 //! admission webhooks, the HTTP API server and every write; the plugin only *decides*: it
 //! receives objects as JSON, may read more through the [`Ctx`]'s cluster, and returns an
 //! [`Outcome`] (reconcile, built with a [`Plan`]), an [`AdmissionDecision`] (webhooks) or an
@@ -61,6 +61,7 @@
 //! | JSON the Go way (`null` is absent, zero values) | [`json`](mod@json), [`go`], [`base64`] |
 //! | a port of a controller-runtime webhook (decode as the kind: 400; an error: 403) | [`admission`] |
 //! | serving HTTP routes | [`Plugin::routes`], [`Plugin::handle`], [`api`] |
+//! | key pairs and certificate signatures (native, `secureRandom` grant) | [`keys`] |
 //! | native tests | [`testing`] (fake cluster, outcome assertions, admission cases), [`http::Fake`], [`caller::Fake`] |
 //!
 //! # Testing natively
@@ -85,12 +86,12 @@ pub mod bindings {
     #![allow(missing_docs, clippy::all)]
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "scoped-policy",
+        world: "keyed-policy",
         pub_export_macro: true,
         default_bindings_module: "::odh_plugin_sdk::bindings",
         additional_derives: [PartialEq],
         // Our own type, so it can print `kind: message` and convert from other errors.
-        with: { "odh:controller/types@0.1.2/error": crate::Error },
+        with: { "odh:controller/types@0.1.3/error": crate::Error },
     });
 }
 
@@ -108,6 +109,7 @@ pub mod go;
 mod gvk;
 pub mod http;
 pub mod json;
+pub mod keys;
 pub mod log;
 mod manifest;
 mod object;

@@ -171,7 +171,7 @@ pub mod glue {
 
 /// Exports a [`Plugin`] implementation as the component's `odh:controller/plugin`,
 /// `odh:controller/http-api` and `odh:controller/webhook-selectors` interfaces (world
-/// `scoped-policy`).
+/// `keyed-policy`).
 ///
 /// Use it once, at the root of the plugin crate: `odh_plugin_sdk::plugin!(MyPlugin);`. Off
 /// `wasm32` only the glue is type-checked; nothing is exported.

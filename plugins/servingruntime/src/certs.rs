@@ -2,24 +2,26 @@
 //! RSA-4096 CA whose key is PKCS#1 DER under a `PRIVATE KEY` PEM header (upstream's encoding, read
 //! and written as is), and per-pod server certificates it signs, whose keys are PKCS#8.
 //!
-//! Everything here is pure: the clock and the random source are arguments, so native tests
-//! pin them and the guest passes WASI's.
+//! Everything here is pure: the clock and the key source are arguments, so native tests pin
+//! them and the guest passes the host's `keys` import (docs/decisions.md, "Keys are made by the
+//! host"). Keys are generated and every signature is computed there, natively; what runs here is
+//! DER encoding, and the verification of a per-pod certificate (a cheap public-key operation).
 
 use std::net::IpAddr;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use der::asn1::{AnyRef, BitString, OctetStringRef};
 use der::asn1::{Ia5String, OctetString};
 use der::pem::LineEnding;
 use der::{Decode, DecodePem, Encode, EncodePem};
-use pkcs8::EncodePrivateKey;
-use rand_core::TryCryptoRng;
-use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPrivateKey};
-use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
-use rsa::signature::Verifier;
+use pkcs8::{PrivateKeyInfoRef, spki::AlgorithmIdentifier};
+use rsa::pkcs1v15::{Signature, VerifyingKey};
+use rsa::signature::{Keypair, Verifier};
 use rsa::{PrivateKey, PublicKey};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
+use spki::{AlgorithmIdentifierOwned, DynSignatureAlgorithmIdentifier, EncodePublicKey};
 use x509_cert::Certificate;
 use x509_cert::builder::profile::BuilderProfile;
 use x509_cert::builder::{Builder, CertificateBuilder};
@@ -32,7 +34,7 @@ use x509_cert::ext::pkix::{
 };
 use x509_cert::name::Name;
 use x509_cert::serial_number::SerialNumber;
-use x509_cert::spki::{EncodePublicKey, SubjectPublicKeyInfoOwned, SubjectPublicKeyInfoRef};
+use x509_cert::spki::{SubjectPublicKeyInfoOwned, SubjectPublicKeyInfoRef};
 use x509_cert::time::{Time, Validity};
 
 /// RSA modulus size of every key (upstream's).
@@ -58,8 +60,29 @@ pub struct Pair {
 /// The CA as read back from `ray-ca-tls`: what signing a per-pod certificate needs.
 pub struct Ca {
     pub cert: Certificate,
-    key: PrivateKey,
+    key: CaKey,
 }
+
+/// The CA's key as stored (PKCS#1 DER), its PKCS#8 PEM (what the host signs with) and its
+/// public half (what per-pod certificates are verified with).
+pub struct CaKey {
+    pkcs8_pem: String,
+    public: PublicKey,
+}
+
+/// Never prints the key.
+impl std::fmt::Debug for CaKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CaKey { .. }")
+    }
+}
+
+/// `rsaEncryption`, the algorithm of an RSA key in PKCS#8.
+const RSA_ENCRYPTION: der::asn1::ObjectIdentifier =
+    der::asn1::ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.1");
+/// `sha256WithRSAEncryption`, every signature's algorithm (Go's for an RSA key).
+const SHA256_WITH_RSA: der::asn1::ObjectIdentifier =
+    der::asn1::ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.11");
 
 /// Subject and issuer as given, no extensions of the builder's own: every extension is
 /// added explicitly, as Go's template lists them.
@@ -91,31 +114,99 @@ fn err(what: &str) -> impl Fn(String) -> String + '_ {
     move |e| format!("{what}: {e}")
 }
 
-/// A new RSA-4096 key.
-pub fn generate_key<R: TryCryptoRng + ?Sized>(rng: &mut R) -> Result<PrivateKey, String> {
-    PrivateKey::new(rng, KEY_BITS).map_err(|e| format!("generating an RSA key: {e}"))
+/// A new key from a [`KeySource`]: the private key as PKCS#8 PEM and its public key as a DER
+/// SubjectPublicKeyInfo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewKey {
+    pub pkcs8_pem: String,
+    pub spki_der: Vec<u8>,
 }
 
-/// Where keys and serial numbers come from: the system's random source in the guest,
-/// fixtures in tests (RSA-4096 generation is slow unoptimised).
+/// Where keys, signatures and serial numbers come from: the host's `keys` import in the guest
+/// (entropy.rs), fixtures in native tests.
 pub trait KeySource {
-    fn key(&mut self) -> Result<PrivateKey, String>;
+    /// A new RSA-4096 key.
+    fn key(&mut self) -> Result<NewKey, String>;
+    /// The `sha256WithRSAEncryption` signature of `data` by a PKCS#8 PEM RSA key.
+    fn sign(&mut self, key_pkcs8_pem: &str, data: &[u8]) -> Result<Vec<u8>, String>;
     fn random_u64(&mut self) -> Result<u64, String>;
 }
 
-/// Keys generated from a cryptographic random source.
-pub struct Generated<R>(pub R);
+/// What the certificate builder needs of a signer (the issuer's public key and the signature
+/// algorithm); the signature itself is the key source's.
+struct Issuer {
+    spki_der: Vec<u8>,
+}
 
-impl<R: TryCryptoRng> KeySource for Generated<R> {
-    fn key(&mut self) -> Result<PrivateKey, String> {
-        generate_key(&mut self.0)
-    }
+#[derive(Clone)]
+struct IssuerKey(Vec<u8>);
 
-    fn random_u64(&mut self) -> Result<u64, String> {
-        self.0
-            .try_next_u64()
-            .map_err(|_| "reading random bytes for a serial number failed".to_string())
+impl EncodePublicKey for IssuerKey {
+    fn to_public_key_der(&self) -> spki::Result<der::Document> {
+        Ok(der::Document::try_from(self.0.as_slice())?)
     }
+}
+
+impl Keypair for Issuer {
+    type VerifyingKey = IssuerKey;
+
+    fn verifying_key(&self) -> IssuerKey {
+        IssuerKey(self.spki_der.clone())
+    }
+}
+
+impl DynSignatureAlgorithmIdentifier for Issuer {
+    fn signature_algorithm_identifier(&self) -> spki::Result<AlgorithmIdentifierOwned> {
+        Ok(AlgorithmIdentifierOwned {
+            oid: SHA256_WITH_RSA,
+            parameters: Some(der::asn1::Null.into()),
+        })
+    }
+}
+
+/// Signs the certificate `builder` describes with `key_pkcs8_pem` (whose public key is
+/// `issuer_spki_der`) through the key source.
+fn sign_certificate(
+    builder: CertificateBuilder<Plain>,
+    keys: &mut dyn KeySource,
+    key_pkcs8_pem: &str,
+    issuer_spki_der: Vec<u8>,
+    what: &str,
+) -> Result<Certificate, String> {
+    let mut builder = builder;
+    let issuer = Issuer {
+        spki_der: issuer_spki_der,
+    };
+    let tbs = builder
+        .finalize(&issuer)
+        .map_err(|e| format!("signing the {what}: {e}"))?;
+    let signature = keys.sign(key_pkcs8_pem, &tbs)?;
+    let signature = BitString::from_bytes(&signature).map_err(|e| e.to_string())?;
+    builder
+        .assemble(signature, &issuer)
+        .map_err(|e| format!("signing the {what}: {e}"))
+}
+
+/// The PKCS#1 DER inside an RSA key's PKCS#8 DER.
+fn pkcs1_of_pkcs8(pkcs8_der: &[u8]) -> Result<Vec<u8>, String> {
+    let info = PrivateKeyInfoRef::from_der(pkcs8_der).map_err(|e| e.to_string())?;
+    if info.algorithm.oid != RSA_ENCRYPTION {
+        return Err(format!("not an RSA key: {}", info.algorithm.oid));
+    }
+    Ok(info.private_key.as_bytes().to_vec())
+}
+
+/// An RSA key's PKCS#8 PEM from its PKCS#1 DER.
+fn pkcs8_pem_of_pkcs1(pkcs1_der: &[u8]) -> Result<String, String> {
+    let key = OctetStringRef::new(pkcs1_der).map_err(|e| e.to_string())?;
+    let info = PrivateKeyInfoRef::new(
+        AlgorithmIdentifier {
+            oid: RSA_ENCRYPTION,
+            parameters: Some(AnyRef::NULL),
+        },
+        key,
+    );
+    pem("PRIVATE KEY", &info.to_der().map_err(|e| e.to_string())?)
 }
 
 /// Upstream's serial: a random integer in [0, now in Unix nanoseconds).
@@ -137,8 +228,8 @@ fn name(rfc4514: &str) -> Name {
     Name::from_str(rfc4514).expect("a constant distinguished name")
 }
 
-fn spki_of(public: &PublicKey) -> Result<SubjectPublicKeyInfoOwned, String> {
-    SubjectPublicKeyInfoOwned::from_key(public).map_err(|e| format!("encoding a public key: {e}"))
+fn spki_of(der: &[u8]) -> Result<SubjectPublicKeyInfoOwned, String> {
+    SubjectPublicKeyInfoOwned::from_der(der).map_err(|e| format!("reading a public key: {e}"))
 }
 
 /// RFC 5280 method 1 (Go's for RSA): SHA-1 of the subjectPublicKey bits.
@@ -159,8 +250,7 @@ fn pem(label: &str, der: &[u8]) -> Result<String, String> {
 /// A new self-signed CA (`ray-ca-tls`'s `tls.crt` and `tls.key`).
 pub fn generate_ca(keys: &mut dyn KeySource, now: SystemTime) -> Result<Pair, String> {
     let key = keys.key()?;
-    let public = PublicKey::from(&key);
-    let spki = spki_of(&public)?;
+    let spki = spki_of(&key.spki_der)?;
     let subject = name(CA_SUBJECT);
     let profile = Plain {
         subject: subject.clone(),
@@ -185,17 +275,19 @@ pub fn generate_ca(keys: &mut dyn KeySource, now: SystemTime) -> Result<Pair, St
     builder
         .add_extension(&SubjectKeyIdentifier(ski))
         .map_err(|e| format!("subject key identifier: {e}"))?;
-    let signer = SigningKey::<Sha256>::new(key.clone());
-    let cert = builder
-        .build::<_, Signature>(&signer)
-        .map_err(|e| format!("signing the CA certificate: {e}"))?;
-    let der = key
-        .to_pkcs1_der()
-        .map_err(|e| format!("encoding the CA key: {e}"))?;
+    let cert = sign_certificate(
+        builder,
+        keys,
+        &key.pkcs8_pem,
+        key.spki_der.clone(),
+        "CA certificate",
+    )?;
+    let pkcs8 = upstream_pem_body(&key.pkcs8_pem)?;
+    let pkcs1 = pkcs1_of_pkcs8(&pkcs8).map_err(|e| format!("encoding the CA key: {e}"))?;
     Ok(Pair {
         cert_pem: cert_pem(&cert)?,
         // Upstream's encoding: PKCS#1 bytes under the PKCS#8 label.
-        key_pem: pem("PRIVATE KEY", der.as_bytes())?,
+        key_pem: pem("PRIVATE KEY", &pkcs1)?,
     })
 }
 
@@ -234,9 +326,21 @@ pub fn parse_certificate(pem: &str) -> Result<Certificate, String> {
 }
 
 /// Parses the CA key: PKCS#1 DER whatever the PEM label says (upstream's reading).
-pub fn parse_ca_key(pem: &str) -> Result<PrivateKey, String> {
+pub fn parse_ca_key(pem: &str) -> Result<CaKey, String> {
+    let read = |der: Vec<u8>| -> Result<CaKey, String> {
+        let key = pkcs1::RsaPrivateKeyRef::from_der(&der).map_err(|e| e.to_string())?;
+        let public = PublicKey::try_from(pkcs1::RsaPublicKey {
+            modulus: key.modulus,
+            public_exponent: key.public_exponent,
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(CaKey {
+            pkcs8_pem: pkcs8_pem_of_pkcs1(&der)?,
+            public,
+        })
+    };
     upstream_pem_body(pem)
-        .and_then(|der| PrivateKey::from_pkcs1_der(&der).map_err(|e| e.to_string()))
+        .and_then(read)
         .map_err(err("failed to parse CA private key"))
 }
 
@@ -261,7 +365,7 @@ impl Ca {
             return false;
         };
         cert.tbs_certificate().issuer() == self.cert.tbs_certificate().subject()
-            && VerifyingKey::<Sha256>::new(PublicKey::from(&self.key))
+            && VerifyingKey::<Sha256>::new(self.key.public.clone())
                 .verify(&tbs, &signature)
                 .is_ok()
     }
@@ -277,7 +381,7 @@ impl Ca {
         dns_names: &[String],
     ) -> Result<String, String> {
         let key = keys.key()?;
-        let spki = spki_of(&PublicKey::from(&key))?;
+        let spki = spki_of(&key.spki_der)?;
         let profile = Plain {
             subject: name(SERVER_SUBJECT),
             issuer: self.cert.tbs_certificate().subject().clone(),
@@ -307,14 +411,19 @@ impl Ca {
         builder
             .add_extension(&SubjectAltName(alt_names(ips, dns_names)?))
             .map_err(|e| format!("subject alternative names: {e}"))?;
-        let signer = SigningKey::<Sha256>::new(self.key.clone());
-        let cert = builder
-            .build::<_, Signature>(&signer)
-            .map_err(|e| format!("signing the server certificate: {e}"))?;
-        let der = key
-            .to_pkcs8_der()
-            .map_err(|e| format!("encoding the server key: {e}"))?;
-        Ok(cert_pem(&cert)? + &pem("PRIVATE KEY", der.as_bytes())?)
+        let issuer_spki = self
+            .key
+            .public
+            .to_public_key_der()
+            .map_err(|e| format!("encoding the CA's public key: {e}"))?;
+        let cert = sign_certificate(
+            builder,
+            keys,
+            &self.key.pkcs8_pem,
+            issuer_spki.as_bytes().to_vec(),
+            "server certificate",
+        )?;
+        Ok(cert_pem(&cert)? + &key.pkcs8_pem)
     }
 
     /// Whether `entry` (a `ray-tls` value) holds a certificate this CA signed for `ip` that is

@@ -1,50 +1,43 @@
-//! The random source of key generation: WASI random, refused when the host serves it
-//! deterministically (a plugin without the `secureRandom` grant gets a fixed byte pattern,
-//! which would make every key the same, and predictable).
+//! Where the guest's keys come from: the host's `keys` import (docs/decisions.md, "Keys are made
+//! by the host"), which generates RSA-4096 keys and signs natively, and WASI random for serial
+//! numbers. Both need the `secureRandom` grant; the host refuses `keys` without it (and serves
+//! WASI random as a fixed pattern), so no key is ever made from a predictable source.
 
-use getrandom::SysRng;
 use odh_plugin_sdk::Error;
-use rsa::PrivateKey;
+use odh_plugin_sdk::keys::{self, KeyAlgorithm};
 
-use crate::certs::{Generated, KeySource};
+use crate::certs::{KeySource, NewKey};
 
 /// What a reconcile that needs a key says when the grant is missing.
 pub const NOT_GRANTED: &str = "Ray TLS keys need real randomness: grant the servingruntime plugin secureRandom (plugins ConfigMap grants.secureRandom: true)";
 
-/// The system random source, once it has shown it is not a fixed pattern.
-pub fn secure_rng() -> Result<SysRng, Error> {
-    let mut probe = [0u8; 64];
-    getrandom::fill(&mut probe)
-        .map_err(|e| Error::transient(format!("reading random bytes: {e}")))?;
-    if looks_fixed(&probe) {
-        return Err(Error::denied(NOT_GRANTED));
-    }
-    Ok(SysRng)
-}
-
-/// Keys from the system random source, which is checked on first use only: a reconcile that
-/// needs no key works without the grant.
+/// Keys and signatures from the host. A key is asked for before any random number, so a
+/// plugin without the grant is refused before it could read the fixed pattern.
 #[derive(Default)]
-pub struct SystemKeys(Option<Generated<SysRng>>);
+pub struct SystemKeys;
 
-impl SystemKeys {
-    fn source(&mut self) -> Result<&mut Generated<SysRng>, String> {
-        if self.0.is_none() {
-            self.0 = Some(Generated(
-                secure_rng().map_err(|e| e.message().to_string())?,
-            ));
-        }
-        Ok(self.0.as_mut().expect("set above"))
+fn host_error(e: Error) -> String {
+    match e {
+        Error::Denied(m) => format!("{NOT_GRANTED} ({m})"),
+        other => other.to_string(),
     }
 }
 
 impl KeySource for SystemKeys {
-    fn key(&mut self) -> Result<PrivateKey, String> {
-        self.source()?.key()
+    fn key(&mut self) -> Result<NewKey, String> {
+        let pair = keys::generate(KeyAlgorithm::Rsa4096).map_err(host_error)?;
+        Ok(NewKey {
+            pkcs8_pem: pair.private_key_pem,
+            spki_der: pair.public_key_der,
+        })
+    }
+
+    fn sign(&mut self, key_pkcs8_pem: &str, data: &[u8]) -> Result<Vec<u8>, String> {
+        keys::sign(key_pkcs8_pem, data).map_err(host_error)
     }
 
     fn random_u64(&mut self) -> Result<u64, String> {
-        self.source()?.random_u64()
+        getrandom::u64().map_err(|e| format!("reading random bytes for a serial number: {e}"))
     }
 }
 
@@ -55,24 +48,5 @@ pub fn key_error(context: &str, message: String) -> Error {
         Error::denied(message)
     } else {
         Error::transient(format!("{context}: {message}"))
-    }
-}
-
-/// A deterministic WASI random source repeats a short seed; 64 real random bytes never have
-/// a period of 32 or less (probability 2^-256).
-fn looks_fixed(bytes: &[u8]) -> bool {
-    (1..=bytes.len() / 2).any(|period| bytes.iter().skip(period).zip(bytes).all(|(a, b)| a == b))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_repeating_pattern_is_refused_and_real_randomness_is_not() {
-        assert!(looks_fixed(&[0x5a; 64]));
-        let cycle: Vec<u8> = (0..64).map(|i| (i % 7) as u8).collect();
-        assert!(looks_fixed(&cycle));
-        assert!(secure_rng().is_ok(), "the OS random source passes natively");
     }
 }

@@ -3,9 +3,8 @@
 //! (the monitoring RoleBinding; the Ray TLS CA `ray-ca-tls` and the per-namespace `ray-tls`)
 //! and the `core-pod` controller (per-pod Ray TLS certificates in `ray-tls`).
 //!
-//! Certificates are made here, in the guest, with pure-Rust RSA (docs/decisions.md): the
-//! plugin needs the `secureRandom` grant and a reconcile deadline that fits RSA-4096 key
-//! generation.
+//! Certificates are built here; their keys and signatures come from the host's `keys` import
+//! (docs/decisions.md, "Keys are made by the host"), which needs the `secureRandom` grant.
 
 pub mod certs;
 pub mod entropy;
@@ -59,7 +58,7 @@ impl Plugin for ServingRuntime {
     }
 
     fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {
-        let mut keys = entropy::SystemKeys::default();
+        let mut keys = entropy::SystemKeys;
         let mut env = Env {
             now: SystemTime::now(),
             keys: &mut keys,

@@ -214,10 +214,3 @@ fn unparsable_pem_is_an_error() {
     );
     assert!(certs::parse_certificate("").is_err());
 }
-
-/// Real RSA-4096 generation from the OS random source.
-#[test]
-fn generated_keys_are_rsa_4096() {
-    let key = certs::generate_key(&mut getrandom::SysRng).unwrap();
-    assert_eq!(key.size() * 8, 4096);
-}

@@ -9,8 +9,44 @@ use std::path::PathBuf;
 /// side in one run) or the one this bench was built with.
 pub fn host_binary() -> PathBuf {
     std::env::var_os("ODH_BENCH_HOST_BIN")
+        .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_odh-model-controller")))
+}
+
+/// Which C library the code measured in this process was built for: a bench built with
+/// `--target x86_64-unknown-linux-musl` measures the image's allocator.
+pub fn bench_binary_kind() -> &'static str {
+    if cfg!(target_env = "musl") {
+        "musl (static, in-process)"
+    } else {
+        "glibc (in-process)"
+    }
+}
+
+/// The measured host binary for the results: its path, and whether it is the static musl build
+/// (no program interpreter, like the image's) or a dynamically linked glibc one.
+pub fn host_binary_info() -> serde_json::Value {
+    let path = host_binary();
+    // The interpreter's path sits in the first page of a dynamically linked ELF.
+    let head = std::fs::File::open(&path)
+        .and_then(|f| {
+            use std::io::Read;
+            let mut head = Vec::with_capacity(4096);
+            f.take(4096).read_to_end(&mut head).map(|_| head)
+        })
+        .unwrap_or_default();
+    let dynamic = head.windows(8).any(|w| w == b"ld-linux");
+    let modified = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
+    serde_json::json!({
+        "path": path.display().to_string(),
+        "kind": if dynamic { "glibc (dynamic)" } else { "musl (static)" },
+        "modified_unix": modified,
+    })
 }
 
 /// A name for the measured binary in the results: `ODH_BENCH_LABEL`, else `current`.
@@ -58,6 +94,12 @@ pub fn out_dir() -> PathBuf {
 
 /// Writes `value` to target/bench/`name`.json.
 pub fn write_json(name: &str, value: &serde_json::Value) {
+    let mut value = value.clone();
+    if let Some(fields) = value.as_object_mut() {
+        // Every figure says which build it came from (issue #35: the image runs the musl one).
+        fields.insert("bench_process".into(), bench_binary_kind().into());
+    }
+    let value = &value;
     let out = out_dir().join(format!("{name}.json"));
     std::fs::write(&out, serde_json::to_string_pretty(value).expect("json")).expect("write");
     println!("wrote {}", out.display());

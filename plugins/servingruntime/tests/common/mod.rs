@@ -9,7 +9,10 @@ use odh_plugin_sdk::testing::FakeCluster;
 use odh_plugin_sdk::{Object, Outcome, Plugin, ReconcileRequest, Value, base64};
 use rsa::PrivateKey;
 use rsa::pkcs1::DecodeRsaPrivateKey;
-use servingruntime::certs::KeySource;
+use rsa::pkcs1v15::SigningKey;
+use rsa::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey, LineEnding};
+use rsa::signature::{SignatureEncoding, Signer};
+use servingruntime::certs::{KeySource, NewKey};
 use servingruntime::settings::Settings;
 use servingruntime::{Env, ServingRuntime, decide};
 
@@ -28,11 +31,35 @@ pub struct FixtureKeys {
     pub handed_out: usize,
 }
 
+/// A fixture key as the host's `keys.generate` hands it out: PKCS#8 PEM and DER SPKI.
+pub fn fixture_key(index: usize) -> NewKey {
+    let key = PrivateKey::from_pkcs1_pem(KEYS[index % KEYS.len()]).expect("a fixture key");
+    NewKey {
+        pkcs8_pem: key
+            .to_pkcs8_pem(LineEnding::LF)
+            .expect("PKCS#8")
+            .to_string(),
+        spki_der: rsa::PublicKey::from(&key)
+            .to_public_key_der()
+            .expect("SPKI")
+            .into_vec(),
+    }
+}
+
 impl KeySource for FixtureKeys {
-    fn key(&mut self) -> Result<PrivateKey, String> {
-        let pem = KEYS[self.handed_out % KEYS.len()];
+    fn key(&mut self) -> Result<NewKey, String> {
+        let key = fixture_key(self.handed_out);
         self.handed_out += 1;
-        PrivateKey::from_pkcs1_pem(pem).map_err(|e| e.to_string())
+        Ok(key)
+    }
+
+    /// As the host signs: RSA PKCS #1 v1.5 with SHA-256 over `data`.
+    fn sign(&mut self, key_pkcs8_pem: &str, data: &[u8]) -> Result<Vec<u8>, String> {
+        let key = PrivateKey::from_pkcs8_pem(key_pkcs8_pem).map_err(|e| e.to_string())?;
+        let signature = SigningKey::<sha2::Sha256>::new(key)
+            .try_sign(data)
+            .map_err(|e| e.to_string())?;
+        Ok(signature.to_vec())
     }
 
     fn random_u64(&mut self) -> Result<u64, String> {
