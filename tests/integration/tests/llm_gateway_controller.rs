@@ -831,7 +831,13 @@ async fn re_16_removing_a_missing_filter_is_no_error() -> anyhow::Result<()> {
     .await?;
     quiet(&running.ctx, Timing::within(Duration::from_secs(60))).await?;
     absent(&policies(&t, &ns), "test-gateway-authn").await?;
-    let found = warnings(&t).await?;
+    // The removal's own failure reads "deleting <kind> <name>"; an apply of a reconcile that
+    // started before the opt-out may conflict with the test's delete and is retried: not RE-16.
+    let found: Vec<_> = warnings(&t)
+        .await?
+        .into_iter()
+        .filter(|w| w.contains("deleting"))
+        .collect();
     anyhow::ensure!(found.is_empty(), "{found:?}");
     Ok(())
 }
