@@ -138,14 +138,7 @@ fn plugin_command(cmd: &PluginCommand) -> std::process::ExitCode {
         PluginCommand::Precompile(args) => ("precompile", plugin_cli::precompile(args)),
         PluginCommand::New(args) => ("new", publish(plugin_new::new(args))),
         PluginCommand::Replay(_) | PluginCommand::Record(_) => unreachable!("handled in main"),
-        PluginCommand::Eval(args) => (
-            match args.op {
-                plugin_cli::Op::Reconcile => "reconcile",
-                plugin_cli::Op::Mutate => "mutate",
-                plugin_cli::Op::Validate => "validate",
-            },
-            plugin_cli::eval(args),
-        ),
+        PluginCommand::Eval(args) => (plugin_cli::op_label(args.op), plugin_cli::eval(args)),
     };
     match result {
         Ok(out) => {

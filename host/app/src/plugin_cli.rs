@@ -303,7 +303,8 @@ fn borrowed(r: &Result<Value, String>) -> Result<Value, &str> {
     r.as_ref().cloned().map_err(String::as_str)
 }
 
-fn op_label(op: Op) -> &'static str {
+/// The op's name as the CLI and its JSON output spell it.
+pub fn op_label(op: Op) -> &'static str {
     match op {
         Op::Reconcile => "reconcile",
         Op::Mutate => "mutate",
