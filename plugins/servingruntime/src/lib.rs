@@ -48,8 +48,12 @@ impl Plugin for ServingRuntime {
             .watches(
                 Watch::new(gvk::role_binding(), Mapping::Custom).label_selector(label::MANAGED),
             );
-        let pod =
-            Controller::new(POD_CONTROLLER, gvk::pod()).primary_label_selector(PREDICTOR_SELECTOR);
+        // Level-based where upstream is edge-triggered: a `ray-tls` change (a CA fan-out, a
+        // prune racing another pod's write) re-reconciles that namespace's Ray TLS pods, so an
+        // entry it removed comes back without waiting for a pod event that may never come.
+        let pod = Controller::new(POD_CONTROLLER, gvk::pod())
+            .primary_label_selector(PREDICTOR_SELECTOR)
+            .watches(Watch::new(gvk::secret(), Mapping::Custom).label_selector(selector::MANAGED));
         Manifest::new("servingruntime", env!("CARGO_PKG_VERSION"))
             .description("ServingRuntime controller (monitoring RoleBinding, Ray TLS CA and ray-tls Secrets) and Pod controller (per-pod Ray TLS certificates)")
             .controller(servingruntime)

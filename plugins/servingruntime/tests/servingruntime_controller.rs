@@ -434,15 +434,19 @@ fn manifest_declares_upstreams_cache_filters() {
         m.controllers[1].primary_label_selector.as_deref(),
         Some("component=predictor")
     );
-    let secret_watch = m.controllers[0]
-        .watches
-        .iter()
-        .find(|w| w.gvk.kind == "Secret")
-        .unwrap();
-    assert_eq!(
-        secret_watch.label_selector.as_deref(),
-        Some("opendatahub.io/managed=true")
-    );
+    // Both controllers watch the managed Secrets: core-pod maps a `ray-tls` change to its
+    // namespace's Ray TLS pods (without it an entry a fan-out removed never comes back).
+    for controller in &m.controllers {
+        let secret_watch = controller
+            .watches
+            .iter()
+            .find(|w| w.gvk.kind == "Secret")
+            .unwrap_or_else(|| panic!("{} watches no Secret", controller.name));
+        assert_eq!(
+            secret_watch.label_selector.as_deref(),
+            Some("opendatahub.io/managed=true")
+        );
+    }
     let mut writes: Vec<&str> = m.writes.iter().map(|g| g.kind.as_str()).collect();
     writes.sort();
     assert_eq!(writes, ["RoleBinding", "Secret"]);
