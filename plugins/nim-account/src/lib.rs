@@ -107,9 +107,8 @@ pub fn reconcile_at(
     }
     let held = account.has_finalizer(FINALIZER);
     if account.is_deleting() {
-        if held {
-            reconcile::cleanup(&mut plan, account, &status::Status::of(account));
-            plan.remove_finalizer();
+        if held && let Err(e) = reconcile::finish_deletion(&mut plan, account, cluster) {
+            plan.fail(e);
         }
         return plan;
     }

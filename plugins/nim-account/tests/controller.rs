@@ -122,8 +122,9 @@ fn c2_healthy_account_makes_no_calls() {
     assert_eq!(outcome.requeue_after_ms, Some((24 * 3600 + 1) * 1000));
 }
 
-/// C3: a deleted Account with the finalizer: what its status references is deleted and the
-/// finalizer released.
+/// C3: a deleted Account with the finalizer: what its status references is deleted, and the
+/// finalizer is released once nothing it made is left (a failed delete leaves its object, so
+/// the next pass deletes again and the finalizer stays, as upstream's error keeps it).
 #[test]
 fn c3_deletion_cleans_up() {
     let ns = "testing-nim-controller-3";
@@ -136,15 +137,58 @@ fn c3_deletion_cleans_up() {
         }),
     );
     account.set(&["metadata", "deletionTimestamp"], now());
-    let outcome = run(&account, &cluster(), &nvidia(), &now());
-    assert_eq!(outcome.finalizer, FinalizerAction::Remove);
+    let made = |kind: &str, api_version: &str, name: String| {
+        json!({"apiVersion": api_version, "kind": kind,
+               "metadata": {"name": name, "namespace": ns,
+                            "ownerReferences": [{"apiVersion": "nim.opendatahub.io/v1", "kind": "Account",
+                                                 "name": ns, "uid": format!("uid-{ns}"), "controller": true}]}})
+    };
+    let mut there = cluster();
+    there.insert(made("ConfigMap", "v1", format!("{ns}-cm")));
+    there.insert(made("Secret", "v1", format!("{ns}-pull")));
+    there.insert(made(
+        "Template",
+        "template.openshift.io/v1",
+        format!("{ns}-template"),
+    ));
+
+    // Everything it made is there: deleted, and the finalizer waits for it.
+    let outcome = run(&account, &there, &nvidia(), &now());
+    assert_eq!(outcome.finalizer, FinalizerAction::Keep);
     assert!(outcome.deleted("ConfigMap", &format!("{ns}-cm")));
     assert!(outcome.deleted("Secret", &format!("{ns}-pull")));
     assert!(outcome.deleted("Template", &format!("{ns}-template")));
+    assert!(outcome.requeue_after_ms.is_some() && outcome.error.is_none());
+
+    // One delete failed (the ConfigMap is still there): only it is deleted again.
+    there.remove(&odh_kinds::gvk::secret(), Some(ns), &format!("{ns}-pull"));
+    there.remove(
+        &odh_kinds::gvk::template(),
+        Some(ns),
+        &format!("{ns}-template"),
+    );
+    let outcome = run(&account, &there, &nvidia(), &now());
+    assert_eq!(outcome.finalizer, FinalizerAction::Keep);
+    assert_eq!(outcome.delete.len(), 1);
+    assert!(outcome.deleted("ConfigMap", &format!("{ns}-cm")));
+
+    // All gone: the finalizer is released, nothing left to delete.
+    let outcome = run(&account, &cluster(), &nvidia(), &now());
+    assert_eq!(outcome.finalizer, FinalizerAction::Remove);
+    assert!(outcome.delete.is_empty());
     assert!(outcome.requeue_after_ms.is_none() && outcome.error.is_none());
 
+    // What it did not make (no owner reference to it) is asked to go, not waited for: the host
+    // may refuse to delete an object it does not manage.
+    let mut foreign = cluster();
+    foreign.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": format!("{ns}-cm"), "namespace": ns}}));
+    let outcome = run(&account, &foreign, &nvidia(), &now());
+    assert_eq!(outcome.finalizer, FinalizerAction::Remove);
+    assert!(outcome.deleted("ConfigMap", &format!("{ns}-cm")));
+
     // Without our finalizer nothing is done.
-    let outcome = run(&without_finalizer(account), &cluster(), &nvidia(), &now());
+    let outcome = run(&without_finalizer(account), &there, &nvidia(), &now());
     assert_eq!(outcome.finalizer, FinalizerAction::Keep);
     assert!(outcome.delete.is_empty());
 }

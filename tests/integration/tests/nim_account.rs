@@ -505,3 +505,131 @@ fn u2_nim_removed_cleans_up_in_the_sandbox() {
     }
     assert!(status["status"].get("nimConfig").is_none(), "{status}");
 }
+
+/// A cluster-scoped object of `group/version` `kind`.
+fn cluster_api(
+    t: &TestContext,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+) -> Api<DynamicObject> {
+    let resource = kube::discovery::ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    Api::all_with(t.client.clone(), &resource)
+}
+
+/// C3 with a cleanup delete the apiserver refuses (a ValidatingAdmissionPolicy denies deleting
+/// the generated ConfigMap): the Account keeps its finalizer and stays while the delete fails,
+/// the other generated objects go, and once the delete is allowed again the retry removes the
+/// ConfigMap and then the Account — upstream's "error ⇒ retry, finalizer kept".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c3_a_refused_cleanup_delete_keeps_the_finalizer_until_it_succeeds() -> anyhow::Result<()> {
+    running();
+    let _traffic = TRAFFIC.read().await;
+    let t = TestContext::new("nim-keep").await?;
+    create_account(&t, "nim", nvidia::PERSONAL_KEY).await?;
+    eventually(
+        "the Account references its ConfigMap",
+        Timing::default(),
+        || async {
+            let account = serde_json::to_value(accounts(&t).get("nim").await?)?;
+            anyhow::ensure!(
+                account["status"]["nimConfig"]["name"] == "nim-cm",
+                "{}",
+                account["status"]
+            );
+            anyhow::ensure!(
+                account["status"]["nimPullSecret"]["name"] == "nim-pull",
+                "{}",
+                account["status"]
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    exists(&t.api::<ConfigMap>(), "nim-cm").await?;
+
+    let name = format!("{}-keep-nim-cm", t.namespace);
+    let policies = cluster_api(
+        &t,
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+    );
+    let bindings = cluster_api(
+        &t,
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+    );
+    let policy: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["DELETE"], "resources": ["configmaps"]}]},
+            "validations": [{
+                "expression": format!("!(oldObject.metadata.namespace == '{}' && oldObject.metadata.name == 'nim-cm')", t.namespace),
+                "message": "nim-cm is kept by the test"
+            }]
+        }
+    }))?;
+    policies.create(&PostParams::default(), &policy).await?;
+    let binding: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]}
+    }))?;
+    bindings.create(&PostParams::default(), &binding).await?;
+    // The policy is in force once a dry-run delete of the ConfigMap is refused.
+    let dry_run = kube::api::DeleteParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    eventually(
+        "the policy refuses the delete",
+        Timing::default(),
+        || async {
+            match t.api::<ConfigMap>().delete("nim-cm", &dry_run).await {
+                Err(kube::Error::Api(s)) if s.message.contains("kept by the test") => Ok(()),
+                other => anyhow::bail!("not refused yet: {:?}", other.map(|_| ())),
+            }
+        },
+    )
+    .await?;
+
+    accounts(&t).delete("nim", &Default::default()).await?;
+    absent(&t.api::<Secret>(), "nim-pull").await?;
+    consistently(
+        "the Account waits for its ConfigMap's delete",
+        Timing::within(Duration::from_secs(3)),
+        || async {
+            let account = accounts(&t).get("nim").await?;
+            anyhow::ensure!(account.metadata.deletion_timestamp.is_some());
+            anyhow::ensure!(
+                account.metadata.finalizers.as_deref().unwrap_or_default()
+                    == ["runtimes.opendatahub.io/nim-cleanup-finalizer"],
+                "finalizers {:?}",
+                account.metadata.finalizers
+            );
+            anyhow::ensure!(t.api::<ConfigMap>().get_opt("nim-cm").await?.is_some());
+            Ok(())
+        },
+    )
+    .await?;
+
+    bindings.delete(&name, &Default::default()).await?;
+    policies.delete(&name, &Default::default()).await?;
+    absent(&t.api::<ConfigMap>(), "nim-cm").await?;
+    absent(&accounts(&t), "nim").await?;
+    Ok(())
+}

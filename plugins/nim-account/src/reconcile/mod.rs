@@ -280,25 +280,69 @@ fn merged_labels(existing: Option<&Object>) -> Value {
     json!({names::MANAGED_LABEL: value})
 }
 
-/// upstream's `CleanupResources`: delete what the status references (the pull Secret, the
-/// ConfigMap, the Template). The host deletes only what it manages.
-pub fn cleanup(plan: &mut Plan, account: &Object, status: &Status) {
+/// What the status references (the pull Secret, the ConfigMap, the Template), where it lives.
+fn references(account: &Object, status: &Status) -> Vec<(Gvk, String, String)> {
     let namespace = account.namespace().unwrap_or_default();
     let refs = [
         (gvk::secret(), &status.nim_pull_secret),
         (gvk::config_map(), &status.nim_config),
         (gvk::template(), &status.runtime_template),
     ];
-    for (kind, reference) in refs {
-        let Some(reference) = reference else { continue };
-        let Some(name) = reference.name.as_deref().filter(|n| !n.is_empty()) else {
+    refs.into_iter()
+        .filter_map(|(kind, reference)| {
+            let reference = reference.as_ref()?;
+            let name = reference.name.as_deref().filter(|n| !n.is_empty())?;
+            let ns = reference
+                .namespace
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(namespace);
+            Some((kind, ns.to_string(), name.to_string()))
+        })
+        .collect()
+}
+
+/// upstream's `CleanupResources`: delete what the status references (the pull Secret, the
+/// ConfigMap, the Template). The host deletes only what it manages.
+pub fn cleanup(plan: &mut Plan, account: &Object, status: &Status) {
+    for (kind, ns, name) in references(account, status) {
+        plan.delete(object_key(&kind, Some(&ns), &name));
+    }
+}
+
+/// How long a deleting Account waits before looking again at the deletions it asked for
+/// (their watch events usually bring it back sooner).
+pub const DELETION_RECHECK_MS: u64 = 1_000;
+
+/// A deleting Account (upstream's step 3): the referenced objects are deleted, and the
+/// finalizer is released only once none of the objects it made (those carrying its owner
+/// reference) is left. A delete that failed leaves its object, so the finalizer stays and the
+/// next pass deletes again, as upstream's error return keeps it and retries. An object it did
+/// not make is asked to be deleted but not waited for: the host may refuse to delete it.
+pub fn finish_deletion(
+    plan: &mut Plan,
+    account: &Object,
+    cluster: &dyn Cluster,
+) -> Result<(), Error> {
+    let mut waiting = false;
+    for (kind, ns, name) in references(account, &Status::of(account)) {
+        let Some(existing) = cluster.get_object(&kind, Some(&ns), &name)? else {
             continue;
         };
-        let ns = reference
-            .namespace
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .unwrap_or(namespace);
-        plan.delete(object_key(&kind, Some(ns), name));
+        if existing.is_deleting() {
+            continue;
+        }
+        plan.delete(object_key(&kind, Some(&ns), &name));
+        waiting |= existing.owner_references().iter().any(|r| {
+            r["uid"]
+                .as_str()
+                .is_some_and(|uid| Some(uid) == account.uid())
+        });
     }
+    if waiting {
+        plan.requeue_within(DELETION_RECHECK_MS);
+    } else {
+        plan.remove_finalizer();
+    }
+    Ok(())
 }
