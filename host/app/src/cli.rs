@@ -352,7 +352,7 @@ impl RunArgs {
 }
 
 /// A boolean as Go's `strconv.ParseBool` reads one (`--flag` alone is `true`).
-fn parse_go_bool(s: &str) -> Result<bool, String> {
+pub(crate) fn parse_go_bool(s: &str) -> Result<bool, String> {
     match s {
         "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),

@@ -69,10 +69,27 @@ pub(crate) fn load_plugins(
         precompiled_dir: Some(args.plugin_precompiled_dir.clone()),
         identity,
         memory_budget,
-        http_trust: plugin_http_trust(&args.plugin_http_ca_files)?,
+        http_trust: plugin_http_trust(&args.plugin_http_ca_files)?
+            .skipping_verification_for_identity_services(mr_skip_tls_verify()),
         ..Default::default()
     };
     load_plugins_named(&wanted, options)
+}
+
+/// Upstream's `MR_SKIP_TLS_VERIFY` (Go's `ParseBool`; empty or unparsable is false): HTTPS to
+/// the Model Registry Services (those a plugin may send the controller's identity to) is not
+/// verified. Every other host a plugin reaches still is.
+fn mr_skip_tls_verify() -> bool {
+    let skip = std::env::var("MR_SKIP_TLS_VERIFY")
+        .ok()
+        .and_then(|v| crate::cli::parse_go_bool(&v).ok())
+        .unwrap_or(false);
+    if skip {
+        tracing::warn!(
+            "MR_SKIP_TLS_VERIFY: HTTPS to the Services of the namespaces plugins may send the controller's identity to (the Model Registries) is not verified"
+        );
+    }
+    skip
 }
 
 /// Where OpenShift mounts its service CA in every pod (beside the ServiceAccount token).

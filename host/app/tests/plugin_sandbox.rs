@@ -463,6 +463,32 @@ fn https_trusts_the_cluster_cas_the_host_is_given() {
     drop(server);
 }
 
+/// Under `MR_SKIP_TLS_VERIFY` an identity Service's HTTPS believes any certificate: a server
+/// whose CA the host does not trust is reached (the handshake itself still completes, its
+/// signatures checked). Which hosts get this trust: `http_trust.rs`'s unit test.
+#[test]
+fn an_unverified_trust_reaches_a_server_of_an_unknown_ca() {
+    use odh_model_controller::plugin::HttpTrust;
+    use odh_test_support::https_stand_in::{self, Reply};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime
+        .block_on(https_stand_in::start(&["127.0.0.1"], |_| {
+            Reply::Answer(200, r#"{"ok": true}"#.into())
+        }))
+        .unwrap();
+    let url = format!("https://{}/service", server.address);
+    let unverified = fixture_on(
+        EngineOptions {
+            http_trust: HttpTrust::accepting_any_certificate(),
+            ..EngineOptions::default()
+        },
+        Grants::default(),
+    );
+    let out = misbehave(&unverified, "http", json!({"url": url})).expect("not verified");
+    assert_eq!(out["status"]["httpStatus"], 200, "{out}");
+    drop(server);
+}
+
 /// A request with a body goes out with its `Content-Length`, not chunked, as Go's client sends
 /// it (servers and gateways that require a length answer 411 to a chunked one).
 #[test]

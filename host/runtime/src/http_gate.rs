@@ -151,7 +151,7 @@ impl WasiHttpHooks for HttpGate {
         };
         let caps = self.caps.clone();
         let plugin = self.plugin.clone();
-        let trust = self.trust.clone();
+        let trust = self.trust.for_authority(&self.caps, &authority);
         let lookup_timeout = self.connect_timeout.min(total);
         Box::new(async move {
             use http_body_util::BodyExt;

@@ -16,12 +16,21 @@ pub struct HttpTrust {
     config: Arc<rustls::ClientConfig>,
     /// How many CAs beyond the public roots (for the start-up log).
     extra: usize,
+    /// `MR_SKIP_TLS_VERIFY`: HTTPS to the Services a plugin may send the controller's identity
+    /// to (its `serviceAccountNamespaces` grant: the Model Registries) is not verified.
+    unverified_identity_services: bool,
+    /// This trust believes any certificate ([`HttpTrust::accepting_any_certificate`]).
+    accepts_any: bool,
 }
 
 impl std::fmt::Debug for HttpTrust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpTrust")
             .field("extra_roots", &self.extra)
+            .field(
+                "unverified_identity_services",
+                &self.unverified_identity_services,
+            )
             .finish()
     }
 }
@@ -33,6 +42,8 @@ impl Default for HttpTrust {
         Self {
             config: PUBLIC.get_or_init(|| build(public_roots())).clone(),
             extra: 0,
+            unverified_identity_services: false,
+            accepts_any: false,
         }
     }
 }
@@ -62,7 +73,58 @@ impl HttpTrust {
         Ok(Self {
             config: build(roots),
             extra,
+            unverified_identity_services: false,
+            accepts_any: false,
         })
+    }
+
+    /// Upstream's `MR_SKIP_TLS_VERIFY`, scoped: when `skip`, HTTPS to a Service of a namespace
+    /// the plugin is granted to send the controller's identity to is not verified (upstream
+    /// skips verification for its Model Registry client only); every other host still is.
+    pub fn skipping_verification_for_identity_services(mut self, skip: bool) -> Self {
+        self.unverified_identity_services = skip;
+        self
+    }
+
+    pub fn skips_verification_for_identity_services(&self) -> bool {
+        self.unverified_identity_services
+    }
+
+    /// What HTTPS to an identity Service believes under `MR_SKIP_TLS_VERIFY`: any certificate
+    /// (the handshake's signatures are still checked, so the peer holds the key of the
+    /// certificate it shows).
+    pub fn accepting_any_certificate() -> Self {
+        static UNVERIFIED: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+        let config = UNVERIFIED.get_or_init(|| {
+            let builder = rustls::ClientConfig::builder();
+            let provider = builder.crypto_provider().clone();
+            Arc::new(
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+                    .with_no_client_auth(),
+            )
+        });
+        Self {
+            config: config.clone(),
+            extra: 0,
+            unverified_identity_services: false,
+            accepts_any: true,
+        }
+    }
+
+    pub(crate) fn accepts_any(&self) -> bool {
+        self.accepts_any
+    }
+
+    /// What a request to `authority` believes: any certificate for an identity Service under
+    /// `MR_SKIP_TLS_VERIFY`, else this trust.
+    pub(crate) fn for_authority(&self, caps: &crate::Capabilities, authority: &str) -> Self {
+        if self.unverified_identity_services && caps.may_send_identity_to(authority).is_ok() {
+            Self::accepting_any_certificate()
+        } else {
+            self.clone()
+        }
     }
 
     /// The CAs trusted beyond the public roots.
@@ -72,6 +134,55 @@ impl HttpTrust {
 
     pub(crate) fn client_config(&self) -> Arc<rustls::ClientConfig> {
         self.config.clone()
+    }
+}
+
+/// Accepts any server certificate; verifies the handshake signatures with `0`'s algorithms.
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 
@@ -87,4 +198,35 @@ fn build(roots: rustls::RootCertStore) -> Arc<rustls::ClientConfig> {
             .with_root_certificates(roots)
             .with_no_client_auth(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `MR_SKIP_TLS_VERIFY` reaches only the Services of the identity namespaces: another host,
+    /// a Service of another namespace, or the variable unset keep verification.
+    #[test]
+    fn only_identity_services_skip_verification_and_only_when_asked() {
+        let caps = crate::Capabilities {
+            service_account_namespaces: ["registries".to_string()].into(),
+            ..Default::default()
+        };
+        let skipping = HttpTrust::default().skipping_verification_for_identity_services(true);
+        let mr = "mr.registries.svc.cluster.local:8443";
+        assert!(skipping.for_authority(&caps, mr).accepts_any());
+        assert!(
+            !skipping
+                .for_authority(&caps, "mr.tenant.svc.cluster.local:8443")
+                .accepts_any()
+        );
+        assert!(
+            !skipping
+                .for_authority(&caps, "api.example.com:443")
+                .accepts_any()
+        );
+        assert!(!HttpTrust::default().for_authority(&caps, mr).accepts_any());
+        let no_identity = crate::Capabilities::default();
+        assert!(!skipping.for_authority(&no_identity, mr).accepts_any());
+    }
 }
