@@ -18,10 +18,12 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams};
+use odh_model_controller::cache::{CacheFilters, Caches};
 use odh_model_controller::dispatch;
+use odh_model_controller::gvk::Gvk;
 use odh_model_controller::plugin::rollout::Slice;
 use odh_model_controller::plugin::wire::RequestKey;
-use odh_model_controller::plugin::{CallEnv, NoCluster, PluginSlot, ReconcileInput};
+use odh_model_controller::plugin::{CallEnv, ClusterView, NoCluster, PluginSlot, ReconcileInput};
 use odh_model_controller::registry::STATUS_CONFIGMAP_NAME;
 use odh_model_controller::side_effects::NoSideEffects;
 use odh_model_controller::tls::TlsServerConfig;
@@ -64,6 +66,8 @@ struct Stand {
     ca: rustls::pki_types::CertificateDer<'static>,
     cert_dir: std::path::PathBuf,
     shutdown: CancellationToken,
+    /// The host's caches, Namespaces among them, as the webhooks and controllers read them.
+    caches: Arc<Caches>,
 }
 
 impl Stand {
@@ -84,8 +88,12 @@ impl Stand {
         let (cert_dir, ca) = odh_test_support::net::serving_cert(name);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
+        let caches = Caches::new(t.client.clone(), CacheFilters::default());
+        if let Some(namespaces) = caches.ensure(&Gvk::new("", "v1", "Namespace")).await? {
+            namespaces.wait_synced().await;
+        }
         let table = WebhookTable::from_slots(std::slice::from_ref(&slot))?;
-        let router = webhook::webhook_router(&table, Arc::new(NoCluster), Arc::new(NoSideEffects));
+        let router = webhook::webhook_router(&table, caches.clone(), Arc::new(NoSideEffects));
         tokio::spawn(odh_model_controller::tls::serve_on(
             listener,
             TlsServerConfig {
@@ -104,6 +112,7 @@ impl Stand {
             ca,
             cert_dir,
             shutdown,
+            caches,
         })
     }
 
@@ -207,7 +216,12 @@ async fn admitted_by_candidate(
 }
 
 /// Whether the candidate reconciled `namespace/name`, through the controllers' call path.
-async fn reconciled_by_candidate(slot: &PluginSlot, namespace: &str, name: &str) -> bool {
+async fn reconciled_by_candidate(
+    slot: &PluginSlot,
+    cluster: &Arc<Caches>,
+    namespace: &str,
+    name: &str,
+) -> bool {
     let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": namespace, "labels": {"odh-test/misbehave": "true"}}});
     let input = ReconcileInput {
@@ -219,7 +233,7 @@ async fn reconciled_by_candidate(slot: &PluginSlot, namespace: &str, name: &str)
         object: Some(object.to_string()),
     };
     let (plugin, result) =
-        dispatch::reconcile(slot, input, CallEnv::read_only(Arc::new(NoCluster))).await;
+        dispatch::reconcile(slot, input, CallEnv::read_only(cluster.clone())).await;
     result.expect("reconcile");
     slot.canary().is_some_and(|c| plugin.same_as(&c.plugin))
 }
@@ -258,7 +272,7 @@ async fn a_slice_of_objects_goes_to_the_candidate_and_promotion_moves_them_all()
             "admission of ns/{name}"
         );
         assert_eq!(
-            reconciled_by_candidate(&s.slot, "ns", &name).await,
+            reconciled_by_candidate(&s.slot, &s.caches, "ns", &name).await,
             expected,
             "reconcile of ns/{name}"
         );
@@ -285,9 +299,9 @@ async fn a_slice_of_objects_goes_to_the_candidate_and_promotion_moves_them_all()
     for i in 0..40 {
         let name = format!("obj-{i}");
         assert!(admitted_by_candidate(&mut client, "team-a", &name).await?);
-        assert!(reconciled_by_candidate(&s.slot, "team-a", &name).await);
+        assert!(reconciled_by_candidate(&s.slot, &s.caches, "team-a", &name).await);
         assert!(!admitted_by_candidate(&mut client, "team-b", &name).await?);
-        assert!(!reconciled_by_candidate(&s.slot, "team-b", &name).await);
+        assert!(!reconciled_by_candidate(&s.slot, &s.caches, "team-b", &name).await);
     }
     let status = s.status().await?;
     assert_eq!(
@@ -295,6 +309,75 @@ async fn a_slice_of_objects_goes_to_the_candidate_and_promotion_moves_them_all()
         json!(["team-a"]),
         "{status}"
     );
+
+    // A namespace-selector rollout: exactly the objects of the namespaces whose labels match,
+    // as the Namespace cache holds them; a namespace relabelled moves with its label.
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(s.t.client.clone());
+    let canary_ns = odh_test_support::namespace::unique_name("rollout-canary");
+    let other_ns = odh_test_support::namespace::unique_name("rollout-other");
+    for (ns, value) in [(&canary_ns, "canary"), (&other_ns, "stable")] {
+        namespaces
+            .create(
+                &Default::default(),
+                &serde_json::from_value(json!({"metadata": {"name": ns,
+                    "labels": {"odh-test/rollout": value}}}))?,
+            )
+            .await?;
+    }
+    configure(
+        &s.t,
+        &s.wasm,
+        &format!("{candidate}    rollout: {{namespaceSelector: \"odh-test/rollout=canary\"}}\n"),
+    )
+    .await?;
+    eventually("the selector rollout runs", Timing::default(), || async {
+        let c = s
+            .slot
+            .canary()
+            .ok_or_else(|| anyhow::anyhow!("no rollout"))?;
+        anyhow::ensure!(c.slice.namespace_selector.is_some(), "{:?}", c.slice);
+        anyhow::ensure!(
+            s.caches
+                .get_held(&Gvk::new("", "v1", "Namespace"), None, &other_ns)
+                .is_some_and(|n| n.is_some()),
+            "the cache has not seen the namespaces yet"
+        );
+        Ok(())
+    })
+    .await?;
+    for i in 0..20 {
+        let name = format!("obj-{i}");
+        assert!(admitted_by_candidate(&mut client, &canary_ns, &name).await?);
+        assert!(reconciled_by_candidate(&s.slot, &s.caches, &canary_ns, &name).await);
+        assert!(!admitted_by_candidate(&mut client, &other_ns, &name).await?);
+        assert!(!reconciled_by_candidate(&s.slot, &s.caches, &other_ns, &name).await);
+    }
+    namespaces
+        .patch(
+            &other_ns,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"odh-test/rollout": "canary"}}})),
+        )
+        .await?;
+    eventually(
+        "the relabelled namespace moves to the candidate",
+        Timing::default(),
+        || async {
+            let mut fresh = odh_test_support::net::Client::connect(s.addr, &s.ca).await?;
+            anyhow::ensure!(admitted_by_candidate(&mut fresh, &other_ns, "obj-0").await?);
+            Ok(())
+        },
+    )
+    .await?;
+    let status = s.status().await?;
+    assert_eq!(
+        status["rollout"]["namespaceSelector"],
+        json!("odh-test/rollout=canary"),
+        "{status}"
+    );
+    for ns in [&canary_ns, &other_ns] {
+        namespaces.delete(ns, &Default::default()).await?;
+    }
 
     // Promotion: the entry without `rollout`. Every object's reconcile is run again (the
     // controllers follow the slot's swaps) by the promoted version.

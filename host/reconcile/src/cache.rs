@@ -620,6 +620,16 @@ impl ClusterView for Caches {
         }
     }
 
+    fn get_held(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> Option<Option<String>> {
+        let cache = self.get(gvk).filter(|c| c.is_synced())?;
+        match cache.get(namespace, name) {
+            Some(o) => Some(to_json(&o).ok()),
+            // A filtered cache does not know about what it leaves out.
+            None if cache.filter.is_some() => None,
+            None => Some(None),
+        }
+    }
+
     fn list(
         &self,
         gvk: &Gvk,

@@ -23,6 +23,18 @@ pub trait ClusterView: Send + Sync {
         within: Duration,
     ) -> anyhow::Result<Option<String>>;
 
+    /// The object as JSON from what the view holds in memory, never asking the API server:
+    /// `None` when it does not hold that kind (a read would leave the process). For what must
+    /// not wait on the network, e.g. routing an admission review.
+    fn get_held(
+        &self,
+        _gvk: &Gvk,
+        _namespace: Option<&str>,
+        _name: &str,
+    ) -> Option<Option<String>> {
+        None
+    }
+
     /// Objects of a kind as JSON, in `namespace` or everywhere, matching `selector`.
     fn list(
         &self,
@@ -104,6 +116,10 @@ impl ClusterView for MemoryCluster {
     ) -> anyhow::Result<Option<String>> {
         let key = (gvk.clone(), namespace.map(str::to_string), name.to_string());
         Ok(self.objects.get(&key).map(|o| o.to_string()))
+    }
+
+    fn get_held(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> Option<Option<String>> {
+        self.get(gvk, namespace, name, Duration::ZERO).ok()
     }
 
     fn list(

@@ -155,7 +155,13 @@ where
     // every replica routes it alike (docs/decisions.md, "Progressive rollout").
     let canary = slot.canary();
     let (plugin, version) = match &canary {
-        Some(c) if c.serves(subject.namespace.as_deref(), subject.name.as_deref()) => {
+        Some(c)
+            if c.serves(
+                subject.namespace.as_deref(),
+                subject.name.as_deref(),
+                &*env.cluster,
+            ) =>
+        {
             (c.plugin.clone(), Some(Version::Candidate))
         }
         Some(_) => (slot.current(), Some(Version::Stable)),

@@ -71,6 +71,9 @@ struct RawRollout {
     percent: Option<f64>,
     #[serde(default)]
     namespaces: Vec<String>,
+    /// A label selector (`env=canary`, `tier in (a,b)`) on the namespaces' labels.
+    #[serde(default)]
+    namespace_selector: Option<String>,
     #[serde(default)]
     guards: Option<RawGuards>,
 }
@@ -105,9 +108,16 @@ impl RawRollout {
                 "rollout.percent must be between 0 and 100, not {percent}"
             ));
         }
-        if percent == 0.0 && self.namespaces.is_empty() {
+        let namespace_selector = match self.namespace_selector.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(text) => Some(
+                odh_label_selector::LabelSelector::parse(text)
+                    .map_err(|e| format!("rollout.namespaceSelector: {e}"))?,
+            ),
+        };
+        if percent == 0.0 && self.namespaces.is_empty() && namespace_selector.is_none() {
             return Err(
-                "rollout needs a percent above 0 or namespaces: the candidate would serve nothing (use mode: shadow to run it beside the active version)".into(),
+                "rollout needs a percent above 0, namespaces or a namespaceSelector: the candidate would serve nothing (use mode: shadow to run it beside the active version)".into(),
             );
         }
         let default = Guards::default();
@@ -143,6 +153,7 @@ impl RawRollout {
             slice: Slice {
                 percent,
                 namespaces: self.namespaces.into_iter().collect(),
+                namespace_selector,
             },
             guards,
         })
@@ -450,6 +461,21 @@ mod tests {
             plan.guards.max_p99,
             Some(std::time::Duration::from_millis(300))
         );
+        let selected = parse("    rollout: {namespaceSelector: \"rollout=canary\"}\n")
+            .unwrap()
+            .plugins["servingruntime"]
+            .progressive
+            .clone()
+            .unwrap();
+        assert_eq!(selected.slice.percent, 0.0);
+        assert_eq!(
+            selected
+                .slice
+                .namespace_selector
+                .map(|s| s.to_string())
+                .as_deref(),
+            Some("rollout=canary")
+        );
         for (bad, says) in [
             ("    rollout: {percent: 120}\n", "rollout.percent"),
             ("    rollout: {}\n", "serve nothing"),
@@ -462,6 +488,10 @@ mod tests {
                 "maxErrorRate",
             ),
             ("    rollout: {percent: 5, steps: []}\n", "unknown field"),
+            (
+                "    rollout: {namespaceSelector: \"env in (a\"}\n",
+                "rollout.namespaceSelector",
+            ),
         ] {
             let err = parse(bad).unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");

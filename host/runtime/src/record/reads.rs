@@ -44,6 +44,10 @@ impl ClusterView for RecordingView {
         Ok(found)
     }
 
+    fn get_held(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> Option<Option<String>> {
+        self.inner.get_held(gvk, namespace, name)
+    }
+
     fn list(
         &self,
         gvk: &Gvk,

@@ -11,18 +11,22 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use crate::LoadedPlugin;
+use crate::cluster_view::ClusterView;
+use crate::gvk::Gvk;
 pub use guards::{Guards, RolloutStats, Version};
+use odh_label_selector::LabelSelector;
 
 /// Basis points: the hash of a key falls in `0..BUCKETS`.
 pub const BUCKETS: u64 = 10_000;
 
-/// The objects the candidate serves: those whose key hashes below `percent`, and those in
-/// `namespaces`.
+/// The objects the candidate serves: those whose key hashes below `percent`, those in
+/// `namespaces`, and those in a namespace whose labels `namespace_selector` matches.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Slice {
     /// 0 to 100, in steps of 0.01.
     pub percent: f64,
     pub namespaces: BTreeSet<String>,
+    pub namespace_selector: Option<LabelSelector>,
 }
 
 impl Slice {
@@ -36,6 +40,32 @@ impl Slice {
             return true;
         }
         bucket(namespace.unwrap_or(""), name.unwrap_or("")) < (self.percent * 100.0).round() as u64
+    }
+
+    /// [`Slice::takes`], and with a `namespace_selector`, whether the labels of the object's
+    /// namespace, as `cluster` holds them in memory, match it. A namespace the view does not
+    /// hold (no Namespace cache, or not created yet) matches nothing: its objects stay with
+    /// the stable version rather than wait for a read.
+    pub fn takes_in(
+        &self,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        cluster: &dyn ClusterView,
+    ) -> bool {
+        if self.takes(namespace, name) {
+            return true;
+        }
+        let (Some(selector), Some(ns)) = (
+            &self.namespace_selector,
+            namespace.filter(|n| !n.is_empty()),
+        ) else {
+            return false;
+        };
+        let Some(Some(text)) = cluster.get_held(&Gvk::new("", "v1", "Namespace"), None, ns) else {
+            return false;
+        };
+        serde_json::from_str::<serde_json::Value>(&text)
+            .is_ok_and(|o| selector.matches_json(o.pointer("/metadata/labels")))
     }
 }
 
@@ -95,9 +125,15 @@ impl Canary {
         })
     }
 
-    /// Whether the candidate serves `namespace/name` now (never after a rollback).
-    pub fn serves(&self, namespace: Option<&str>, name: Option<&str>) -> bool {
-        self.rolled_back().is_none() && self.slice.takes(namespace, name)
+    /// Whether the candidate serves `namespace/name` now (never after a rollback); `cluster`
+    /// answers a namespace selector ([`Slice::takes_in`]).
+    pub fn serves(
+        &self,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        cluster: &dyn ClusterView,
+    ) -> bool {
+        self.rolled_back().is_none() && self.slice.takes_in(namespace, name, cluster)
     }
 
     pub fn rolled_back(&self) -> Option<RolledBack> {
@@ -152,6 +188,7 @@ mod tests {
         let at = |percent| Slice {
             percent,
             namespaces: ["canary".to_string()].into(),
+            ..Default::default()
         };
         assert!(at(0.0).takes(Some("canary"), Some("x")));
         assert!(!at(0.0).takes(Some("other"), Some("x")));
@@ -162,5 +199,27 @@ mod tests {
                 assert!(at(25.0).takes(Some("n"), Some(&name)), "{name} moved back");
             }
         }
+    }
+
+    #[test]
+    fn a_namespace_selector_takes_the_namespaces_whose_held_labels_match() {
+        use crate::cluster_view::{MemoryCluster, NoCluster};
+        let slice = Slice {
+            namespace_selector: Some(LabelSelector::parse("rollout=canary").unwrap()),
+            ..Default::default()
+        };
+        let mut cluster = MemoryCluster::default();
+        for (ns, value) in [("team-a", "canary"), ("team-b", "stable")] {
+            cluster
+                .insert(serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": ns, "labels": {"rollout": value}}}))
+                .unwrap();
+        }
+        assert!(slice.takes_in(Some("team-a"), Some("x"), &cluster));
+        assert!(!slice.takes_in(Some("team-b"), Some("x"), &cluster));
+        // Unknown namespace, cluster-scoped object, or a view holding no Namespaces: stable.
+        assert!(!slice.takes_in(Some("team-c"), Some("x"), &cluster));
+        assert!(!slice.takes_in(None, Some("x"), &cluster));
+        assert!(!slice.takes_in(Some("team-a"), Some("x"), &NoCluster));
     }
 }

@@ -34,6 +34,7 @@ impl Registry {
             candidate = sha,
             percent = plan.slice.percent,
             namespaces = ?plan.slice.namespaces,
+            namespace_selector = plan.slice.namespace_selector.as_ref().map(|s| s.to_string()),
             "progressive rollout: the candidate serves its slice"
         );
         slot.set_canary(Some(Canary::new(
@@ -126,6 +127,7 @@ fn rollout_json(canary: &Canary) -> serde_json::Value {
         "candidateDigest": canary.plugin.sha256(),
         "percent": canary.slice.percent,
         "namespaces": canary.slice.namespaces,
+        "namespaceSelector": canary.slice.namespace_selector.as_ref().map(|s| s.to_string()),
         "stable": version_json(&canary.stats.stable.snapshot()),
         "candidate": version_json(&canary.stats.candidate.snapshot()),
     });
