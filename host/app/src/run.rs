@@ -91,16 +91,6 @@ impl Host {
             client.clone(),
             CacheFilters::from_manifests(plugins.iter().map(LoadedPlugin::manifest)),
         );
-        // A rollout's `namespaceSelector` routes by the namespaces' labels, read from memory
-        // only (a review never waits on a read for routing): Namespaces are always cached.
-        if let Err(e) = caches
-            .ensure(&odh_plugin_runtime::gvk::Gvk::new("", "v1", "Namespace"))
-            .await
-        {
-            tracing::warn!(
-                "caching Namespaces failed: a rollout's namespaceSelector matches no namespace until it works: {e:#}"
-            );
-        }
         let applier = Arc::new(
             Applier::new(
                 client.clone(),

@@ -66,7 +66,7 @@ struct Stand {
     ca: rustls::pki_types::CertificateDer<'static>,
     cert_dir: std::path::PathBuf,
     shutdown: CancellationToken,
-    /// The host's caches, Namespaces among them, as the webhooks and controllers read them.
+    /// The host's caches, as the webhooks and controllers read them.
     caches: Arc<Caches>,
 }
 
@@ -88,10 +88,9 @@ impl Stand {
         let (cert_dir, ca) = odh_test_support::net::serving_cert(name);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
+        // As the host's: a kind read from memory only (a namespaceSelector's Namespaces) is
+        // cached from its first such read on.
         let caches = Caches::new(t.client.clone(), CacheFilters::default());
-        if let Some(namespaces) = caches.ensure(&Gvk::new("", "v1", "Namespace")).await? {
-            namespaces.wait_synced().await;
-        }
         let table = WebhookTable::from_slots(std::slice::from_ref(&slot))?;
         let router = webhook::webhook_router(&table, caches.clone(), Arc::new(NoSideEffects));
         tokio::spawn(odh_model_controller::tls::serve_on(

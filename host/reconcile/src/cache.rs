@@ -259,6 +259,10 @@ pub struct Caches {
     /// Discovery answers: a served kind's resource for good, "not served" for
     /// [`UNSERVED_TTL`] (so a reconcile that probes a missing CRD costs no request).
     resolved: Mutex<HashMap<Gvk, (Option<ResolvedKind>, Instant)>>,
+    /// Itself, for starting a cache from a read that must not wait ([`ClusterView::get_held`]).
+    this: std::sync::Weak<Caches>,
+    /// Kinds a held read asked for, whose cache is being started.
+    held_starting: Mutex<std::collections::HashSet<Gvk>>,
 }
 
 /// How long a kind found not served is believed so before discovery is asked again.
@@ -266,11 +270,13 @@ const UNSERVED_TTL: Duration = Duration::from_secs(30);
 
 impl Caches {
     pub fn new(client: Client, filters: CacheFilters) -> Arc<Self> {
-        Arc::new(Self {
+        Arc::new_cyclic(|this| Self {
             client,
             filters: std::sync::RwLock::new(filters),
             kinds: Mutex::new(HashMap::new()),
             resolved: Mutex::new(HashMap::new()),
+            this: this.clone(),
+            held_starting: Mutex::new(std::collections::HashSet::new()),
         })
     }
 
@@ -602,6 +608,35 @@ fn in_scope(obj: &DynamicObject, namespace: Option<&str>, selector: &LabelSelect
         && selector.matches(obj.labels())
 }
 
+impl Caches {
+    fn start_in_background(&self, gvk: &Gvk) {
+        let (Some(this), Ok(runtime)) =
+            (self.this.upgrade(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        if !self
+            .held_starting
+            .lock()
+            .expect("held lock")
+            .insert(gvk.clone())
+        {
+            return;
+        }
+        let gvk = gvk.clone();
+        runtime.spawn(async move {
+            match this.ensure(&gvk).await {
+                Ok(_) => tracing::info!(kind = %gvk, "caching a kind read from memory only"),
+                Err(e) => {
+                    tracing::warn!(kind = %gvk, "caching a kind read from memory only failed: {e:#}");
+                    // The next held read tries again.
+                    this.held_starting.lock().expect("held lock").remove(&gvk);
+                }
+            }
+        });
+    }
+}
+
 impl ClusterView for Caches {
     fn get(
         &self,
@@ -620,8 +655,17 @@ impl ClusterView for Caches {
         }
     }
 
+    /// From the kind's cache once it has synced. The first held read of a kind not cached
+    /// starts its cache (in the background: the read answers `None` until it has synced), so
+    /// only what is asked for is watched (a rollout's namespaceSelector: Namespaces).
     fn get_held(&self, gvk: &Gvk, namespace: Option<&str>, name: &str) -> Option<Option<String>> {
-        let cache = self.get(gvk).filter(|c| c.is_synced())?;
+        let Some(cache) = self.get(gvk) else {
+            self.start_in_background(gvk);
+            return None;
+        };
+        if !cache.is_synced() {
+            return None;
+        }
         match cache.get(namespace, name) {
             Some(o) => Some(to_json(&o).ok()),
             // A filtered cache does not know about what it leaves out.
