@@ -378,6 +378,57 @@ async fn a_slice_of_objects_goes_to_the_candidate_and_promotion_moves_them_all()
         namespaces.delete(ns, &Default::default()).await?;
     }
 
+    // A timed rollout: the first step (0%) keeps every object on the stable version; when its
+    // pause is over the next (100%) moves them all, and the controllers are told to reconcile
+    // every object again; the status follows the step.
+    configure(
+        &s.t,
+        &s.wasm,
+        &format!(
+            "{candidate}    rollout: {{steps: [{{percent: 0, pause: 15s}}, {{percent: 100}}]}}\n"
+        ),
+    )
+    .await?;
+    let canary = eventually("the timed rollout runs", Timing::default(), || async {
+        let c = s
+            .slot
+            .canary()
+            .ok_or_else(|| anyhow::anyhow!("no rollout"))?;
+        anyhow::ensure!(c.slice.steps.len() == 2, "{:?}", c.slice);
+        Ok(c)
+    })
+    .await?;
+    let mut resyncs = s.slot.swaps();
+    resyncs.mark_unchanged();
+    for i in 0..20 {
+        let name = format!("obj-{i}");
+        assert!(!admitted_by_candidate(&mut client, "ns", &name).await?);
+        assert!(!reconciled_by_candidate(&s.slot, &s.caches, "ns", &name).await);
+    }
+    assert!(
+        canary.elapsed() < Duration::from_secs(15),
+        "the first step's checks ran past its pause: this machine is too slow for the test"
+    );
+    tokio::time::timeout(Duration::from_secs(60), resyncs.changed()).await??;
+    assert_eq!(canary.step_now(), Some(1));
+    for i in 0..20 {
+        let name = format!("obj-{i}");
+        assert!(admitted_by_candidate(&mut client, "ns", &name).await?);
+        assert!(reconciled_by_candidate(&s.slot, &s.caches, "ns", &name).await);
+    }
+    eventually(
+        "the status shows the second step",
+        Timing::default(),
+        || async {
+            let status = s.status().await?;
+            anyhow::ensure!(status["rollout"]["step"] == 1, "{status}");
+            anyhow::ensure!(status["rollout"]["percent"] == 100.0, "{status}");
+            anyhow::ensure!(status["rollout"]["startedAt"].is_string(), "{status}");
+            Ok(())
+        },
+    )
+    .await?;
+
     // Promotion: the entry without `rollout`. Every object's reconcile is run again (the
     // controllers follow the slot's swaps) by the promoted version.
     let mut swaps = s.slot.swaps();

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use crate::builtins::Builtins;
 pub use odh_plugin_runtime::Source;
 use odh_plugin_runtime::record::RecordConfig;
-use odh_plugin_runtime::rollout::{Guards, Slice};
+use odh_plugin_runtime::rollout::{Guards, Slice, Step};
 use odh_plugin_runtime::{Grants, Limits};
 
 /// Name of the ConfigMap (in `POD_NAMESPACE`) that configures the plugins.
@@ -74,8 +74,64 @@ struct RawRollout {
     /// A label selector (`env=canary`, `tier in (a,b)`) on the namespaces' labels.
     #[serde(default)]
     namespace_selector: Option<String>,
+    /// Percentages served in turn, each for its pause; excludes `percent`.
+    #[serde(default)]
+    steps: Vec<RawStep>,
     #[serde(default)]
     guards: Option<RawGuards>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawStep {
+    percent: f64,
+    /// A Go duration (`10m`, `1h30m`); every step but the last has one.
+    #[serde(default)]
+    pause: Option<String>,
+}
+
+/// `rollout.steps` checked: percentages between 0 and 100 that never go down (an object never
+/// moves back to the stable version by itself), a positive pause on every step but the last,
+/// none on the last (it stays until the entry changes).
+fn check_steps(raw: Vec<RawStep>) -> Result<Vec<Step>, String> {
+    let last = raw.len().saturating_sub(1);
+    let mut steps: Vec<Step> = Vec::with_capacity(raw.len());
+    for (i, step) in raw.into_iter().enumerate() {
+        let at = format!("rollout.steps[{i}]");
+        if !(0.0..=100.0).contains(&step.percent) {
+            return Err(format!(
+                "{at}.percent must be between 0 and 100, not {}",
+                step.percent
+            ));
+        }
+        if let Some(before) = steps.last()
+            && step.percent < before.percent
+        {
+            return Err(format!(
+                "{at}.percent {} is below the step before ({}): a step never moves objects back to the stable version (roll back by editing the entry)",
+                step.percent, before.percent
+            ));
+        }
+        let pause = match (step.pause.as_deref(), i == last) {
+            (None, true) => None,
+            (Some(_), true) => {
+                return Err(format!(
+                    "{at}.pause: the last step stays until the entry changes, it takes no pause"
+                ));
+            }
+            (None, false) => return Err(format!("{at}.pause is missing (e.g. 10m)")),
+            (Some(text), false) => match odh_go_compat::time::parse_duration(text) {
+                Ok(nanos) if nanos > 0 => Some(std::time::Duration::from_nanos(nanos as u64)),
+                Ok(_) => return Err(format!("{at}.pause must be positive, not {text:?}")),
+                Err(e) => return Err(format!("{at}.pause: {e}")),
+            },
+        };
+        steps.push(Step {
+            percent: step.percent,
+            pause,
+        });
+    }
+    Ok(steps)
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,7 +158,16 @@ pub struct RolloutPlan {
 
 impl RawRollout {
     fn check(self) -> Result<RolloutPlan, String> {
-        let percent = self.percent.unwrap_or(0.0);
+        if self.percent.is_some() && !self.steps.is_empty() {
+            return Err(
+                "rollout.percent and rollout.steps exclude each other: the steps give the percentage".into(),
+            );
+        }
+        let steps = check_steps(self.steps)?;
+        let percent = self
+            .percent
+            .or(steps.first().map(|s| s.percent))
+            .unwrap_or(0.0);
         if !(0.0..=100.0).contains(&percent) {
             return Err(format!(
                 "rollout.percent must be between 0 and 100, not {percent}"
@@ -115,7 +180,8 @@ impl RawRollout {
                     .map_err(|e| format!("rollout.namespaceSelector: {e}"))?,
             ),
         };
-        if percent == 0.0 && self.namespaces.is_empty() && namespace_selector.is_none() {
+        let grows = steps.iter().any(|s| s.percent > 0.0);
+        if percent == 0.0 && !grows && self.namespaces.is_empty() && namespace_selector.is_none() {
             return Err(
                 "rollout needs a percent above 0, namespaces or a namespaceSelector: the candidate would serve nothing (use mode: shadow to run it beside the active version)".into(),
             );
@@ -154,6 +220,7 @@ impl RawRollout {
                 percent,
                 namespaces: self.namespaces.into_iter().collect(),
                 namespace_selector,
+                steps,
             },
             guards,
         })
@@ -461,6 +528,30 @@ mod tests {
             plan.guards.max_p99,
             Some(std::time::Duration::from_millis(300))
         );
+        let stepped = parse("    rollout: {steps: [{percent: 5, pause: 10m}, {percent: 50, pause: 1h30m}, {percent: 100}]}\n")
+            .unwrap()
+            .plugins["servingruntime"]
+            .progressive
+            .clone()
+            .unwrap();
+        assert_eq!(stepped.slice.percent, 5.0, "the first step's to begin with");
+        assert_eq!(
+            stepped.slice.steps,
+            [
+                Step {
+                    percent: 5.0,
+                    pause: Some(std::time::Duration::from_secs(600))
+                },
+                Step {
+                    percent: 50.0,
+                    pause: Some(std::time::Duration::from_secs(5400))
+                },
+                Step {
+                    percent: 100.0,
+                    pause: None
+                },
+            ]
+        );
         let selected = parse("    rollout: {namespaceSelector: \"rollout=canary\"}\n")
             .unwrap()
             .plugins["servingruntime"]
@@ -487,7 +578,27 @@ mod tests {
                 "    rollout: {percent: 5, guards: {maxErrorRate: 2}}\n",
                 "maxErrorRate",
             ),
-            ("    rollout: {percent: 5, steps: []}\n", "unknown field"),
+            (
+                "    rollout: {percent: 5, steps: [{percent: 10}]}\n",
+                "exclude each other",
+            ),
+            (
+                "    rollout: {steps: [{percent: 10, pause: 1m}, {percent: 5}]}\n",
+                "below the step before",
+            ),
+            (
+                "    rollout: {steps: [{percent: 10}, {percent: 50}]}\n",
+                "pause is missing",
+            ),
+            (
+                "    rollout: {steps: [{percent: 10, pause: 1m}]}\n",
+                "takes no pause",
+            ),
+            (
+                "    rollout: {steps: [{percent: 10, pause: soon}, {percent: 50}]}\n",
+                "time: invalid duration",
+            ),
+            ("    rollout: {steps: [{percent: 0}]}\n", "serve nothing"),
             (
                 "    rollout: {namespaceSelector: \"env in (a\"}\n",
                 "rollout.namespaceSelector",

@@ -9,6 +9,7 @@ pub mod guards;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use crate::LoadedPlugin;
 use crate::cluster_view::ClusterView;
@@ -27,6 +28,16 @@ pub struct Slice {
     pub percent: f64,
     pub namespaces: BTreeSet<String>,
     pub namespace_selector: Option<LabelSelector>,
+    /// Steps the percentage advances through by itself; empty: `percent` stays.
+    pub steps: Vec<Step>,
+}
+
+/// One step of a timed rollout: the percentage it serves, and how long before the next step
+/// (`None` on the last step, which stays until the entry changes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub percent: f64,
+    pub pause: Option<Duration>,
 }
 
 impl Slice {
@@ -34,12 +45,50 @@ impl Slice {
     /// namespace is empty; an admission review of an object without a name yet (a
     /// `generateName` CREATE) is keyed by its namespace alone.
     pub fn takes(&self, namespace: Option<&str>, name: Option<&str>) -> bool {
+        self.takes_at(namespace, name, self.percent)
+    }
+
+    fn takes_at(&self, namespace: Option<&str>, name: Option<&str>, percent: f64) -> bool {
         if let Some(ns) = namespace
             && self.namespaces.contains(ns)
         {
             return true;
         }
-        bucket(namespace.unwrap_or(""), name.unwrap_or("")) < (self.percent * 100.0).round() as u64
+        bucket(namespace.unwrap_or(""), name.unwrap_or("")) < (percent * 100.0).round() as u64
+    }
+
+    /// The step in force `elapsed` after the rollout started, when the slice has steps.
+    pub fn step_at(&self, elapsed: Duration) -> Option<usize> {
+        let mut ends = Duration::ZERO;
+        for (i, step) in self.steps.iter().enumerate() {
+            match step.pause {
+                Some(pause) => {
+                    ends = ends.saturating_add(pause);
+                    if elapsed < ends {
+                        return Some(i);
+                    }
+                }
+                None => return Some(i),
+            }
+        }
+        self.steps.len().checked_sub(1)
+    }
+
+    /// The percentage in force `elapsed` after the rollout started.
+    pub fn percent_at(&self, elapsed: Duration) -> f64 {
+        self.step_at(elapsed)
+            .map_or(self.percent, |i| self.steps[i].percent)
+    }
+
+    /// When the step after the one in force `elapsed` after the start begins, measured from
+    /// the start; `None` on the last step (or without steps).
+    pub fn next_step_after(&self, elapsed: Duration) -> Option<Duration> {
+        let current = self.step_at(elapsed)?;
+        let mut ends = Duration::ZERO;
+        for step in &self.steps[..=current] {
+            ends = ends.saturating_add(step.pause?);
+        }
+        (current + 1 < self.steps.len()).then_some(ends)
     }
 
     /// [`Slice::takes`], and with a `namespace_selector`, whether the labels of the object's
@@ -52,7 +101,17 @@ impl Slice {
         name: Option<&str>,
         cluster: &dyn ClusterView,
     ) -> bool {
-        if self.takes(namespace, name) {
+        self.takes_in_at(namespace, name, cluster, self.percent)
+    }
+
+    fn takes_in_at(
+        &self,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        cluster: &dyn ClusterView,
+        percent: f64,
+    ) -> bool {
+        if self.takes_at(namespace, name, percent) {
             return true;
         }
         let (Some(selector), Some(ns)) = (
@@ -93,6 +152,8 @@ pub struct Canary {
     pub slice: Slice,
     pub guards: Guards,
     pub stats: RolloutStats,
+    /// When the rollout started: its steps are timed from here.
+    pub started: SystemTime,
     /// Why the slice went back to the stable version, once a guard was breached.
     rolled_back: Mutex<Option<RolledBack>>,
     /// Told when the candidate is rolled back (the registry writes the status and the Event).
@@ -108,18 +169,21 @@ pub struct RolledBack {
 }
 
 impl Canary {
-    /// `on_rollback` is told when a guard rolls the candidate back.
+    /// `on_rollback` is told when a guard rolls the candidate back; `started` times the steps
+    /// (a replica joining a timed rollout takes the time the others started it at).
     pub fn new(
         plugin: LoadedPlugin,
         slice: Slice,
         guards: Guards,
         on_rollback: Arc<tokio::sync::Notify>,
+        started: SystemTime,
     ) -> Arc<Self> {
         Arc::new(Self {
             plugin,
             slice,
             guards,
             stats: RolloutStats::default(),
+            started,
             rolled_back: Mutex::new(None),
             on_rollback,
         })
@@ -133,7 +197,24 @@ impl Canary {
         name: Option<&str>,
         cluster: &dyn ClusterView,
     ) -> bool {
-        self.rolled_back().is_none() && self.slice.takes_in(namespace, name, cluster)
+        self.rolled_back().is_none()
+            && self
+                .slice
+                .takes_in_at(namespace, name, cluster, self.percent_now())
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed().unwrap_or_default()
+    }
+
+    /// The step in force now (timed rollouts only).
+    pub fn step_now(&self) -> Option<usize> {
+        self.slice.step_at(self.elapsed())
+    }
+
+    /// The percentage in force now.
+    pub fn percent_now(&self) -> f64 {
+        self.slice.percent_at(self.elapsed())
     }
 
     pub fn rolled_back(&self) -> Option<RolledBack> {
@@ -221,5 +302,46 @@ mod tests {
         assert!(!slice.takes_in(Some("team-c"), Some("x"), &cluster));
         assert!(!slice.takes_in(None, Some("x"), &cluster));
         assert!(!slice.takes_in(Some("team-a"), Some("x"), &NoCluster));
+    }
+
+    #[test]
+    fn steps_advance_with_time_and_stay_on_the_last() {
+        let minutes = |m: u64| Some(Duration::from_secs(60 * m));
+        let slice = Slice {
+            steps: vec![
+                Step {
+                    percent: 5.0,
+                    pause: minutes(10),
+                },
+                Step {
+                    percent: 25.0,
+                    pause: minutes(30),
+                },
+                Step {
+                    percent: 100.0,
+                    pause: None,
+                },
+            ],
+            ..Default::default()
+        };
+        let at = |m: u64| Duration::from_secs(60 * m);
+        assert_eq!(slice.step_at(at(0)), Some(0));
+        assert_eq!(slice.percent_at(at(9)), 5.0);
+        assert_eq!(slice.percent_at(at(10)), 25.0);
+        assert_eq!(slice.percent_at(at(39)), 25.0);
+        assert_eq!(slice.percent_at(at(40)), 100.0);
+        assert_eq!(slice.percent_at(at(10_000)), 100.0);
+        assert_eq!(slice.next_step_after(at(3)), Some(at(10)));
+        assert_eq!(slice.next_step_after(at(12)), Some(at(40)));
+        assert_eq!(slice.next_step_after(at(41)), None);
+        // Without steps the percentage stays.
+        let plain = Slice {
+            percent: 7.0,
+            ..Default::default()
+        };
+        assert_eq!(
+            (plain.step_at(at(100)), plain.percent_at(at(100))),
+            (None, 7.0)
+        );
     }
 }

@@ -4,8 +4,10 @@
 
 use super::*;
 use crate::config::RolloutPlan;
-use odh_plugin_runtime::rollout::Canary;
+use std::time::SystemTime;
+
 use odh_plugin_runtime::rollout::guards::VersionSnapshot;
+use odh_plugin_runtime::rollout::{Canary, Slice};
 
 impl Registry {
     /// Starts (or changes) the rollout of `plugin` beside `slot`'s serving version.
@@ -37,17 +39,61 @@ impl Registry {
             namespace_selector = plan.slice.namespace_selector.as_ref().map(|s| s.to_string()),
             "progressive rollout: the candidate serves its slice"
         );
-        slot.set_canary(Some(Canary::new(
+        let started = self.rollout_origin(slot.name(), &sha, &plan.slice).await;
+        let canary = Canary::new(
             plugin,
             plan.slice.clone(),
             plan.guards.clone(),
             self.rollbacks.clone(),
-        )));
+            started,
+        );
+        slot.set_canary(Some(canary.clone()));
+        if !plan.slice.steps.is_empty() {
+            tokio::spawn(advance_steps(slot.clone(), canary));
+        }
         let active = slot.current().sha256().to_string();
         self.write_status(slot.name(), &active, &sha, None, admission)
             .await;
         self.report_rollouts().await;
         Ok(SwapResult::RollingOut(sha))
+    }
+
+    /// When a timed rollout started: `rollout.startedAt` of the plugin's status when it
+    /// describes the same candidate and steps (another replica, or this one before a restart,
+    /// started it; every replica then routes by the same step), else now.
+    async fn rollout_origin(&self, name: &str, candidate: &str, slice: &Slice) -> SystemTime {
+        let now = SystemTime::now();
+        if slice.steps.is_empty() {
+            return now;
+        }
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        let status = match api.get_opt(STATUS_CONFIGMAP_NAME).await {
+            Ok(cm) => cm
+                .and_then(|cm| cm.data?.remove(name))
+                .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok()),
+            Err(e) => {
+                tracing::warn!(
+                    plugin = name,
+                    "reading the plugin status for the rollout's start failed (its steps are timed from now): {e}"
+                );
+                None
+            }
+        };
+        status
+            .and_then(|status| {
+                let rollout = &status["rollout"];
+                (rollout["candidateDigest"] == candidate && rollout["steps"] == steps_json(slice))
+                    .then(|| {
+                        rollout["startedAt"]
+                            .as_str()?
+                            .parse::<k8s_openapi::jiff::Timestamp>()
+                            .ok()
+                    })
+                    .flatten()
+            })
+            .map(SystemTime::from)
+            .filter(|t| *t <= now)
+            .unwrap_or(now)
     }
 
     /// Ends `slot`'s rollout, if it has one: every object goes to the serving version.
@@ -110,6 +156,54 @@ impl Registry {
     }
 }
 
+/// Moves a timed rollout to each next step when its time comes: the controllers reconcile
+/// every object again (the objects the step moved go to the candidate); routing follows the
+/// clock on its own. Ends with the rollout (a rollback, the entry changed, the last step).
+async fn advance_steps(slot: PluginSlot, canary: std::sync::Arc<Canary>) {
+    // Held weakly while asleep: a rollout that ends before its next step frees its candidate.
+    let weak = std::sync::Arc::downgrade(&canary);
+    let mut wait = canary.slice.next_step_after(canary.elapsed());
+    drop(canary);
+    while let Some(next) = wait {
+        let left = match weak.upgrade() {
+            Some(c) => next.saturating_sub(c.elapsed()),
+            None => return,
+        };
+        tokio::time::sleep(left).await;
+        let Some(canary) = weak.upgrade() else {
+            return;
+        };
+        let current = slot
+            .canary()
+            .is_some_and(|c| std::sync::Arc::ptr_eq(&c, &canary));
+        if !current || canary.rolled_back().is_some() {
+            return;
+        }
+        tracing::info!(
+            plugin = slot.name(),
+            step = canary.step_now(),
+            percent = canary.percent_now(),
+            "progressive rollout: the next step"
+        );
+        slot.resync();
+        wait = canary.slice.next_step_after(canary.elapsed());
+    }
+}
+
+/// A timed rollout's steps as the status shows them.
+fn steps_json(slice: &Slice) -> serde_json::Value {
+    slice
+        .steps
+        .iter()
+        .map(|s| {
+            json!({
+                "percent": s.percent,
+                "pause": s.pause.map(|p| format!("{}s", p.as_secs_f64())),
+            })
+        })
+        .collect()
+}
+
 fn version_json(v: &VersionSnapshot) -> serde_json::Value {
     json!({
         "calls": v.calls,
@@ -125,12 +219,21 @@ fn version_json(v: &VersionSnapshot) -> serde_json::Value {
 fn rollout_json(canary: &Canary) -> serde_json::Value {
     let mut value = json!({
         "candidateDigest": canary.plugin.sha256(),
-        "percent": canary.slice.percent,
+        "percent": canary.percent_now(),
         "namespaces": canary.slice.namespaces,
         "namespaceSelector": canary.slice.namespace_selector.as_ref().map(|s| s.to_string()),
         "stable": version_json(&canary.stats.stable.snapshot()),
         "candidate": version_json(&canary.stats.candidate.snapshot()),
     });
+    if !canary.slice.steps.is_empty() {
+        value["steps"] = steps_json(&canary.slice);
+        value["step"] = json!(canary.step_now());
+        value["startedAt"] = json!(
+            k8s_openapi::jiff::Timestamp::try_from(canary.started)
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+        );
+    }
     if let Some(back) = canary.rolled_back() {
         value["rolledBack"] = json!({
             "guard": back.guard,
