@@ -6,6 +6,7 @@ mod line;
 mod reads;
 mod recorder;
 mod redact;
+pub mod replay;
 
 pub use line::{
     AdmissionRecord, Answer, FORMAT, ReconcileRecord, RecordLine, RecordedCall, RecordedError,

@@ -53,3 +53,20 @@ impl TryFrom<adm::AdmissionDecision> for AdmissionDecision {
         })
     }
 }
+
+/// The RFC 6902 patch of a mutating decision: the plugin's own patch as is, else the
+/// difference from the request's object to the mutated one.
+pub fn patch_for(
+    patch: Option<Value>,
+    mutated: Option<Value>,
+    original: Option<&Value>,
+) -> Option<Value> {
+    patch.or_else(|| {
+        let mutated = mutated?;
+        let original = original.unwrap_or(&Value::Null);
+        Some(
+            serde_json::to_value(json_patch::diff(original, &mutated))
+                .unwrap_or(Value::Array(vec![])),
+        )
+    })
+}
