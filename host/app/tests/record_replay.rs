@@ -214,6 +214,49 @@ async fn recorded_admissions_replay_against_a_candidate_with_exactly_its_changes
     assert_eq!(report["changed"], expected.len());
     assert_eq!(report["replayed"], REVIEWS);
 
+    // A replay gate on the entry: the candidate (denying `risky`) is replayed against the
+    // record the serving version holds; 6 changes are past 5, so it is refused and the
+    // stable version keeps serving, the status saying why; within the bound it serves.
+    let stable = slot.current();
+    let gated = |bound: &str| {
+        format!(
+            "    record: {{sampleRate: 1, maxEntries: 1000}}\n    settings: {{denyKey: risky}}\n    replayGate: {{{bound}}}\n"
+        )
+    };
+    let config = configure(&t, &wasm, &gated("maxChanged: 5")).await?;
+    let results = registry
+        .apply_configmap(Some(&config))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let SwapResult::Rejected(message) = &results["misbehave"] else {
+        panic!("refused past the gate: {results:?}");
+    };
+    assert!(
+        message.contains("replayGate refused") && message.contains("6 changed"),
+        "{message}"
+    );
+    assert!(
+        slot.current().same_as(&stable),
+        "the stable version still serves"
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(t.client.clone(), &t.namespace);
+    let status = cms
+        .get(odh_model_controller::registry::STATUS_CONFIGMAP_NAME)
+        .await?;
+    let entry = &status.data.unwrap_or_default()["misbehave"];
+    assert!(entry.contains("replayGate refused"), "{entry}");
+    let config = configure(&t, &wasm, &gated("maxChanged: 6")).await?;
+    let results = registry
+        .apply_configmap(Some(&config))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    assert!(
+        matches!(results["misbehave"], SwapResult::Swapped(_)),
+        "within the gate: {results:?}"
+    );
+    let (_, answer) = client.post("/validate-misbehave", &review(0)).await?;
+    assert_eq!(answer["response"]["allowed"], false, "the candidate serves");
+
     // Without `record` the entry turns recording off again.
     let config = configure(&t, &wasm, "").await?;
     registry

@@ -62,6 +62,53 @@ struct RawEntry {
     /// Serves this version to a slice of the objects only, beside the serving version.
     #[serde(default)]
     rollout: Option<RawRollout>,
+    /// Replays the serving version's record against this version before it serves.
+    #[serde(default)]
+    replay_gate: Option<RawReplayGate>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawReplayGate {
+    #[serde(default)]
+    max_changed: Option<u64>,
+    #[serde(default)]
+    max_changed_ratio: Option<f64>,
+    #[serde(default)]
+    min_replayed: Option<u64>,
+}
+
+/// Before a version serves (replacing the serving one, or starting a rollout beside it), the
+/// record the serving version keeps is replayed against it; past either bound, or with fewer
+/// than `min_replayed` recorded calls, it is refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayGate {
+    pub thresholds: odh_plugin_runtime::record::replay::Thresholds,
+    pub min_replayed: u64,
+}
+
+impl RawReplayGate {
+    fn check(self) -> Result<ReplayGate, String> {
+        if self.max_changed.is_none() && self.max_changed_ratio.is_none() {
+            return Err(
+                "replayGate needs maxChanged or maxChangedRatio (a gate without a bound passes everything)".into(),
+            );
+        }
+        if let Some(r) = self.max_changed_ratio
+            && !(0.0..=1.0).contains(&r)
+        {
+            return Err(format!(
+                "replayGate.maxChangedRatio must be between 0 and 1, not {r}"
+            ));
+        }
+        Ok(ReplayGate {
+            thresholds: odh_plugin_runtime::record::replay::Thresholds {
+                max_changed: self.max_changed,
+                max_changed_ratio: self.max_changed_ratio,
+            },
+            min_replayed: self.min_replayed.unwrap_or(1),
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -324,6 +371,8 @@ pub struct PluginEntry {
     pub record: Option<RecordConfig>,
     /// A progressive rollout of this version beside the serving one; `None`: it serves all.
     pub progressive: Option<RolloutPlan>,
+    /// Replay of the serving version's record before this version serves; `None`: none.
+    pub replay_gate: Option<ReplayGate>,
 }
 
 /// The whole configuration: plugins by name.
@@ -428,6 +477,11 @@ impl RegistryConfig {
                 .map(RawRollout::check)
                 .transpose()
                 .map_err(|m| format!("plugin {name}: {m}"))?;
+            let replay_gate = e
+                .replay_gate
+                .map(RawReplayGate::check)
+                .transpose()
+                .map_err(|m| format!("plugin {name}: {m}"))?;
             plugins.insert(
                 name.clone(),
                 PluginEntry {
@@ -443,6 +497,7 @@ impl RegistryConfig {
                     signature,
                     record,
                     progressive,
+                    replay_gate,
                 },
             );
         }
@@ -602,6 +657,38 @@ mod tests {
             (
                 "    rollout: {namespaceSelector: \"env in (a\"}\n",
                 "rollout.namespaceSelector",
+            ),
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_replay_gate_needs_a_bound() {
+        let parse = |extra: &str| {
+            RegistryConfig::parse(
+                &format!("plugins:\n  servingruntime:\n    source: builtin\n{extra}"),
+                &builtins(),
+            )
+        };
+        let gate = parse("    replayGate: {maxChangedRatio: 0.01}\n")
+            .unwrap()
+            .plugins["servingruntime"]
+            .replay_gate
+            .clone()
+            .unwrap();
+        assert_eq!(gate.thresholds.max_changed_ratio, Some(0.01));
+        assert_eq!(gate.min_replayed, 1);
+        for (bad, says) in [
+            (
+                "    replayGate: {}\n",
+                "needs maxChanged or maxChangedRatio",
+            ),
+            ("    replayGate: {maxChangedRatio: 3}\n", "between 0 and 1"),
+            (
+                "    replayGate: {maxChanged: 1, other: 2}\n",
+                "unknown field",
             ),
         ] {
             let err = parse(bad).unwrap_err();

@@ -151,6 +151,24 @@ impl Recorder {
         ring.lines.iter().cloned().collect()
     }
 
+    /// Every line the record holds, oldest first: its files' (a file pruned meanwhile is
+    /// skipped), then those still in memory. Lines a flush is moving to a file while this
+    /// reads may be missed: a sample of a sample, for a replay.
+    pub fn all_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(dir) = &self.dir {
+            // No file is appended to or pruned while they are read: flushing holds this lock.
+            let _files = self.files.lock().expect("record files lock");
+            for file in segment_files(dir).unwrap_or_default() {
+                if let Ok(text) = std::fs::read_to_string(&file) {
+                    lines.extend(text.lines().map(str::to_string));
+                }
+            }
+        }
+        lines.extend(self.in_memory());
+        lines
+    }
+
     /// Writes the lines in memory to the files (nothing without a directory).
     pub fn flush(&self) -> std::io::Result<()> {
         let Some(dir) = &self.dir else {

@@ -22,6 +22,7 @@ use crate::{fetch, trust};
 mod progressive;
 mod recheck;
 mod record;
+mod replay_gate;
 mod report;
 mod rollback;
 mod shadow_status;
@@ -331,6 +332,19 @@ impl Registry {
         let predecessor = serving.as_ref().map(PluginSlot::current);
         let Accepted { plugin, admission } = self.candidate(predecessor.as_ref(), entry).await?;
         let sha = plugin.sha256().to_string();
+        // The same code with the same settings as the serving version answers as it does:
+        // nothing to replay (and adding a gate to the entry that serves must not refuse it).
+        let changes_answers = predecessor
+            .as_ref()
+            .is_none_or(|p| p.sha256() != sha || p.settings() != plugin.settings());
+        if let Some(gate) = &entry.replay_gate
+            && entry.rollout != Rollout::Shadow
+            && changes_answers
+        {
+            replay_gate::check(serving.as_ref(), &plugin, gate)
+                .await
+                .map_err(|m| Rejection::new(m, Some(&sha)))?;
+        }
         if let Some(plan) = &entry.progressive {
             return self.start_rollout(serving, plugin, plan, &admission).await;
         }
