@@ -28,6 +28,7 @@ pub mod plugin_publish;
 pub mod plugin_record;
 pub mod plugin_replay;
 pub mod profile;
+pub mod record_route;
 pub mod run;
 mod shutdown;
 pub mod startup;

@@ -132,7 +132,8 @@ impl Host {
             let metrics = Metrics::global().clone();
             bound_probes.push(if args.metrics_secure {
                 let auth = odh_serve::metrics_auth::MetricsAuth::new(client.clone());
-                probes::bind_secure_metrics(addr, metrics, auth).await?
+                let records = crate::record_route::router(set.clone());
+                probes::bind_secure_metrics_with(addr, metrics, auth, records).await?
             } else {
                 probes::bind_metrics(addr, metrics).await?
             });

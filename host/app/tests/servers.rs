@@ -167,8 +167,13 @@ async fn secure_metrics_need_a_token_the_api_server_authorizes() -> anyhow::Resu
     use k8s_openapi::api::core::v1::ServiceAccount;
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
     use kube::api::{Api, DeleteParams, PostParams};
+    use odh_model_controller::dispatch;
     use odh_model_controller::metrics_auth::MetricsAuth;
+    use odh_model_controller::plugin::record::{RecordConfig, Recorder};
+    use odh_model_controller::plugin::wire::RequestKey;
+    use odh_model_controller::plugin::{CallEnv, NoCluster, PluginSet, PluginSlot, ReconcileInput};
     use odh_test_support::net::Client;
+    use std::sync::Arc;
     let t = odh_test_support::TestContext::new("metrics-secure").await?;
     let ns = t.namespace.clone();
     let accounts: Api<ServiceAccount> = t.api();
@@ -180,6 +185,12 @@ async fn secure_metrics_need_a_token_the_api_server_authorizes() -> anyhow::Resu
             )
             .await?;
     }
+    accounts
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": "recorder"}}))?,
+        )
+        .await?;
     let role_name = format!("metrics-reader-{ns}");
     let roles: Api<ClusterRole> = Api::all(t.client.clone());
     roles
@@ -202,14 +213,60 @@ async fn secure_metrics_need_a_token_the_api_server_authorizes() -> anyhow::Resu
             }))?,
         )
         .await?;
+    let records_role = format!("record-reader-{ns}");
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": records_role},
+                "rules": [{"nonResourceURLs": ["/debug/plugins/*"], "verbs": ["get"]}],
+            }))?,
+        )
+        .await?;
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": records_role},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": records_role},
+                "subjects": [{"kind": "ServiceAccount", "name": "recorder", "namespace": ns}],
+            }))?,
+        )
+        .await?;
+    let recorder = odh_test_support::service_account::token(&t.client, &ns, "recorder").await?;
     let reader = odh_test_support::service_account::token(&t.client, &ns, "reader").await?;
     let stranger = odh_test_support::service_account::token(&t.client, &ns, "stranger").await?;
 
     let metrics = Metrics::new();
     metrics.reconcile_done("widget", ReconcileResult::Success, Duration::from_millis(3));
-    let server =
-        probes::bind_secure_metrics(loopback(), metrics, MetricsAuth::new(t.client.clone()))
-            .await?;
+    // A plugin recording its calls, one reconcile recorded.
+    let slot = PluginSlot::new(odh_test_support::host::load("misbehave"));
+    slot.set_recorder(Some(Recorder::new(
+        RecordConfig {
+            sample_rate: 1.0,
+            ..RecordConfig::default()
+        },
+        None,
+    )?));
+    let input = ReconcileInput {
+        controller: "misbehave".into(),
+        key: RequestKey {
+            namespace: Some("ns".into()),
+            name: "recorded".into(),
+        },
+        object: None,
+    };
+    let (_, done) =
+        dispatch::reconcile(&slot, input, CallEnv::read_only(Arc::new(NoCluster))).await;
+    done?;
+    let set = PluginSet::new([slot]);
+    let server = probes::bind_secure_metrics_with(
+        loopback(),
+        metrics,
+        MetricsAuth::new(t.client.clone()),
+        odh_model_controller::record_route::router(set),
+    )
+    .await?;
     let addr = server.local_addr();
     let (stop, handle) = spawn(server);
 
@@ -253,11 +310,79 @@ async fn secure_metrics_need_a_token_the_api_server_authorizes() -> anyhow::Resu
         allowed.body
     );
 
+    // The record route: a grant of its own, a metrics reader reads none.
+    let route = "/debug/plugins/misbehave/record";
+    let metrics_only = client
+        .send("GET", route, &[("authorization", &bearer(&reader))])
+        .await?;
+    assert_eq!(metrics_only.status, 403, "{}", metrics_only.body);
+    let records = client
+        .send("GET", route, &[("authorization", &bearer(&recorder))])
+        .await?;
+    assert_eq!(records.status, 200, "{}", records.body);
+    let lines: Vec<&str> = records.body.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", records.body);
+    let line: serde_json::Value = serde_json::from_str(lines[0])?;
+    assert_eq!(
+        (line["kind"].as_str(), line["plugin"]["name"].as_str()),
+        (Some("reconcile"), Some("misbehave"))
+    );
+    let unknown = client
+        .send(
+            "GET",
+            "/debug/plugins/nothing/record",
+            &[("authorization", &bearer(&recorder))],
+        )
+        .await?;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    // `plugin record export --url` reads it from outside the pod.
+    let dir = std::env::temp_dir().join(format!("odh-record-route-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let out = {
+        let (dir, token) = (dir.clone(), recorder.clone());
+        tokio::task::spawn_blocking(move || export_record(addr, &dir, &token)).await??
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout)?.trim(), lines[0]);
+    let refused = {
+        let (dir, token) = (dir.clone(), reader.clone());
+        tokio::task::spawn_blocking(move || export_record(addr, &dir, &token)).await??
+    };
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("403"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
     stop.send(()).ok();
     handle.await??;
-    bindings
-        .delete(&role_name, &DeleteParams::default())
-        .await?;
-    roles.delete(&role_name, &DeleteParams::default()).await?;
+    for name in [&role_name, &records_role] {
+        bindings.delete(name, &DeleteParams::default()).await?;
+        roles.delete(name, &DeleteParams::default()).await?;
+    }
     Ok(())
+}
+
+/// `plugin record export --url` of misbehave's record from the metrics server at `addr`, with
+/// `token` in a file of `dir`.
+fn export_record(
+    addr: SocketAddr,
+    dir: &std::path::Path,
+    token: &str,
+) -> std::io::Result<std::process::Output> {
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, token)?;
+    std::process::Command::new(env!("CARGO_BIN_EXE_odh-model-controller"))
+        .args(["plugin", "record", "export", "--plugin", "misbehave"])
+        .arg(format!("--url=https://{addr}"))
+        .arg("--token-file")
+        .arg(&token_file)
+        .arg("--insecure-skip-tls-verify")
+        .output()
 }

@@ -132,7 +132,7 @@ impl HttpTrust {
         self.extra
     }
 
-    pub(crate) fn client_config(&self) -> Arc<rustls::ClientConfig> {
+    pub fn client_config(&self) -> Arc<rustls::ClientConfig> {
         self.config.clone()
     }
 }

@@ -196,10 +196,23 @@ pub async fn bind_secure_metrics(
     metrics: Metrics,
     auth: crate::metrics_auth::MetricsAuth,
 ) -> anyhow::Result<Server> {
+    bind_secure_metrics_with(addr, metrics, auth, axum::Router::new()).await
+}
+
+/// [`bind_secure_metrics`] serving `extra` routes too, behind the same authentication and
+/// authorization (each path its own non-resource URL, so a metrics reader reads no more).
+pub async fn bind_secure_metrics_with(
+    addr: SocketAddr,
+    metrics: Metrics,
+    auth: crate::metrics_auth::MetricsAuth,
+    extra: axum::Router,
+) -> anyhow::Result<Server> {
     let auth = std::sync::Arc::new(auth);
-    let router = metrics_router(metrics).layer(axum::middleware::from_fn(move |req, next| {
-        crate::metrics_auth::require(auth.clone(), req, next)
-    }));
+    let router = metrics_router(metrics)
+        .merge(extra)
+        .layer(axum::middleware::from_fn(move |req, next| {
+            crate::metrics_auth::require(auth.clone(), req, next)
+        }));
     let names = vec![
         "localhost".to_string(),
         std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into()),
