@@ -300,7 +300,22 @@ fn an_admission_side_effect_outside_the_grants_is_refused() {
 /// any (the deletions alone are small enough to pass the byte limit).
 #[test]
 fn an_outcome_of_a_hundred_thousand_entries_is_refused() {
+    // Building 100,000 entries takes the guest a while on a loaded machine: the deadline is
+    // not what this test is about.
     let f = fixture();
+    let (source, bytes) = component("misbehave");
+    let f = Fixture {
+        misbehave: LoadedPlugin::load(
+            &f.engine,
+            LoadRequest::new(source, &bytes).limits(Limits {
+                reconcile_timeout_ms: 60_000,
+                reconcile_budget_ms: 120_000,
+                ..Limits::default()
+            }),
+        )
+        .expect("load misbehave"),
+        ..f
+    };
     let err = misbehave_writes(&f, "delete-flood", json!({})).unwrap_err();
     match &err {
         CallError::TooManyEntries { count, limit, .. } => {

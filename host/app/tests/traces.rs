@@ -62,14 +62,11 @@ async fn spans_of_admissions_reconciles_and_plugin_calls_reach_the_collector() -
 {
     let (port, mut received) = receiver().await?;
     let endpoint = format!("http://127.0.0.1:{port}");
-    // The compiled built-ins are kept between runs: a start compiling them all can outlast the
-    // readiness wait on a loaded machine.
-    let cache = odh_test_support::workspace_root().join("target/test-plugin-cache");
     let host = ServingHost::start_as_with_args(
         &odh_test_support::cluster()?.kubeconfig,
         "traces",
         false,
-        &[&format!("--plugin-cache-dir={}", cache.display())],
+        &[],
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
             ("OTEL_SERVICE_NAME", "odh-under-test"),

@@ -44,6 +44,17 @@ impl HostProcess {
             "--zap-devel=false".to_string(),
             format!("--kubeconfig={}", kubeconfig.display()),
         ];
+        // The compiled built-ins are shared between the hosts of a test run (wasmtime's output
+        // keyed by the component's digest and the engine's settings): a host compiling all of
+        // them at start can outlast a readiness wait on a loaded machine.
+        if !args.iter().any(|a| a.starts_with("--plugin-cache-dir")) {
+            run.push(format!(
+                "--plugin-cache-dir={}",
+                crate::workspace_root()
+                    .join("target/test-plugin-cache")
+                    .display()
+            ));
+        }
         run.extend_from_slice(args);
         // The profile switches come from the test, not from whoever runs it.
         Self::spawn(name, &run, &["ODH_PLATFORM_TYPE", "ENABLE_WEBHOOKS"], env)
