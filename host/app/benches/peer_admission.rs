@@ -114,7 +114,8 @@ fn millis(d: Duration) -> f64 {
 
 /// What every round shares.
 struct Bench {
-    t: TestContext,
+    /// POD_NAMESPACE: not the reviews' namespace (upstream refuses InferenceServices in its own).
+    controller_namespace: String,
     kubeconfig: std::path::PathBuf,
     scenarios: Vec<Scenario>,
     load: Load,
@@ -129,7 +130,7 @@ async fn round(
     log: &std::path::Path,
 ) -> anyhow::Result<serde_json::Map<String, Value>> {
     let Bench {
-        t,
+        controller_namespace,
         kubeconfig,
         scenarios,
         load,
@@ -152,7 +153,7 @@ async fn round(
     let mut child = contender
         .command(
             kubeconfig,
-            &t.namespace,
+            controller_namespace,
             &common::free_addr(),
             &common::free_addr(),
             Some((bind.as_str(), cert_dir.as_path())),
@@ -251,9 +252,9 @@ fn main() -> anyhow::Result<()> {
     let result = rt.block_on(async {
         let t = TestContext::new("bench-peer").await?;
         let b = Bench {
+            controller_namespace: TestContext::new("bench-controller").await?.namespace,
             kubeconfig: odh_test_support::cluster()?.kubeconfig.clone(),
             scenarios: scenarios(&t.namespace),
-            t,
             load,
             cert_dir,
             ca,
