@@ -110,7 +110,9 @@ crds: toolchain
 ## bench: benchmarks (results in target/bench/). The benches that run the host binary run the
 ## image's static musl build when `make static-binary` made one (ODH_BENCH_HOST_BIN overrides);
 ## ODH_BENCH_MUSL=1 builds the in-process ones for musl too. Every JSON says which build it came
-## from (`bench_process`, `host_binary`).
+## from (`bench_process`, `host_binary`). With ODH_BENCH_UPSTREAM_BIN=<upstream's Go manager, built
+## by ../shared/tools/build-upstream outside the repo>, also side by side with it, same run:
+## admission (peer_admission.json) and the storm at 200 and 1,000 (peer_storm.json).
 BENCH_HOST_BIN = $(or $(ODH_BENCH_HOST_BIN),$(if $(wildcard $(STATIC_BINARY)),$(CURDIR)/$(STATIC_BINARY)))
 BENCH_TARGET = $(if $(ODH_BENCH_MUSL),--target $(STATIC_TARGET))
 bench: plugins $(APISERVER)
@@ -121,6 +123,8 @@ bench: plugins $(APISERVER)
 	ODH_BENCH_HOST_BIN=$(BENCH_HOST_BIN) $(CARGO) bench -p odh-model-controller --bench isvc_converge
 	ODH_BENCH_HOST_BIN=$(BENCH_HOST_BIN) ODH_BENCH_HOST_ARGS=--kube-api-qps=0 ODH_BENCH_LABEL=unlimited $(CARGO) bench -p odh-model-controller --bench isvc_converge
 	ODH_BENCH_HOST_BIN=$(BENCH_HOST_BIN) ODH_BENCH_WORKERS=4 $(CARGO) bench -p odh-model-controller --bench isvc_converge
+	$(if $(ODH_BENCH_UPSTREAM_BIN),ODH_BENCH_HOST_BIN=$(BENCH_HOST_BIN) $(CARGO) bench -p odh-model-controller --bench peer_admission)
+	$(if $(ODH_BENCH_UPSTREAM_BIN),ODH_BENCH_HOST_BIN=$(BENCH_HOST_BIN) $(CARGO) bench -p odh-model-controller --bench peer_storm)
 
 ## bench-scale: the storm at 200, 1,000 and 5,000 InferenceServices, and with 10,000 cached
 ## Secrets and ConfigMaps (target/bench/isvc_converge_*.json)

@@ -14,302 +14,9 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use kube::api::{Api, ApiResource, DynamicObject, PartialObjectMeta, PostParams};
-use kube::core::GroupVersionKind;
-use odh_test_fixtures as fixtures;
-use odh_test_support::TestContext;
-use serde_json::json;
-
-const DEFAULT_COUNT: usize = 200;
-
-fn resource(gvk: (&str, &str, &str), plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(gvk.0, gvk.1, gvk.2), plural)
-}
-
-fn dynamic(t: &TestContext, gvk: (&str, &str, &str), plural: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(t.client.clone(), &t.namespace, &resource(gvk, plural))
-}
-
-/// Metadata-only requests for a custom kind of the test namespace.
-fn dynamic_metadata(
-    t: &TestContext,
-    gvk: (&str, &str, &str),
-    plural: &str,
-) -> Api<PartialObjectMeta<DynamicObject>> {
-    Api::namespaced_with(t.client.clone(), &t.namespace, &resource(gvk, plural))
-}
-
-/// What one InferenceService has of what convergence asks for, one bit each.
-const FINALIZER: u8 = 1;
-const DASHBOARD: u8 = 2;
-const METRICS_SERVICE: u8 = 4;
-const SERVICE_MONITOR: u8 = 8;
-const CONVERGED: u8 = FINALIZER | DASHBOARD | METRICS_SERVICE | SERVICE_MONITOR;
-
-/// The InferenceService an object is named for (`<isvc><suffix>`); it counts once it exists.
-fn named_for(meta: &kube::api::ObjectMeta, suffix: &str) -> Option<(String, bool)> {
-    let name = meta.name.as_deref()?.strip_suffix(suffix)?;
-    Some((name.to_string(), true))
-}
-
-/// A metadata watch of one kind in the test namespace, as (InferenceService, `bit`, whether it
-/// holds): `holds` names the InferenceService of an object and says whether the object counts;
-/// a deleted one does not.
-fn watch_bits<K>(
-    api: Api<PartialObjectMeta<K>>,
-    bit: u8,
-    holds: impl Fn(&kube::api::ObjectMeta) -> Option<(String, bool)> + Send + 'static,
-) -> futures::stream::BoxStream<'static, (String, u8, bool)>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-{
-    use kube::runtime::watcher::{self, Event};
-    watcher::watcher(api, watcher::Config::default())
-        .filter_map(move |event| {
-            let update = match event {
-                Ok(Event::Apply(o) | Event::InitApply(o)) => {
-                    holds(&o.metadata).map(|(n, held)| (n, bit, held))
-                }
-                Ok(Event::Delete(o)) => holds(&o.metadata).map(|(n, _)| (n, bit, false)),
-                // The watcher retries by itself; a relist re-applies what exists.
-                _ => None,
-            };
-            futures::future::ready(update)
-        })
-        .boxed()
-}
-
-/// How many InferenceServices are converged, kept up to date from watches of the four kinds.
-/// Watches, not polled lists: a list of thousands of objects every few hundred milliseconds
-/// costs the apiserver (on the same two cores) more as the storm grows, and would be measured
-/// as the host's slowness.
-fn track_converged(t: &TestContext) -> tokio::sync::watch::Receiver<usize> {
-    let finalizer = |m: &kube::api::ObjectMeta| {
-        let has = m
-            .finalizers
-            .as_ref()
-            .is_some_and(|f| f.iter().any(|x| x == "odh.inferenceservice.finalizers"));
-        Some((m.name.clone()?, has))
-    };
-    let updates = futures::stream::select_all([
-        watch_bits(
-            dynamic_metadata(
-                t,
-                ("serving.kserve.io", "v1beta1", "InferenceService"),
-                "inferenceservices",
-            ),
-            FINALIZER,
-            finalizer,
-        ),
-        watch_bits(
-            Api::<PartialObjectMeta<ConfigMap>>::namespaced(t.client.clone(), &t.namespace),
-            DASHBOARD,
-            |m| named_for(m, "-metrics-dashboard"),
-        ),
-        watch_bits(
-            Api::<PartialObjectMeta<Service>>::namespaced(t.client.clone(), &t.namespace),
-            METRICS_SERVICE,
-            |m| named_for(m, "-metrics"),
-        ),
-        watch_bits(
-            dynamic_metadata(
-                t,
-                ("monitoring.coreos.com", "v1", "ServiceMonitor"),
-                "servicemonitors",
-            ),
-            SERVICE_MONITOR,
-            |m| named_for(m, "-metrics"),
-        ),
-    ]);
-    let (tx, rx) = tokio::sync::watch::channel(0);
-    tokio::spawn(async move {
-        let mut bits: HashMap<String, u8> = HashMap::new();
-        let mut converged = 0usize;
-        let mut updates = updates;
-        while let Some((name, bit, holds)) = updates.next().await {
-            let entry = bits.entry(name).or_default();
-            let before = *entry == CONVERGED;
-            if holds {
-                *entry |= bit;
-            } else {
-                *entry &= !bit;
-            }
-            match (before, *entry == CONVERGED) {
-                (false, true) => converged += 1,
-                (true, false) => converged -= 1,
-                _ => continue,
-            }
-            if tx.send(converged).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// `count` Secrets and as many ConfigMaps of about 1 KiB in a namespace of their own.
-async fn create_cached_objects(count: usize) -> anyhow::Result<()> {
-    if count == 0 {
-        return Ok(());
-    }
-    let t = TestContext::new("bench-cached").await?;
-    let payload = "x".repeat(1000);
-    futures::stream::iter(0..count * 2)
-        .map(|i| {
-            let (t, payload) = (&t, &payload);
-            async move {
-                let name = format!("object-{i:05}");
-                let body = json!({"metadata": {"name": name}, "data": {"payload": payload}});
-                if i % 2 == 0 {
-                    let mut cm: ConfigMap = serde_json::from_value(body)?;
-                    cm.metadata.name = Some(format!("cm-{i:05}"));
-                    t.api::<ConfigMap>()
-                        .create(&PostParams::default(), &cm)
-                        .await?;
-                } else {
-                    let mut secret: Secret = serde_json::from_value(json!({
-                        "metadata": {"name": format!("secret-{i:05}")},
-                        "stringData": {"payload": payload},
-                    }))?;
-                    secret.metadata.labels = None;
-                    t.api::<Secret>()
-                        .create(&PostParams::default(), &secret)
-                        .await?;
-                }
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(32)
-        .for_each(|r| async move { r.expect("create a cached object") })
-        .await;
-    Ok(())
-}
-
-/// A counter of the host summed over its series (None: not exposed by this build).
-fn host_counter(metrics_addr: &str, name: &str) -> Option<f64> {
-    let (code, body) = common::http_get(metrics_addr, "/metrics").ok()?;
-    (code == 200 && body.contains(name)).then(|| common::metric_sum(&body, name))
-}
-
-/// The host's API requests by method and code (`rest_client_requests_total` series).
-fn requests_by_method(metrics_addr: &str) -> serde_json::Map<String, serde_json::Value> {
-    let body = common::http_get(metrics_addr, "/metrics")
-        .map(|(_, b)| b)
-        .unwrap_or_default();
-    body.lines()
-        .filter_map(|l| l.strip_prefix("rest_client_requests_total{"))
-        .filter_map(|l| {
-            let (labels, value) = l.split_once("} ")?;
-            let label = |k: &str| {
-                labels
-                    .split(',')
-                    .find_map(|kv| kv.strip_prefix(&format!("{k}=\"")))
-                    .map(|v| v.trim_end_matches('"').to_string())
-            };
-            Some((
-                format!("{} {}", label("method")?, label("code")?),
-                json!(value.parse::<f64>().ok()?),
-            ))
-        })
-        .collect()
-}
-
-/// The apiserver's `/metrics`.
-async fn apiserver_metrics(t: &TestContext) -> anyhow::Result<String> {
-    let request = http::Request::get("/metrics").body(Vec::new())?;
-    Ok(t.client.request_text(request).await?)
-}
-
-/// The value of `label` in a Prometheus series' label set.
-fn label_value<'a>(labels: &'a str, label: &str) -> Option<&'a str> {
-    labels.split(',').find_map(|kv| {
-        kv.strip_prefix(label)?
-            .strip_prefix("=\"")?
-            .strip_suffix('"')
-    })
-}
-
-/// (seconds, count) of a histogram's series between two scrapes, summed by the values of `keys`.
-fn histogram_delta(
-    before: &str,
-    after: &str,
-    name: &str,
-    keys: &[&str],
-) -> std::collections::BTreeMap<String, (f64, f64)> {
-    let totals = |text: &str| {
-        let mut by: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
-        for line in text.lines() {
-            let (field, rest) = if let Some(r) = line.strip_prefix(&format!("{name}_sum{{")) {
-                (0, r)
-            } else if let Some(r) = line.strip_prefix(&format!("{name}_count{{")) {
-                (1, r)
-            } else {
-                continue;
-            };
-            let Some((labels, value)) = rest.rsplit_once("} ") else {
-                continue;
-            };
-            let Ok(value) = value.trim().parse::<f64>() else {
-                continue;
-            };
-            let key = keys
-                .iter()
-                .map(|k| label_value(labels, k).unwrap_or(""))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let entry = by.entry(key).or_default();
-            if field == 0 {
-                entry.0 += value;
-            } else {
-                entry.1 += value;
-            }
-        }
-        by
-    };
-    let before = totals(before);
-    totals(after)
-        .into_iter()
-        .map(|(k, (sum, count))| {
-            let (s0, c0) = before.get(&k).copied().unwrap_or_default();
-            (k, (sum - s0, count - c0))
-        })
-        .filter(|(_, (_, count))| *count > 0.0)
-        .collect()
-}
-
-/// Mean latency in ms and count of each series of a histogram between two scrapes.
-fn latencies(
-    before: &str,
-    after: &str,
-    name: &str,
-    keys: &[&str],
-) -> serde_json::Map<String, serde_json::Value> {
-    histogram_delta(before, after, name, keys)
-        .into_iter()
-        .map(|(k, (sum, count))| (k, json!({"count": count, "mean_ms": sum * 1e3 / count})))
-        .collect()
-}
-
-/// (API requests, reconciles) of the host so far.
-fn host_counts(metrics_addr: &str) -> (Option<f64>, Option<f64>) {
-    (
-        host_counter(metrics_addr, "rest_client_requests_total"),
-        host_counter(metrics_addr, "controller_runtime_reconcile_total"),
-    )
-}
+use common::storm::{DEFAULT_COUNT, Endpoints, Readiness, Storm, env_usize};
 
 fn main() -> anyhow::Result<()> {
     let workers = std::env::var("ODH_BENCH_WORKERS").unwrap_or_else(|_| "1".into());
@@ -320,203 +27,45 @@ fn main() -> anyhow::Result<()> {
         other => format!("isvc_converge_{count}_w{workers}_{other}"),
     };
     let cluster = common::own_apiserver(&name);
+    let command = |e: &Endpoints| {
+        let mut host = Command::new(common::host_binary());
+        host.args(["run", "--zap-devel=false"])
+            .arg(format!("--health-probe-bind-address={}", e.health_addr))
+            .arg(format!("--metrics-bind-address={}", e.metrics_addr))
+            .arg(format!("--kubeconfig={}", e.kubeconfig.display()))
+            .arg(format!("--max-concurrent-reconciles={workers}"))
+            // As the Deployment runs it: compiled plugins from the cache (filled by the first run).
+            .arg(format!(
+                "--plugin-cache-dir={}",
+                common::out_dir().join("plugin-cache").display()
+            ))
+            .env("ENABLE_WEBHOOKS", "false")
+            .arg("--zap-log-level=error")
+            .args(
+                std::env::var("ODH_BENCH_HOST_ARGS")
+                    .unwrap_or_default()
+                    .split_whitespace(),
+            );
+        host
+    };
     let result = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?
-        .block_on(storm(&cluster, &name, &label, &workers, count));
+        .block_on(common::storm::storm(
+            &cluster,
+            Storm {
+                name: &name,
+                label: &label,
+                workers: &workers,
+                count,
+                command: Box::new(command),
+                readiness: Readiness::Readyz,
+            },
+        ));
     common::stop_apiserver(&cluster);
-    result
-}
-
-async fn storm(
-    cluster: &std::path::Path,
-    name: &str,
-    label: &str,
-    workers: &str,
-    count: usize,
-) -> anyhow::Result<()> {
-    let cached_objects = env_usize("ODH_BENCH_CACHED_OBJECTS", 0);
-    let t = TestContext::new("bench-converge").await?;
-    let apiserver_pid = common::apiserver_pid(cluster)?;
-    create_cached_objects(cached_objects).await?;
-    let kubeconfig = odh_test_support::cluster()?.kubeconfig.clone();
-    let log = std::fs::File::create(common::out_dir().join(format!("{name}.log")))?;
-    let metrics_addr = common::free_addr();
-    let health_addr = common::free_addr();
-    let mut host = Command::new(common::host_binary())
-        .args(["run", "--zap-devel=false"])
-        .arg(format!("--health-probe-bind-address={health_addr}"))
-        .arg(format!("--metrics-bind-address={metrics_addr}"))
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .arg(format!("--max-concurrent-reconciles={workers}"))
-        // As the Deployment runs it: compiled plugins from the cache (filled by the first run).
-        .arg(format!(
-            "--plugin-cache-dir={}",
-            common::out_dir().join("plugin-cache").display()
-        ))
-        .env("ENABLE_WEBHOOKS", "false")
-        .arg("--zap-log-level=error")
-        .args(
-            std::env::var("ODH_BENCH_HOST_ARGS")
-                .unwrap_or_default()
-                .split_whitespace(),
-        )
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()?;
-    let pid = host.id();
-    // Started, caches synced and settled before the burst.
-    let ready_by = Instant::now() + Duration::from_secs(120);
-    while !matches!(common::http_get(&health_addr, "/readyz"), Ok((200, _))) {
-        anyhow::ensure!(
-            Instant::now() < ready_by,
-            "the host was not ready within 120 s"
-        );
-        anyhow::ensure!(host.try_wait()?.is_none(), "the host exited");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let mut converged = track_converged(&t);
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let (cpu_idle, startup_peak_mib) = common::usage(pid);
-    // The burst's own peak: reset the peak RSS (VmHWM) the start-up reached (compiling the
-    // plugins, when the cache is empty).
-    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")?;
-    let (apiserver_cpu_idle, _) = common::usage(apiserver_pid);
-    // ODH_BENCH_PERF=1: a CPU profile of the host during the burst (perf record, call graphs).
-    let mut perf = match std::env::var("ODH_BENCH_PERF").as_deref() {
-        Ok("1") => Some(
-            Command::new("perf")
-                .args(["record", "-F", "999", "-g", "-p", &pid.to_string(), "-o"])
-                .arg(common::out_dir().join(format!("{name}.perf.data")))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()?,
-        ),
-        _ => None,
-    };
-    let (requests_idle, reconciles_idle) = host_counts(&metrics_addr);
-    let apiserver_before = apiserver_metrics(&t).await?;
-
-    t.create_serving_runtime(fixtures::ovms_runtime_in(&t.namespace))
-        .await?;
-    let isvcs = dynamic(
-        &t,
-        ("serving.kserve.io", "v1beta1", "InferenceService"),
-        "inferenceservices",
-    );
-    let start = Instant::now();
-    let namespace = t.namespace.clone();
-    futures::stream::iter(0..count)
-        .map(|i| {
-            let (isvcs, namespace) = (isvcs.clone(), namespace.clone());
-            async move {
-                let obj: DynamicObject = serde_json::from_value(
-                    fixtures::isvc(&format!("model-{i:05}"))
-                        .namespace(&namespace)
-                        .remove("/metadata/uid")
-                        .build(),
-                )
-                .unwrap();
-                isvcs.create(&PostParams::default(), &obj).await
-            }
-        })
-        .buffer_unordered(32)
-        .for_each(|r| async move {
-            r.expect("create InferenceService");
-        })
-        .await;
-    let created = start.elapsed();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(1800);
-    let reached = tokio::time::timeout_at(deadline, converged.wait_for(|&n| n >= count))
-        .await
-        .map(|r| r.map(|n| *n));
-    anyhow::ensure!(
-        !matches!(reached, Ok(Err(_))),
-        "the convergence watches ended"
-    );
-    let done = *converged.borrow();
-    let elapsed = start.elapsed();
-    let (cpu, peak_mib) = common::usage(pid);
-    let (apiserver_cpu, _) = common::usage(apiserver_pid);
-    let apiserver_after = apiserver_metrics(&t).await?;
-    if let Some(perf) = perf.as_mut() {
-        // perf writes its file on SIGINT.
-        let _ = Command::new("kill")
-            .args(["-INT", &perf.id().to_string()])
-            .status();
-        let _ = perf.wait();
-    }
-    let (requests_end, reconciles_end) = host_counts(&metrics_addr);
-    let by_method = requests_by_method(&metrics_addr);
-    let requests = requests_end
-        .zip(requests_idle)
-        .map(|(end, idle)| end - idle);
-    let reconciles = reconciles_end
-        .zip(reconciles_idle)
-        .map(|(end, idle)| end - idle);
-    let _ = host.kill();
-    let _ = host.wait();
-    anyhow::ensure!(done == count, "only {done} of {count} converged in 1800 s");
-
-    let cpu_burst = cpu - cpu_idle;
-    // The apiserver and its etcd, for the cost the storm puts on them (the creates included).
-    let apiserver_cpu_burst = apiserver_cpu - apiserver_cpu_idle;
-    let results = json!({
-        "binary": label,
-        "inference_services": count,
-        "cached_secrets_and_configmaps": cached_objects * 2,
-        "workers": workers,
-        "create_seconds": created.as_secs_f64(),
-        "converge_seconds": elapsed.as_secs_f64(),
-        "host_cpu_seconds": cpu_burst,
-        "host_cpu_seconds_total": cpu,
-        "host_peak_rss_mib": peak_mib,
-        "host_peak_rss_mib_startup": startup_peak_mib,
-        "apiserver_cpu_seconds": apiserver_cpu_burst,
-        // Where the apiserver's time per request goes as its store grows.
-        "apiserver_request_latency": latencies(
-            &apiserver_before,
-            &apiserver_after,
-            "apiserver_request_duration_seconds",
-            &["verb", "resource"],
-        ),
-        "clusterip_allocation_latency": latencies(
-            &apiserver_before,
-            &apiserver_after,
-            "kube_apiserver_clusterip_allocator_allocation_duration_seconds",
-            &["scope"],
-        ),
-        "etcd_request_latency": latencies(
-            &apiserver_before,
-            &apiserver_after,
-            "etcd_request_duration_seconds",
-            &["operation", "type"],
-        ),
-        "api_requests": requests,
-        "api_requests_by_method_and_code_since_start": by_method,
-        "reconciles": reconciles,
-        "per_inference_service": {
-            "reconciles": reconciles.map(|r| r / count as f64),
-            "converge_ms": elapsed.as_secs_f64() * 1e3 / count as f64,
-            "host_cpu_ms": cpu_burst * 1e3 / count as f64,
-            "apiserver_cpu_ms": apiserver_cpu_burst * 1e3 / count as f64,
-            "api_requests": requests.map(|r| r / count as f64),
-        },
-    });
-    println!(
-        "isvc converge [{label}]: {count} InferenceServices, {workers} worker(s): {:.2} s (creates took {:.2} s), host CPU {:.2} s, apiserver CPU {:.2} s, peak RSS {:.1} MiB, API requests {}, reconciles {}",
-        elapsed.as_secs_f64(),
-        created.as_secs_f64(),
-        cpu_burst,
-        apiserver_cpu_burst,
-        peak_mib,
-        requests.map_or("n/a".into(), |r| format!("{r:.0}")),
-        reconciles.map_or("n/a".into(), |r| format!("{r:.0}")),
-    );
-    let mut results = results;
+    let mut results = result?;
     results["host_binary"] = common::host_binary_info();
-    common::write_json(name, &results);
+    common::write_json(&name, &results);
     Ok(())
 }

@@ -185,3 +185,7 @@ pub fn stop_apiserver(dir: &std::path::Path) {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+pub mod load;
+pub mod peer;
+pub mod storm;
