@@ -15,9 +15,9 @@ use crate::plugin::{
     AdmissionInput, CallEnv, CallError, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster,
     PRECOMPILED_DIR, PluginEngine, ReconcileInput, Source,
 };
-use odh_plugin_runtime::precompile::Precompiler;
 use crate::webhook::selector_admits;
 use crate::webhook::verdict::patch_for;
+use odh_plugin_runtime::precompile::Precompiler;
 
 /// Exit status 1: the plugin failed. Exit status 2: bad arguments or input.
 #[derive(Debug, thiserror::Error)]
@@ -105,9 +105,10 @@ pub struct PrecompileArgs {
 /// hash, which does not depend on the CPU (each architecture's baseline: x86-64-v2, Armv8.0,
 /// z14, Pulley), so the image's build machine compiles for every node.
 pub fn precompile(args: &PrecompileArgs) -> Result<Value, EvalError> {
+    // The engine first: a target this build cannot compile for leaves no directory behind.
+    let compiler = Precompiler::new(args.target.as_deref()).map_err(usage)?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| usage(anyhow::anyhow!("creating {}: {e}", args.out.display())))?;
-    let compiler = Precompiler::new(args.target.as_deref()).map_err(usage)?;
     let names: Vec<&str> = builtins::names().collect();
     let results: Vec<anyhow::Result<String>> = std::thread::scope(|s| {
         let handles: Vec<_> = names

@@ -267,11 +267,14 @@ impl PluginEngine {
 
 /// The engine's configuration; `target` compiles for another triple (`plugin precompile
 /// --target`; a cross-compiling engine sees none of this CPU's features).
-pub(crate) fn engine_config(options: &EngineOptions, target: Option<&str>) -> anyhow::Result<Config> {
+pub(crate) fn engine_config(
+    options: &EngineOptions,
+    target: Option<&str>,
+) -> anyhow::Result<Config> {
     let mut config = Config::new();
     if let Some(target) = target.or(crate::isa_baseline::native_target()) {
         config.target(target).map_err(|e| {
-            anyhow::Error::from(e).context(format!("compiling for {target} (this build has no compiler for it)"))
+            anyhow::Error::from(e).context(format!("compiling for target {target:?}"))
         })?;
     }
     config.wasm_component_model(true);

@@ -69,7 +69,10 @@ pub fn native_target() -> Option<&'static str> {
 
 /// The Pulley target of this machine's word size and byte order.
 pub fn pulley_target() -> &'static str {
-    match (cfg!(target_pointer_width = "64"), cfg!(target_endian = "big")) {
+    match (
+        cfg!(target_pointer_width = "64"),
+        cfg!(target_endian = "big"),
+    ) {
         (true, false) => "pulley64",
         (true, true) => "pulley64be",
         (false, false) => "pulley32",

@@ -19,8 +19,18 @@ impl Precompiler {
     pub fn new(target: Option<&str>) -> anyhow::Result<Self> {
         // The run engine's defaults: its settings are part of the compatibility hash.
         let config = engine_config(&EngineOptions::default(), target)?;
-        let engine = Engine::new(&config)
-            .map_err(|e| anyhow::Error::from(e).context("creating the wasmtime engine"))?;
+        let engine = Engine::new(&config).map_err(|e| {
+            anyhow::Error::from(e).context(match target {
+                // wasmtime's Cranelift has the backend of the machine it was built for and
+                // Pulley's only (`all-arch` would rebuild it with every backend).
+                Some(t) => format!(
+                    "compiling for {t} (this build compiles for {} and pulley64: run the \
+                     target's own binary, under qemu-user if need be)",
+                    std::env::consts::ARCH
+                ),
+                None => "creating the wasmtime engine".to_string(),
+            })
+        })?;
         Ok(Self { engine })
     }
 
