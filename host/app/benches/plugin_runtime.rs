@@ -79,7 +79,13 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000);
-    let engine = PluginEngine::new(EngineOptions::default()).unwrap();
+    // `pulley64` runs the calls on wasmtime's interpreter (a build with `--features
+    // wasmtime/pulley`): Pulley against Cranelift on one machine (docs/performance.md).
+    let engine = PluginEngine::new(EngineOptions {
+        target: std::env::var("ODH_BENCH_PLUGIN_TARGET").ok(),
+        ..Default::default()
+    })
+    .unwrap();
     let hello_path = plugin_path("hello");
     let hello_bytes = std::fs::read(&hello_path).unwrap();
     let hello = load(&engine, &hello_path, &hello_bytes);

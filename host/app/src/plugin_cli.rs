@@ -13,10 +13,11 @@ use crate::plugin::bindings::WIT_PACKAGE;
 use crate::plugin::wire::{Manifest, Operation, RawJson, RequestKey, WebhookType};
 use crate::plugin::{
     AdmissionInput, CallEnv, CallError, EngineOptions, LoadRequest, LoadedPlugin, MemoryCluster,
-    PluginEngine, ReconcileInput, Source,
+    PRECOMPILED_DIR, PluginEngine, ReconcileInput, Source,
 };
 use crate::webhook::selector_admits;
 use crate::webhook::verdict::patch_for;
+use odh_plugin_runtime::precompile::Precompiler;
 
 /// Exit status 1: the plugin failed. Exit status 2: bad arguments or input.
 #[derive(Debug, thiserror::Error)]
@@ -92,36 +93,64 @@ pub struct PrecompileArgs {
     /// The directory to write into (created); `--plugin-precompiled-dir` of `run` reads it.
     #[arg(long)]
     pub out: PathBuf,
+    /// Compile for this target rather than this machine: a Rust triple of the image's
+    /// architecture (x86_64-, aarch64-, s390x-unknown-linux-…) or `pulley64` (ppc64le), as far
+    /// as this build's compiler has the backend.
+    #[arg(long, value_name = "TRIPLE")]
+    pub target: Option<String>,
 }
 
-/// Compiles every built-in plugin with the engine `run` uses, into the files `run` looks for:
-/// named by the component's sha256 and the engine's compatibility hash, which does not depend on
-/// the CPU (x86-64-v2 code), so the image's build machine compiles for every node.
+/// Compiles every built-in plugin for the engine `run` uses on the target's architecture, into
+/// the files `run` looks for: named by the component's sha256 and the engine's compatibility
+/// hash, which does not depend on the CPU (each architecture's baseline: x86-64-v2, Armv8.0,
+/// z14, Pulley), so the image's build machine compiles for every node.
 pub fn precompile(args: &PrecompileArgs) -> Result<Value, EvalError> {
+    // The engine first: a target this build cannot compile for leaves no directory behind.
+    let compiler = Precompiler::new(args.target.as_deref()).map_err(usage)?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| usage(anyhow::anyhow!("creating {}: {e}", args.out.display())))?;
-    let engine = PluginEngine::new(EngineOptions {
-        cache_dir: Some(args.out.clone()),
-        ..Default::default()
-    })
-    .map_err(usage)?;
     let names: Vec<&str> = builtins::names().collect();
-    let sources: Vec<&[u8]> = names
-        .iter()
-        .map(|n| builtins::component(n).expect("every registered built-in is embedded"))
-        .collect();
+    let results: Vec<anyhow::Result<String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = names
+            .iter()
+            .map(|n| {
+                let bytes = builtins::component(n).expect("every registered built-in is embedded");
+                let (compiler, out) = (&compiler, &args.out);
+                s.spawn(move || compiler.compile_into(bytes, out))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("compilation panicked")))
+            })
+            .collect()
+    });
     let mut compiled = serde_json::Map::new();
-    for (name, result) in names.iter().zip(engine.compile_all(&sources)) {
-        let (_, sha) = result.map_err(|e| usage(e.context(format!("compiling {name}"))))?;
+    for (name, result) in names.iter().zip(results) {
+        let sha = result.map_err(|e| usage(e.context(format!("compiling {name}"))))?;
         compiled.insert(name.to_string(), json!({ "sha256": sha }));
     }
-    Ok(json!({ "dir": args.out, "plugins": compiled }))
+    Ok(json!({
+        "dir": args.out,
+        "target": args.target.as_deref().unwrap_or(std::env::consts::ARCH),
+        "compatibility": compiler.compatibility(),
+        "plugins": compiled,
+    }))
 }
 
 fn engine() -> anyhow::Result<PluginEngine> {
     let cache_dir = std::env::var_os("ODH_PLUGIN_CACHE_DIR").map(PathBuf::from);
+    // As `run`: the image's precompiled built-ins, or a directory `plugin precompile` wrote.
+    let precompiled_dir = std::env::var_os("ODH_PLUGIN_PRECOMPILED_DIR")
+        .map_or_else(|| PathBuf::from(PRECOMPILED_DIR), PathBuf::from);
     PluginEngine::new(EngineOptions {
         cache_dir,
+        precompiled_dir: Some(precompiled_dir),
+        // `pulley64` runs the plugins on wasmtime's interpreter, in a build that has it
+        // (`--features wasmtime/pulley`): docs/performance.md compares it with Cranelift.
+        target: std::env::var("ODH_PLUGIN_TARGET").ok(),
         max_instances: 8,
         ..Default::default()
     })

@@ -452,6 +452,54 @@ fn precompile_into_an_unwritable_directory_is_a_usage_error() {
     );
 }
 
+/// `plugin precompile --target`: Pulley's bytecode (ppc64le's plugin code) from any build,
+/// under a compatibility hash of its own, so this machine's engine never picks it up; a target
+/// whose Cranelift backend this build lacks is a usage error naming it, and nothing is written.
+#[test]
+fn precompile_for_another_target() {
+    let dir = tmpdir("precompile-target");
+    let native = dir.join("native");
+    let (code, here, stderr) = run(&["plugin", "precompile", "--out", native.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let pulley = dir.join("pulley");
+    let (code, json, stderr) = run(&[
+        "plugin",
+        "precompile",
+        "--target",
+        "pulley64",
+        "--out",
+        pulley.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json["target"], "pulley64");
+    assert_eq!(json["plugins"], here["plugins"], "the same built-ins");
+    assert_ne!(json["compatibility"], here["compatibility"]);
+    let written = std::fs::read_dir(&pulley).unwrap().count();
+    assert_eq!(written, 2 * json["plugins"].as_object().unwrap().len());
+
+    let foreign = if std::env::consts::ARCH == "s390x" {
+        "aarch64-unknown-linux-gnu"
+    } else {
+        "s390x-unknown-linux-gnu"
+    };
+    let out = dir.join("foreign");
+    let (code, json, stderr) = run(&[
+        "plugin",
+        "precompile",
+        "--target",
+        foreign,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(json, Value::Null);
+    assert!(
+        stderr.contains(&format!("compiling for {foreign}")),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing written");
+}
+
 /// `eval --against`: the same call on the serving version and the candidate, and their
 /// differences as a shadow run logs them (JSON pointers with both values), offline.
 #[test]

@@ -43,6 +43,11 @@ pub struct EngineOptions {
     pub memory_budget: crate::MemoryBudget,
     /// Whom a plugin's HTTPS believes ([`crate::http_trust`]).
     pub http_trust: crate::HttpTrust,
+    /// Compile for (and run on) this target rather than this machine: only a Pulley target
+    /// (`pulley64`) runs here, and only in a build with wasmtime's `pulley` feature (wasmtime
+    /// turns it on by itself where Cranelift has no backend); used to measure Pulley against
+    /// Cranelift on one machine. `None`: this machine ([`crate::isa_baseline`]).
+    pub target: Option<String>,
 }
 
 impl Default for EngineOptions {
@@ -55,6 +60,7 @@ impl Default for EngineOptions {
             identity: crate::identity::Identity::none(),
             memory_budget: crate::MemoryBudget::unbounded(),
             http_trust: crate::HttpTrust::default(),
+            target: None,
         }
     }
 }
@@ -89,7 +95,7 @@ struct EngineInner {
 
 impl PluginEngine {
     pub fn new(options: EngineOptions) -> anyhow::Result<Self> {
-        let config = engine_config(&options, None)?;
+        let config = engine_config(&options, options.target.as_deref())?;
         let engine = Engine::new(&config)
             .map_err(|e| anyhow::Error::from(e).context("creating the wasmtime engine"))?;
 
@@ -202,12 +208,7 @@ impl PluginEngine {
     /// The file name of a compiled component: its sha256 and the engine's compatibility hash
     /// (wasmtime's version, settings and instruction-set flags).
     fn cache_name(&self, sha: &str) -> String {
-        let mut h = std::hash::DefaultHasher::new();
-        self.inner
-            .engine
-            .precompile_compatibility_hash()
-            .hash(&mut h);
-        format!("{sha}-{:016x}.cwasm", h.finish())
+        cache_name(&self.inner.engine, sha)
     }
 
     fn compile_uncached(&self, bytes: &[u8], sha: &str) -> anyhow::Result<Component> {
@@ -264,17 +265,22 @@ impl PluginEngine {
     }
 }
 
-/// The engine's configuration; `target` compiles for another triple (tests: a cross-compiling
-/// engine sees none of this CPU's features).
-fn engine_config(options: &EngineOptions, target: Option<&str>) -> anyhow::Result<Config> {
+/// The engine's configuration; `target` compiles for another triple (`plugin precompile
+/// --target`; a cross-compiling engine sees none of this CPU's features).
+pub(crate) fn engine_config(
+    options: &EngineOptions,
+    target: Option<&str>,
+) -> anyhow::Result<Config> {
     let mut config = Config::new();
-    if let Some(target) = target {
-        config.target(target).map_err(anyhow::Error::from)?;
+    if let Some(target) = target.or(crate::isa_baseline::native_target()) {
+        config.target(target).map_err(|e| {
+            anyhow::Error::from(e).context(format!("compiling for target {target:?}"))
+        })?;
     }
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.parallel_compilation(true);
-    portable_isa(&mut config);
+    crate::isa_baseline::apply(&mut config, target);
     let mut pool = PoolingAllocationConfig::default();
     let n = options.max_instances;
     pool.total_component_instances(n);
@@ -299,73 +305,34 @@ fn engine_config(options: &EngineOptions, target: Option<&str>) -> anyhow::Resul
     Ok(config)
 }
 
-/// The x86-64-v2 level of instructions (SSE3 to SSE4.2, POPCNT, CMPXCHG16B), which every x86
-/// node of a current Kubernetes distribution has (RHEL 9 requires it). Compiling for it rather
-/// than for this CPU's features gives every such node the same compatibility hash, so the
-/// built-ins compiled when the image is built load on any of them.
-#[cfg(target_arch = "x86_64")]
-const X86_64_V2: [(&str, bool); 19] = [
-    ("has_sse3", true),
-    ("has_ssse3", true),
-    ("has_cmpxchg16b", true),
-    ("has_sse41", true),
-    ("has_sse42", true),
-    ("has_popcnt", true),
-    ("has_avx", false),
-    ("has_avx2", false),
-    ("has_fma", false),
-    ("has_avx_vnni", false),
-    ("has_avx512bitalg", false),
-    ("has_avx512dq", false),
-    ("has_avx512vl", false),
-    ("has_avx512vbmi", false),
-    ("has_avx512f", false),
-    ("has_avx512vnni", false),
-    ("has_bmi1", false),
-    ("has_bmi2", false),
-    ("has_lzcnt", false),
-];
-
-/// Compiles for x86-64-v2 when this CPU has it (else for this CPU, as wasmtime does by default).
-#[cfg(target_arch = "x86_64")]
-fn portable_isa(config: &mut Config) {
-    let v2 = std::arch::is_x86_feature_detected!("sse3")
-        && std::arch::is_x86_feature_detected!("ssse3")
-        && std::arch::is_x86_feature_detected!("sse4.1")
-        && std::arch::is_x86_feature_detected!("sse4.2")
-        && std::arch::is_x86_feature_detected!("popcnt")
-        && std::arch::is_x86_feature_detected!("cmpxchg16b");
-    if !v2 {
-        return;
-    }
-    for (flag, on) in X86_64_V2 {
-        // SAFETY: every flag turned on names a feature this CPU was just seen to have; the
-        // others only forbid instructions.
-        unsafe {
-            config.cranelift_flag_set(flag, if on { "true" } else { "false" });
-        }
-    }
+/// The file name of a component compiled by `engine`: its sha256 and the engine's compatibility
+/// hash, which differs between architectures and baselines, so an engine only finds its own.
+pub(crate) fn cache_name(engine: &Engine, sha: &str) -> String {
+    let mut h = std::hash::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut h);
+    format!("{sha}-{:016x}.cwasm", h.finish())
 }
-
-#[cfg(not(target_arch = "x86_64"))]
-fn portable_isa(_config: &mut Config) {}
 
 /// Writes a compiled component and, beside it, the sha256 of its exact bytes: only bytes whose
 /// digest matches are ever deserialized (deserializing is `unsafe`: wasmtime trusts them).
 fn write_cache(path: &std::path::Path, component: &Component) -> anyhow::Result<()> {
+    write_compiled(path, &component.serialize()?)
+}
+
+/// Writes compiled bytes and their digest, each by a rename (readers never see half a file).
+pub(crate) fn write_compiled(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let bytes = component.serialize()?;
     let digest = digest_path(path);
     let tmp = |p: &std::path::Path| {
         let mut name = p.as_os_str().to_os_string();
         name.push(format!(".tmp{}", std::process::id()));
         PathBuf::from(name)
     };
-    std::fs::write(tmp(&digest), hex::encode(Sha256::digest(&bytes)))?;
+    std::fs::write(tmp(&digest), hex::encode(Sha256::digest(bytes)))?;
     std::fs::rename(tmp(&digest), &digest)?;
-    std::fs::write(tmp(path), &bytes)?;
+    std::fs::write(tmp(path), bytes)?;
     std::fs::rename(tmp(path), path)?;
     Ok(())
 }
@@ -391,7 +358,7 @@ fn read_verified(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -401,20 +368,32 @@ mod tests {
         h.finish()
     }
 
+    /// The triple the image of this machine's architecture gives `plugin precompile --target`
+    /// (Containerfile, `make multiarch-check`).
+    fn image_triple() -> &'static str {
+        let musl = cfg!(target_env = "musl");
+        match std::env::consts::ARCH {
+            "x86_64" if musl => "x86_64-unknown-linux-musl",
+            "x86_64" => "x86_64-unknown-linux-gnu",
+            "aarch64" if musl => "aarch64-unknown-linux-musl",
+            "aarch64" => "aarch64-unknown-linux-gnu",
+            "s390x" => "s390x-unknown-linux-gnu",
+            _ => crate::isa_baseline::pulley_target(),
+        }
+    }
+
     /// What the image's build machine compiles loads on a node with other CPU features: an
-    /// engine compiling for this triple from outside (it sees none of this CPU's features) has
-    /// the same compatibility hash, and what it compiles deserialises here. Fails when a
-    /// wasmtime upgrade brings an instruction-set flag `X86_64_V2` does not set.
+    /// engine compiling for this architecture from outside (it sees none of this CPU's
+    /// features) has the same compatibility hash, and what it compiles deserialises here. One
+    /// test per architecture, run where that architecture runs (x86_64 in `make test`, the
+    /// others under qemu, whose CPUs have every optional feature: `make multiarch-check`).
+    /// Fails when a wasmtime upgrade brings an instruction-set flag the baseline does not set.
     #[test]
     fn compiled_components_do_not_depend_on_this_cpu() {
-        let triple = if cfg!(target_env = "musl") {
-            "x86_64-unknown-linux-musl"
-        } else {
-            "x86_64-unknown-linux-gnu"
-        };
         let options = EngineOptions::default();
         let here = Engine::new(&engine_config(&options, None).unwrap()).unwrap();
-        let elsewhere = Engine::new(&engine_config(&options, Some(triple)).unwrap()).unwrap();
+        let elsewhere =
+            Engine::new(&engine_config(&options, Some(image_triple())).unwrap()).unwrap();
         assert_eq!(compatibility(&here), compatibility(&elsewhere));
 
         let bytes = fixture_component();
@@ -422,6 +401,33 @@ mod tests {
         // SAFETY: bytes just produced by `precompile_component`.
         unsafe { Component::deserialize(&here, &compiled) }
             .expect("a component compiled elsewhere loads here");
+    }
+
+    /// `plugin precompile --target` of this machine's image writes what the run engine finds:
+    /// it loads them without compiling (so writes nothing to its cache).
+    #[test]
+    fn precompiled_for_the_image_triple_loads_without_compiling() {
+        let root = std::env::temp_dir().join(format!("odh-engine-cross-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (image, cache) = (root.join("image"), root.join("cache"));
+        let bytes = fixture_component();
+        let compiler = crate::precompile::Precompiler::new(Some(image_triple())).unwrap();
+        let sha = compiler.compile_into(&bytes, &image).unwrap();
+        assert!(
+            files(&image)[0].ends_with(&format!("-{}.cwasm", compiler.compatibility())),
+            "{:?}",
+            files(&image)
+        );
+        let engine = PluginEngine::new(EngineOptions {
+            cache_dir: Some(cache.clone()),
+            precompiled_dir: Some(image.clone()),
+            max_instances: 2,
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(engine.compile(&bytes).unwrap().1, sha);
+        assert!(files(&cache).is_empty(), "{:?}", files(&cache));
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     /// A small component of this crate's test fixtures.
