@@ -170,15 +170,37 @@ undeploy:
 	@command -v $(KUBECTL) >/dev/null || { echo "kubectl is needed for make undeploy"; exit 1; }
 	$(KUBECTL) kustomize deploy/overlays/$(DEPLOY_OVERLAY) | $(KUBECTL) delete --ignore-not-found -f -
 
+## FIPS=1 (static-binary, image, fips-check): the FIPS variant, cargo feature `fips`: every TLS
+## endpoint and client, signature check and artifact digest through AWS-LC's FIPS module
+## (aws-lc-fips-sys, built from source with CMake, Go, Perl and a C compiler, which
+## tests/dev/fips-toolchain.sh installs when missing); the binary refuses to start unless the module
+## is in FIPS mode (docs/operations.md, "The FIPS variant")
+FIPS ?=
+FIPS_CARGO_FLAGS := $(if $(filter 1 yes true,$(FIPS)),--features fips)
+FIPS_TOOLCHAIN := $(if $(FIPS_CARGO_FLAGS),fips-toolchain)
+
+.PHONY: fips-toolchain fips-check
+fips-toolchain:
+	@tests/dev/fips-toolchain.sh musl
+
+## fips-check: the FIPS build (dev profile, glibc) serves TLS 1.3 on its webhook port with an
+## approved suite, logs FIPS mode, refuses a client offering only ChaCha20 or only X25519, and
+## refuses to start when the module is not in FIPS mode. Not part of `make test`: the FIPS module's
+## C build and a second build of everything above rustls take 15-25 minutes on 2 cores.
+fips-check: toolchain plugins
+	@tests/dev/fips-toolchain.sh
+	$(CARGO) test --locked -p odh-model-controller --features fips --test fips_mode
+	$(CARGO) test --locked -p odh-crypto --features fips
+
 ## static-binary: the statically linked release host the image ships (the Containerfile runs it)
 STATIC_TARGET := x86_64-unknown-linux-musl
 STATIC_BINARY := target/$(STATIC_TARGET)/release/odh-model-controller
-static-binary: toolchain
+static-binary: toolchain $(FIPS_TOOLCHAIN)
 	@rustup target list --installed | grep -qx $(STATIC_TARGET) || rustup target add $(STATIC_TARGET)
 	@command -v musl-gcc >/dev/null || { echo "installing musl-tools (Debian package)"; \
 		apt-get install -y -q musl-tools >/dev/null 2>&1 || \
 		{ apt-get update -q >/dev/null && apt-get install -y -q musl-tools >/dev/null; }; }
-	$(CARGO) build --release --locked -p odh-model-controller --bin odh-model-controller --target $(STATIC_TARGET)
+	$(CARGO) build --release --locked -p odh-model-controller --bin odh-model-controller --target $(STATIC_TARGET) $(FIPS_CARGO_FLAGS)
 	@! readelf -l $(STATIC_BINARY) | grep -q 'program interpreter' || { echo "$(STATIC_BINARY) is not static"; exit 1; }
 	@$(STATIC_BINARY) --version
 

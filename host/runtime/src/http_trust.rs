@@ -194,7 +194,9 @@ fn public_roots() -> rustls::RootCertStore {
 
 fn build(roots: rustls::RootCertStore) -> Arc<rustls::ClientConfig> {
     Arc::new(
-        rustls::ClientConfig::builder()
+        rustls::ClientConfig::builder_with_provider(odh_crypto::tls::provider())
+            .with_safe_default_protocol_versions()
+            .expect("the host's TLS provider supports TLS 1.2 and 1.3")
             .with_root_certificates(roots)
             .with_no_client_auth(),
     )
