@@ -178,6 +178,7 @@ undeploy:
 FIPS ?=
 FIPS_CARGO_FLAGS := $(if $(filter 1 yes true,$(FIPS)),--features fips)
 FIPS_TOOLCHAIN := $(if $(FIPS_CARGO_FLAGS),fips-toolchain)
+FIPS_IMAGE_ARGS := $(if $(FIPS_CARGO_FLAGS),--build-arg FIPS=1)
 
 .PHONY: fips-toolchain fips-check
 fips-toolchain:
@@ -187,7 +188,7 @@ fips-toolchain:
 ## approved suite, logs FIPS mode, refuses a client offering only ChaCha20 or only X25519, and
 ## refuses to start when the module is not in FIPS mode. Not part of `make test`: the FIPS module's
 ## C build and a second build of everything above rustls take 15-25 minutes on 2 cores.
-fips-check: toolchain plugins
+fips-check: toolchain plugins $(APISERVER)
 	@tests/dev/fips-toolchain.sh
 	$(CARGO) test --locked -p odh-model-controller --features fips --test fips_mode
 	$(CARGO) test --locked -p odh-crypto --features fips
@@ -207,4 +208,4 @@ static-binary: toolchain $(FIPS_TOOLCHAIN)
 ## image: the controller image (Containerfile) as $(IMG), with podman or docker
 image:
 	@test -n "$(CONTAINER_TOOL)" || { echo "no container builder (podman or docker) found"; exit 1; }
-	$(CONTAINER_TOOL) build -f Containerfile -t $(IMG) .
+	$(CONTAINER_TOOL) build -f Containerfile $(FIPS_IMAGE_ARGS) -t $(IMG) .
