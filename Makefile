@@ -180,6 +180,12 @@ FIPS_CARGO_FLAGS := $(if $(filter 1 yes true,$(FIPS)),--features fips)
 FIPS_TOOLCHAIN := $(if $(FIPS_CARGO_FLAGS),fips-toolchain)
 FIPS_IMAGE_ARGS := $(if $(FIPS_CARGO_FLAGS),--build-arg FIPS=1)
 
+# aws-lc-fips-sys's own CFLAGS (no other crate's C build sees them): the kernel headers musl-gcc
+# does not search (tests/dev/fips-toolchain.sh links them).
+ifneq ($(FIPS_CARGO_FLAGS),)
+static-binary: export AWS_LC_FIPS_SYS_CFLAGS_x86_64_unknown_linux_musl := -idirafter $(CURDIR)/target/musl-kernel-headers
+endif
+
 .PHONY: fips-toolchain fips-check
 fips-toolchain:
 	@tests/dev/fips-toolchain.sh musl

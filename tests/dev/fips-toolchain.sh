@@ -37,3 +37,19 @@ cmake_version=$(cmake --version | sed -n 's/^cmake version \([0-9]*\.[0-9]*\).*/
 case "$cmake_version" in
 2.* | 3.[0-4]) echo "error: the FIPS build needs CMake 3.5 or later; found $cmake_version" >&2; exit 1 ;;
 esac
+
+# musl-gcc searches musl's headers only, and AWS-LC's entropy source includes the kernel's
+# <linux/random.h>. The kernel's UAPI headers (Debian's linux-libc-dev, there with any C
+# compiler) are libc-neutral: a directory of links to just them goes after musl's
+# (`-idirafter`, Makefile), so no glibc header can shadow a musl one.
+if [ "${1:-}" = musl ]; then
+	headers=target/musl-kernel-headers
+	multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+	for dir in /usr/include/linux /usr/include/asm-generic "/usr/include/$multiarch/asm"; do
+		[ -d "$dir" ] || { echo "error: $dir is missing: install Debian's linux-libc-dev" >&2; exit 1; }
+	done
+	mkdir -p "$headers"
+	ln -sfn /usr/include/linux "$headers/linux"
+	ln -sfn /usr/include/asm-generic "$headers/asm-generic"
+	ln -sfn "/usr/include/$multiarch/asm" "$headers/asm"
+fi

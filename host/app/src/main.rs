@@ -122,7 +122,7 @@ fn log_fips_mode() {
     if let Some(mode) = odh_crypto::mode().filter(|m| m.fips) {
         tracing::info!(
             module = %mode.module,
-            "FIPS mode is on: TLS, signature checks and artifact digests use the FIPS module"
+            "FIPS mode is on: TLS, signature checks and artifact digests use AWS-LC's FIPS module"
         );
     }
 }

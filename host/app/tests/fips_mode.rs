@@ -46,7 +46,9 @@ async fn connect(
         .with_no_client_auth();
     let tcp = TcpStream::connect(addr).await?;
     let name = ServerName::try_from("127.0.0.1").expect("a server name");
-    TlsConnector::from(Arc::new(config)).connect(name, tcp).await
+    TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
 }
 
 /// One admission request over `tls`: the webhook's answer.
@@ -67,6 +69,9 @@ async fn admit(tls: Tls) -> anyhow::Result<(u16, serde_json::Value)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fips_build_serves_approved_tls_only_and_says_so() -> anyhow::Result<()> {
+    // The test's own kube clients (the test apiserver) build their TLS from the process default,
+    // which a process with both rustls providers compiled in must install.
+    odh_crypto::init().map_err(anyhow::Error::msg)?;
     let (cert_dir, ca) = serving_cert("fips");
     let (health, webhook) = (free_port(), free_port());
     let host = HostProcess::start(
@@ -128,7 +133,11 @@ async fn the_fips_build_serves_approved_tls_only_and_says_so() -> anyhow::Result
     );
 
     // Only what FIPS does not approve: each is refused in the handshake.
-    let refused: [(&str, &[SupportedCipherSuite], &[&'static dyn SupportedKxGroup]); 3] = [
+    let refused: [(
+        &str,
+        &[SupportedCipherSuite],
+        &[&'static dyn SupportedKxGroup],
+    ); 3] = [
         (
             "TLS 1.3 with ChaCha20-Poly1305 only",
             &[cs::TLS13_CHACHA20_POLY1305_SHA256],
@@ -150,7 +159,10 @@ async fn the_fips_build_serves_approved_tls_only_and_says_so() -> anyhow::Result
             Ok(tls) => panic!(
                 "{what}: the server accepted {:?} on {:?}",
                 tls.get_ref().1.negotiated_cipher_suite(),
-                tls.get_ref().1.negotiated_key_exchange_group().map(|g| g.name())
+                tls.get_ref()
+                    .1
+                    .negotiated_key_exchange_group()
+                    .map(|g| g.name())
             ),
             Err(e) => assert!(
                 e.to_string().contains("HandshakeFailure"),

@@ -48,7 +48,17 @@ mod tests {
         let pair = ecdsa_from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref()).unwrap();
         let sig = pair.sign(&rng, b"payload").unwrap();
         let public = pair.public_key().as_ref();
-        assert!(verifies(&ECDSA_P256_SHA256_ASN1, public, b"payload", sig.as_ref()));
-        assert!(!verifies(&ECDSA_P256_SHA256_ASN1, public, b"payload!", sig.as_ref()));
+        assert!(verifies(
+            &ECDSA_P256_SHA256_ASN1,
+            public,
+            b"payload",
+            sig.as_ref()
+        ));
+        assert!(!verifies(
+            &ECDSA_P256_SHA256_ASN1,
+            public,
+            b"payload!",
+            sig.as_ref()
+        ));
     }
 }

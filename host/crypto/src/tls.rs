@@ -123,9 +123,7 @@ mod tests {
         assert!(suites.contains(&CipherSuite::TLS13_AES_256_GCM_SHA384));
         assert!(!suites.contains(&CipherSuite::TLS13_CHACHA20_POLY1305_SHA256));
         assert!(
-            !suites
-                .iter()
-                .any(|s| format!("{s:?}").contains("CHACHA20")),
+            !suites.iter().any(|s| format!("{s:?}").contains("CHACHA20")),
             "{suites:?}"
         );
         let groups: Vec<_> = p.kx_groups.iter().map(|g| g.name()).collect();
