@@ -190,14 +190,15 @@ endif
 fips-toolchain:
 	@tests/dev/fips-toolchain.sh musl
 
-## fips-check: the FIPS build (dev profile, glibc) serves TLS 1.3 on its webhook port with an
-## approved suite, logs FIPS mode, refuses a client offering only ChaCha20 or only X25519, and
-## refuses to start when the module is not in FIPS mode. Not part of `make test`: the FIPS module's
-## C build and a second build of everything above rustls take 15-25 minutes on 2 cores.
-fips-check: toolchain plugins $(APISERVER)
+## fips-check: the FIPS build (dev profile, glibc): it serves TLS 1.3 on its webhook port with an
+## approved suite, logs FIPS mode, refuses clients offering only ChaCha20 or only X25519 and refuses
+## to start when the module is not in FIPS mode (host/app/tests/fips_mode.rs); every unit test and
+## the cosign/OCI tests (registry_oci) pass on the FIPS module. Not part of `make test`: the module's
+## C build and a second build of everything above rustls take 10-15 minutes on 2 cores the first
+## time. The whole workspace is selected, as in `make test`, so wasmtime is not built again.
+fips-check: toolchain test-deps plugins $(APISERVER)
 	@tests/dev/fips-toolchain.sh
-	$(CARGO) test --locked -p odh-model-controller --features fips --test fips_mode
-	$(CARGO) test --locked -p odh-crypto --features fips
+	$(CARGO) test --locked --workspace --features odh-model-controller/fips --lib --test fips_mode --test registry_oci
 
 ## static-binary: the statically linked release host the image ships (the Containerfile runs it)
 STATIC_TARGET := x86_64-unknown-linux-musl
