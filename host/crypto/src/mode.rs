@@ -63,12 +63,12 @@ fn check() -> Result<Mode, String> {
             "{REFUSED} and the TLS provider includes an algorithm that is not FIPS-approved"
         ));
     }
-    if let Err(installed) = (*provider).clone().install_default() {
-        if !installed.fips() {
-            return Err(format!(
-                "{REFUSED} and a non-FIPS TLS provider was installed before the check"
-            ));
-        }
+    if let Err(installed) = (*provider).clone().install_default()
+        && !installed.fips()
+    {
+        return Err(format!(
+            "{REFUSED} and a non-FIPS TLS provider was installed before the check"
+        ));
     }
     Ok(Mode {
         fips: true,
