@@ -236,17 +236,47 @@ multiarch-check: toolchain apiserver
 .PHONY: precompiled static-binary-path static-binary-qemu multiarch-check
 # --- end architectures ----------------------------------------------------------------------------
 
+## FIPS=1 (static-binary, image, fips-check): the FIPS variant, cargo feature `fips`: every TLS
+## endpoint and client, signature check and artifact digest through AWS-LC's FIPS module
+## (aws-lc-fips-sys, built from source with CMake, Go, Perl and a C compiler, which
+## tests/dev/fips-toolchain.sh installs when missing); the binary refuses to start unless the module
+## is in FIPS mode (docs/operations.md, "The FIPS variant")
+FIPS ?=
+FIPS_CARGO_FLAGS := $(if $(filter 1 yes true,$(FIPS)),--features fips)
+FIPS_TOOLCHAIN := $(if $(FIPS_CARGO_FLAGS),fips-toolchain)
+FIPS_IMAGE_ARGS := $(if $(FIPS_CARGO_FLAGS),--build-arg FIPS=1)
+
+# aws-lc-fips-sys's own CFLAGS (no other crate's C build sees them): the kernel headers musl-gcc
+# does not search (tests/dev/fips-toolchain.sh links them).
+ifneq ($(FIPS_CARGO_FLAGS),)
+static-binary: export AWS_LC_FIPS_SYS_CFLAGS_x86_64_unknown_linux_musl := -idirafter $(CURDIR)/target/musl-kernel-headers
+endif
+
+.PHONY: fips-toolchain fips-check
+fips-toolchain:
+	@tests/dev/fips-toolchain.sh musl
+
+## fips-check: the FIPS build (dev profile, glibc): it serves TLS 1.3 on its webhook port with an
+## approved suite, logs FIPS mode, refuses clients offering only ChaCha20 or only X25519 and refuses
+## to start when the module is not in FIPS mode (host/app/tests/fips_mode.rs); every unit test and
+## the cosign/OCI tests (registry_oci) pass on the FIPS module. Not part of `make test`: the module's
+## C build and a second build of everything above rustls take 10-15 minutes on 2 cores the first
+## time. The whole workspace is selected, as in `make test`, so wasmtime is not built again.
+fips-check: toolchain test-deps plugins $(APISERVER)
+	@tests/dev/fips-toolchain.sh
+	$(CARGO) test --locked --workspace --features odh-model-controller/fips --lib --test fips_mode --test registry_oci
+
 ## static-binary: the statically linked release host the image ships (the Containerfile runs it);
 ## ARCH=arm64|s390x|ppc64le cross-compiles it (default amd64)
 STATIC_TARGET := $(TRIPLE_$(ARCH))
 STATIC_BINARY := $(or $(CARGO_TARGET_DIR),target)/$(STATIC_TARGET)/release/odh-model-controller
-static-binary: toolchain
+static-binary: toolchain $(FIPS_TOOLCHAIN)
 	@tests/dev/cross-toolchain.sh $(ARCH) $(STATIC_TARGET)
-	$(CARGO) build --release --locked -p odh-model-controller --bin odh-model-controller --target $(STATIC_TARGET)
+	$(CARGO) build --release --locked -p odh-model-controller --bin odh-model-controller --target $(STATIC_TARGET) $(FIPS_CARGO_FLAGS)
 	@! readelf -l $(STATIC_BINARY) | grep -q 'program interpreter' || { echo "$(STATIC_BINARY) is not static"; exit 1; }
 	@$(STATIC_QEMU) $(STATIC_BINARY) --version
 
 ## image: the controller image (Containerfile) as $(IMG), with podman or docker
 image:
 	@test -n "$(CONTAINER_TOOL)" || { echo "no container builder (podman or docker) found"; exit 1; }
-	$(CONTAINER_TOOL) build -f Containerfile -t $(IMG) .
+	$(CONTAINER_TOOL) build -f Containerfile $(FIPS_IMAGE_ARGS) -t $(IMG) .

@@ -3,6 +3,12 @@ use odh_model_controller::cli::{Cli, Command, PluginCommand};
 use odh_model_controller::{cli, crd, logging, plugin_cli, plugin_new, plugin_publish, run};
 
 fn main() -> std::process::ExitCode {
+    // Before anything can build a TLS object or check a signature (the trace exporter starts
+    // before logging): the FIPS build stops here unless its module is in FIPS mode.
+    if let Err(e) = odh_crypto::init() {
+        eprintln!("error: {e}");
+        return std::process::ExitCode::FAILURE;
+    }
     let cli = Cli::parse_from(cli::normalize_go_flags(std::env::args()));
     if let Some(Command::Plugin(PluginCommand::Replay(args))) = &cli.command {
         logging::init(logging::Encoder::Console, "warn", None, None);
@@ -48,6 +54,7 @@ fn run_controller(args: odh_model_controller::cli::RunArgs) -> anyhow::Result<()
         args.zap_time_encoding,
         traces,
     );
+    log_fips_mode();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
@@ -80,6 +87,7 @@ fn model_serving_api(args: &cli::ModelServingApiArgs) -> std::process::ExitCode 
         }
     };
     logging::init_json_stdout(config.log_level, traces);
+    log_fips_mode();
     let options = msa::Options {
         kubeconfig: args.kubeconfig.clone(),
         plugins: args.plugins.clone(),
@@ -106,6 +114,16 @@ fn model_serving_api(args: &cli::ModelServingApiArgs) -> std::process::ExitCode 
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// The FIPS build says so at start; the default build logs nothing new.
+fn log_fips_mode() {
+    if let Some(mode) = odh_crypto::mode().filter(|m| m.fips) {
+        tracing::info!(
+            module = %mode.module,
+            "FIPS mode is on: TLS, signature checks and artifact digests use AWS-LC's FIPS module"
+        );
     }
 }
 

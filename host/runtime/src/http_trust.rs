@@ -96,7 +96,9 @@ impl HttpTrust {
     pub fn accepting_any_certificate() -> Self {
         static UNVERIFIED: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
         let config = UNVERIFIED.get_or_init(|| {
-            let builder = rustls::ClientConfig::builder();
+            let builder = rustls::ClientConfig::builder_with_provider(odh_crypto::tls::provider())
+                .with_safe_default_protocol_versions()
+                .expect("the host's TLS provider supports TLS 1.2 and 1.3");
             let provider = builder.crypto_provider().clone();
             Arc::new(
                 builder
@@ -194,7 +196,9 @@ fn public_roots() -> rustls::RootCertStore {
 
 fn build(roots: rustls::RootCertStore) -> Arc<rustls::ClientConfig> {
     Arc::new(
-        rustls::ClientConfig::builder()
+        rustls::ClientConfig::builder_with_provider(odh_crypto::tls::provider())
+            .with_safe_default_protocol_versions()
+            .expect("the host's TLS provider supports TLS 1.2 and 1.3")
             .with_root_certificates(roots)
             .with_no_client_auth(),
     )

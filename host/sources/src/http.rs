@@ -328,8 +328,7 @@ async fn tls_connect(
     for cert in extra_roots {
         roots.add(cert.clone()).map_err(|e| e.to_string())?;
     }
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let config = rustls::ClientConfig::builder_with_provider(odh_crypto::tls::provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)

@@ -137,6 +137,9 @@ pub async fn client_config() -> anyhow::Result<Config> {
 
 /// The kube config a kubeconfig file describes.
 pub async fn kube_config(path: &std::path::Path) -> anyhow::Result<Config> {
+    // The process-wide TLS provider the kube client builds on, as the binary's `main` installs
+    // it; a test run with the `fips` feature has two rustls providers and cannot pick alone.
+    odh_crypto::init().map_err(anyhow::Error::msg)?;
     let kubeconfig =
         Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)

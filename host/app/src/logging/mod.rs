@@ -72,6 +72,7 @@ const HOST_CRATES: &[&str] = &[
     "odh_plugin_sources",
     "odh_plugin_runtime",
     "odh_host_metrics",
+    "odh_crypto",
 ];
 
 /// The default filter: `warn`, and `level` for the host's crates.

@@ -157,7 +157,9 @@ impl Exporter {
                     .with_context(|| format!("a CA certificate in {}", path.display()))?;
             }
         }
-        let mut config = rustls::ClientConfig::builder()
+        let mut config = rustls::ClientConfig::builder_with_provider(odh_crypto::tls::provider())
+            .with_safe_default_protocol_versions()
+            .context("configuring TLS versions")?
             .with_root_certificates(roots)
             .with_no_client_auth();
         config.alpn_protocols = vec![b"h2".to_vec()];

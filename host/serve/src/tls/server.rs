@@ -88,21 +88,25 @@ pub enum TlsPolicy {
 
 impl TlsPolicy {
     fn provider(self) -> Arc<rustls::crypto::CryptoProvider> {
-        use rustls::crypto::ring::{cipher_suite as cs, kx_group};
+        use rustls::{CipherSuite as Cs, NamedGroup};
         match self {
             TlsPolicy::Default => crypto_provider(),
+            // The FIPS build drops ChaCha20 from this list (odh_crypto::tls::cipher_suites).
             TlsPolicy::ModelServingApi => Arc::new(rustls::crypto::CryptoProvider {
-                cipher_suites: vec![
-                    cs::TLS13_AES_128_GCM_SHA256,
-                    cs::TLS13_AES_256_GCM_SHA384,
-                    cs::TLS13_CHACHA20_POLY1305_SHA256,
-                    cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-                    cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-                    cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-                    cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-                ],
-                kx_groups: vec![kx_group::SECP256R1, kx_group::SECP384R1],
-                ..rustls::crypto::ring::default_provider()
+                cipher_suites: odh_crypto::tls::cipher_suites(&[
+                    Cs::TLS13_AES_128_GCM_SHA256,
+                    Cs::TLS13_AES_256_GCM_SHA384,
+                    Cs::TLS13_CHACHA20_POLY1305_SHA256,
+                    Cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+                    Cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+                    Cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+                    Cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+                ]),
+                kx_groups: odh_crypto::tls::kx_groups(&[
+                    NamedGroup::secp256r1,
+                    NamedGroup::secp384r1,
+                ]),
+                ..(*crypto_provider()).clone()
             }),
         }
     }
@@ -140,7 +144,7 @@ impl Default for ServerTuning {
     }
 }
 
-/// The rustls configuration: ring, TLS 1.3 and 1.2, no client authentication, ALPN
+/// The rustls configuration: [`crypto_provider`], TLS 1.3 and 1.2, no client authentication, ALPN
 /// `http/1.1` (or `h2`, `http/1.1`), certificates from `cert`.
 pub fn tls_server_config(
     cert: Arc<ReloadingCert>,
@@ -168,9 +172,10 @@ pub fn tls_server_config_with(
     Ok(config)
 }
 
-/// The ring crypto provider every TLS object of the server uses.
+/// The crypto provider every TLS object of the server uses: ring, or AWS-LC's FIPS module in
+/// the FIPS build (odh-crypto).
 pub fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    odh_crypto::tls::provider()
 }
 
 /// A TLS server bound to its address with its certificate source, not yet serving. Binding

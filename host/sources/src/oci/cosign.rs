@@ -7,10 +7,9 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use ring::signature::{self, KeyPair};
+use odh_crypto::signature::{self, KeyPair};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{PrivatePkcs8KeyDer, SubjectPublicKeyInfoDer};
-use sha2::{Digest, Sha256};
 
 pub const SIGNATURE_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
@@ -146,18 +145,16 @@ impl PublicKey {
 
     /// Whether `signature` is this key's over `payload`.
     pub fn verifies(&self, payload: &[u8], signature: &[u8]) -> bool {
-        let algorithm: &dyn signature::VerificationAlgorithm = match self.algorithm {
+        let algorithm: &'static dyn signature::VerificationAlgorithm = match self.algorithm {
             Algorithm::P256 => &signature::ECDSA_P256_SHA256_ASN1,
             Algorithm::Ed25519 => &signature::ED25519,
         };
-        signature::UnparsedPublicKey::new(algorithm, &self.key)
-            .verify(payload, signature)
-            .is_ok()
+        signature::verifies(algorithm, &self.key, payload, signature)
     }
 
     /// The first 16 hex digits of the sha256 of the key's SubjectPublicKeyInfo.
     pub fn fingerprint(&self) -> String {
-        hex::encode(&Sha256::digest(&self.spki)[..8])
+        hex::encode(&odh_crypto::sha256(&self.spki)[..8])
     }
 
     pub fn to_pem(&self) -> String {
@@ -217,11 +214,9 @@ impl SigningKey {
     pub fn from_pem(pem: &[u8]) -> Result<Self, String> {
         let der = PrivatePkcs8KeyDer::from_pem_slice(pem)
             .map_err(|e| format!("not a PKCS#8 PEM private key (BEGIN PRIVATE KEY): {e}"))?;
-        let rng = ring::rand::SystemRandom::new();
-        let pair = match signature::EcdsaKeyPair::from_pkcs8(
+        let pair = match signature::ecdsa_from_pkcs8(
             &signature::ECDSA_P256_SHA256_ASN1_SIGNING,
             der.secret_pkcs8_der(),
-            &rng,
         ) {
             Ok(p) => Pair::P256(p),
             Err(_) => Pair::Ed25519(
@@ -241,7 +236,7 @@ impl SigningKey {
 
     /// A new ECDSA P-256 key: (PKCS#8 private key PEM, public key PEM).
     pub fn generate() -> Result<(String, String), String> {
-        let rng = ring::rand::SystemRandom::new();
+        let rng = signature::SystemRandom::new();
         let pkcs8 = signature::EcdsaKeyPair::generate_pkcs8(
             &signature::ECDSA_P256_SHA256_ASN1_SIGNING,
             &rng,
@@ -258,7 +253,7 @@ impl SigningKey {
 
     /// The base64 signature of `payload`.
     pub fn sign(&self, payload: &[u8]) -> Result<String, String> {
-        let rng = ring::rand::SystemRandom::new();
+        let rng = signature::SystemRandom::new();
         let signature = match &self.pair {
             Pair::P256(p) => p
                 .sign(&rng, payload)
@@ -337,7 +332,7 @@ mod tests {
 
     #[test]
     fn ed25519_keys_sign_and_verify() {
-        let rng = ring::rand::SystemRandom::new();
+        let rng = signature::SystemRandom::new();
         let pkcs8 = signature::Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
         let key =
             SigningKey::from_pem(pem_block("PRIVATE KEY", pkcs8.as_ref()).as_bytes()).unwrap();

@@ -8,7 +8,6 @@ pub mod cosign;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use hyper::body::Bytes;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::http::{self as web, Response, Roots};
 pub use auth::Credentials;
@@ -311,7 +310,7 @@ fn header_value(text: &str) -> Result<HeaderValue, String> {
 }
 
 fn sha256_digest(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+    format!("sha256:{}", hex::encode(odh_crypto::sha256(bytes)))
 }
 
 /// A manifest and its digest (the sha256 of the bytes the registry served).

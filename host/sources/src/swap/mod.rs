@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use crate::builtins::Builtins;
 use crate::ceiling::{Ceiling, SignatureRequirement};
@@ -474,7 +473,7 @@ impl Registry {
             .await
             .map_err(|m| Rejection::new(m, None))?,
         };
-        let digest = hex::encode(Sha256::digest(&bytes));
+        let digest = hex::encode(odh_crypto::sha256(&bytes));
         let reject = |message: String| Rejection::new(message, Some(&digest));
         fetch::verify(entry, &bytes).map_err(reject)?;
         if let (Some(origin), Source::Oci(text)) = (&origin, &entry.source) {
