@@ -131,6 +131,11 @@ async fn readiness_waits_for_the_webhook_certificate() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Held by each test while its owner host runs: every such host reconciles the labelled
+/// primaries of every namespace, so one test's host would serve another's objects (an unlimited
+/// host making the rate-limited test's writes, a resync host's extra reconciles).
+static OWNER_HOSTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The host with the owner plugin only, webhooks off, no metrics, and `extra` flags; ready.
 async fn owner_host(name: &str, extra: &[&str]) -> anyhow::Result<HostProcess> {
     let health = free_port();
@@ -154,6 +159,7 @@ async fn owner_host(name: &str, extra: &[&str]) -> anyhow::Result<HostProcess> {
 /// A pod's log is a pipe: no ANSI colour codes, even with the console encoder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_off_a_terminal_carry_no_colour_codes() -> anyhow::Result<()> {
+    let _alone = OWNER_HOSTS.lock().await;
     let mut host = owner_host("no-colour", &["--zap-encoder=console"]).await?;
     host.terminate();
     let status = host.wait(Duration::from_secs(40)).expect("it stops");
@@ -169,6 +175,7 @@ async fn logs_off_a_terminal_carry_no_colour_codes() -> anyhow::Result<()> {
 /// the primary is reconciled again without any event of its own and the drift is repaired.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_periodic_resync_repairs_drift_no_watch_sees() -> anyhow::Result<()> {
+    let _alone = OWNER_HOSTS.lock().await;
     let t = TestContext::new("resync").await?;
     let _host = owner_host("resync", &["--sync-period=1s"]).await?;
     let cms: Api<ConfigMap> = t.api();
@@ -211,6 +218,7 @@ async fn a_periodic_resync_repairs_drift_no_watch_sees() -> anyhow::Result<()> {
 /// bound: a slower machine only takes longer; without the limit it takes well under a second.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_requests_are_rate_limited_per_resource() -> anyhow::Result<()> {
+    let _alone = OWNER_HOSTS.lock().await;
     let t = TestContext::new("rate-limit").await?;
     let _host = owner_host("rate-limit", &["--kube-api-qps=5", "--kube-api-burst=1"]).await?;
     let cms: Api<ConfigMap> = t.api();
