@@ -86,10 +86,6 @@ impl HttpTrust {
         self
     }
 
-    pub fn skips_verification_for_identity_services(&self) -> bool {
-        self.unverified_identity_services
-    }
-
     /// What HTTPS to an identity Service believes under `MR_SKIP_TLS_VERIFY`: any certificate
     /// (the handshake's signatures are still checked, so the peer holds the key of the
     /// certificate it shows).
