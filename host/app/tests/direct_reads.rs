@@ -119,6 +119,7 @@ async fn a_filtered_cache_answers_only_what_it_covers() -> anyhow::Result<()> {
                 optional: false,
             }],
             finalizer: None,
+            filters: Vec::new(),
         }],
         webhooks: vec![],
         reads: vec![cm.clone()],

@@ -2,8 +2,9 @@
 //! built against `odh:controller@0.1.0` (kept as a fixture) loads, reconciles and admits, and
 //! serves no API (0.1.0 has no `http-api`); one built against 0.1.1 (another fixture) serves
 //! its routes and, without `webhook-selectors`, reviews every object; one built against 0.1.2
-//! (another fixture: before `keys`) loads, reconciles and admits in a host of 0.1.3; plugins built
-//! now (0.1.3) scope their webhooks, and import `keys` only when they use it.
+//! (another fixture: before `keys`) and one built against 0.1.3 (before `event-filters` and
+//! `change-mapping`) load, reconcile and admit in a host of 0.1.4; plugins built now (0.1.4)
+//! scope their webhooks, declare their event filters, and import `keys` only when they use it.
 
 use std::sync::Arc;
 
@@ -128,7 +129,28 @@ fn a_component_of_wit_0_1_1_serves_its_routes_and_reviews_every_object() {
 
 #[test]
 fn a_component_of_wit_0_1_2_keeps_loading_and_serving() {
-    let plugin = load_fixture("0.1.2");
+    reconciles_and_mutates(&load_fixture("0.1.2"));
+}
+
+/// Before `event-filters` and `change-mapping`: every event reaches it, mappings get no old
+/// object.
+#[test]
+fn a_component_of_wit_0_1_3_keeps_loading_and_serving() {
+    let plugin = load_fixture("0.1.3");
+    assert!(!plugin.maps_changes(), "0.1.3 has no change-mapping");
+    assert!(
+        plugin
+            .manifest()
+            .controllers
+            .iter()
+            .all(|c| c.filters.is_empty()),
+        "0.1.3 has no event-filters"
+    );
+    reconciles_and_mutates(&plugin);
+}
+
+/// The hello fixture of 0.1.2 or later: its routes, a reconcile and a mutation.
+fn reconciles_and_mutates(plugin: &LoadedPlugin) {
     assert_eq!(plugin.manifest().name, "hello");
     assert_eq!(plugin.routes()[0].path, "/api/v1/hello");
     let env = CallEnv::live(Arc::new(MemoryCluster::default()));
@@ -174,9 +196,43 @@ fn only_a_plugin_that_uses_keys_imports_them() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join(format!("../../target/plugins/{name}.wasm"));
         let bytes = std::fs::read(&path).expect("the built plugin (make plugins)");
-        String::from_utf8_lossy(&bytes).contains("odh:controller/keys@0.1.3")
+        String::from_utf8_lossy(&bytes).contains("odh:controller/keys@0.1.")
     };
     assert!(imports("servingruntime"));
     assert!(!imports("hello"));
     assert!(!imports("isvc"));
+}
+
+/// Plugins built now (0.1.4) hand the host their event filters at load, checked and attached to
+/// their controllers, and map changes with the old object where they export it.
+#[test]
+fn plugins_built_now_declare_event_filters() {
+    let storage = odh_test_support::host::load("storage");
+    let configmaps = storage
+        .manifest()
+        .controllers
+        .iter()
+        .find(|c| c.name == "core-configmap")
+        .expect("core-configmap");
+    let filter = configmaps
+        .filter_of(&configmaps.primary)
+        .expect("a filter of the ConfigMaps");
+    assert_eq!(
+        filter.names,
+        [
+            "odh-trusted-ca-bundle",
+            "odh-kserve-custom-ca-bundle",
+            "openshift-service-ca.crt"
+        ]
+    );
+    assert!(storage.maps_changes(), "the SDK exports change-mapping");
+    let gateway = odh_test_support::host::load("llm-gateway");
+    let bootstrap = gateway
+        .manifest()
+        .controllers
+        .iter()
+        .find(|c| c.name == "gateway-auth-bootstrap")
+        .expect("gateway-auth-bootstrap");
+    assert!(!bootstrap.filter_of(&bootstrap.primary).unwrap().delete);
+    assert_eq!(bootstrap.filters.len(), 5);
 }

@@ -93,6 +93,9 @@ impl CacheFilters {
 #[derive(Debug, Clone)]
 pub struct Change {
     pub object: Arc<DynamicObject>,
+    /// The object as the cache held it before this change: none for an object it did not
+    /// hold (a creation, the initial list).
+    pub old: Option<Arc<DynamicObject>>,
     pub deleted: bool,
 }
 
@@ -414,8 +417,9 @@ impl Caches {
         if let Some(selector) = &filter {
             config = config.labels(&selector.to_string());
         }
-        let writer = reflector::store::Writer::new(kind.resource.clone());
+        let mut writer = reflector::store::Writer::new(kind.resource.clone());
         let store = writer.as_reader();
+        let held = store.clone();
         let (changes, _) = broadcast::channel(1024);
         let (synced_tx, synced) = watch::channel(false);
         let types = types_of(&kind.resource);
@@ -423,18 +427,32 @@ impl Caches {
         let name = gvk.to_string();
         let stream = watcher(api, config)
             .default_backoff()
-            .modify(move |obj: &mut DynamicObject| for_plugins(obj, &types))
-            .reflect(writer);
+            .modify(move |obj: &mut DynamicObject| for_plugins(obj, &types));
+        let dyntype = kind.resource.clone();
         let awaited = Arc::new(AwaitedVersions::default());
         let seen = awaited.clone();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
+                // What the store holds before the event is the change's old object (during a
+                // relist the store still holds the previous list: the writer swaps at the end).
+                let old = match &event {
+                    Ok(
+                        watcher::Event::Apply(o)
+                        | watcher::Event::InitApply(o)
+                        | watcher::Event::Delete(o),
+                    ) => held.get(&ObjectRef::from_obj_with(o, dyntype.clone())),
+                    _ => None,
+                };
+                if let Ok(event) = &event {
+                    writer.apply_watcher_event(event);
+                }
                 match event {
                     Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
                         seen.seen(&o);
                         let _ = tx.send(Change {
                             object: Arc::new(o),
+                            old,
                             deleted: false,
                         });
                     }
@@ -442,6 +460,7 @@ impl Caches {
                         seen.seen(&o);
                         let _ = tx.send(Change {
                             object: Arc::new(o),
+                            old,
                             deleted: true,
                         });
                     }
@@ -771,6 +790,7 @@ mod tests {
             owns: vec![gvk("ConfigMap")],
             watches,
             finalizer: None,
+            filters: Vec::new(),
         }
     }
 

@@ -14,6 +14,7 @@ pub enum Export {
     Routes,
     Handle,
     Selectors,
+    Filters,
 }
 
 impl Export {
@@ -29,6 +30,7 @@ impl Export {
             Self::Routes => "routes",
             Self::Handle => "handle",
             Self::Selectors => "selectors",
+            Self::Filters => "filters",
         }
     }
 

@@ -223,6 +223,7 @@ mod tests {
                 owns: vec![gvk("Service")],
                 watches: vec![],
                 finalizer: None,
+                filters: Vec::new(),
             }],
             webhooks: vec![],
             reads: reads.iter().map(|k| gvk(k)).collect(),

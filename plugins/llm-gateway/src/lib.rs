@@ -18,8 +18,8 @@ pub mod webhooks;
 use odh_kinds::gvk;
 use odh_plugin_sdk::{
     AdmissionDecision, AdmissionRequest, ApiRequest, ApiResponse, ApiRoute, Controller, Ctx, Error,
-    Manifest, Mapping, Operation, Outcome, Plugin, ReconcileRequest, RequestKey, Watch, WatchEvent,
-    Webhook, core_gvk,
+    EventFilter, Manifest, Mapping, Operation, Outcome, Plugin, ReconcileRequest, RequestKey,
+    Watch, WatchChange, WatchEvent, Webhook, core_gvk,
 };
 
 use settings::Settings;
@@ -80,6 +80,21 @@ impl Plugin for LlmGateway {
             gateway::CONTROLLER => gateway::map(event, cx),
             _ => llmisvc::mapping::map(event),
         }
+    }
+
+    fn map_change(change: &WatchChange, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
+        match change.controller.as_str() {
+            gateway::CONTROLLER => gateway::map_change(change, cx),
+            _ => llmisvc::mapping::map(&change.to_event()),
+        }
+    }
+
+    fn event_filters() -> Vec<EventFilter> {
+        let mut filters = gateway::event_filters();
+        // Upstream's AuthPolicy predicate: no creations (updates and deletions of managed
+        // policies pass; `map` checks the management).
+        filters.push(EventFilter::new(llmisvc::CONTROLLER, gvk::auth_policy()).no_create());
+        filters
     }
 
     fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {

@@ -12,7 +12,7 @@ use odh_kinds::gvk;
 use odh_plugin_sdk::testing::FakeCluster;
 use odh_plugin_sdk::{
     Ctx, Error, EventType, Mapping, Object, Outcome, Ownership, Plugin, ReconcileRequest,
-    RequestKey, Value, WatchEvent, json, request_key,
+    RequestKey, UpdateFilter, Value, WatchChange, WatchEvent, json, request_key,
 };
 
 const NS: &str = "test-ns";
@@ -1648,6 +1648,74 @@ fn ingress_config_changes_map_to_all_gateways() {
     assert!(map_with(&sys, other, &cluster).is_empty());
 }
 
+fn map_change(old: Option<Value>, new: Value, cluster: &FakeCluster) -> Vec<RequestKey> {
+    let old = old.map(Object);
+    let change = WatchChange::for_objects(CONTROLLER, old.as_ref(), &Object(new), false);
+    let settings = Settings::default();
+    let mut keys = LlmGateway::map_change(&change, &Ctx::new(&settings, cluster)).unwrap();
+    keys.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    keys
+}
+
+/// A service maps to the gateways it names, before and after the change (a gateway a ref moved
+/// away from is reconciled too); naming none, to the default gateway.
+#[test]
+fn service_changes_map_to_old_and_new_refs() {
+    let cluster = cluster();
+    let before = service(NS, "s", &[(NS, "g1")]);
+    let after = service(NS, "s", &[("", "g2")]);
+    assert_eq!(map(after.clone(), &cluster), [key(NS, "g2")]);
+    assert_eq!(
+        map_change(Some(before), after.clone(), &cluster),
+        [key(NS, "g1"), key(NS, "g2")]
+    );
+    assert_eq!(map_change(None, after, &cluster), [key(NS, "g2")]);
+    assert_eq!(
+        map(service(NS, "none", &[]), &cluster),
+        [key(DEFAULT_NS, DEFAULT_GW)]
+    );
+    // Other kinds map the new state only: a namespace's services are the same before and after.
+    let ns = namespace("app", json!({}));
+    assert!(map_change(Some(ns.clone()), ns, &cluster).is_empty());
+}
+
+/// Upstream's predicates of the controller, as event filters the host applies.
+#[test]
+fn event_filters_are_upstreams_predicates() {
+    let filters = LlmGateway::event_filters();
+    let of = |kind: odh_plugin_sdk::Gvk| {
+        filters
+            .iter()
+            .find(|f| f.controller == CONTROLLER && f.gvk == kind)
+            .unwrap_or_else(|| panic!("a filter of {kind:?}"))
+    };
+    let gw = of(gvk::gateway());
+    assert!(gw.create && !gw.delete && gw.update == UpdateFilter::Always);
+    let cm = of(gvk::config_map());
+    assert_eq!(cm.names, ["inferenceservice-config"]);
+    assert!(!cm.create && !cm.delete);
+    assert_eq!(
+        cm.update,
+        UpdateFilter::Changed(vec!["/data/ingress".into()])
+    );
+    let ns = of(gvk::namespace());
+    assert!(ns.create && !ns.delete);
+    assert_eq!(
+        ns.update,
+        UpdateFilter::Changed(vec!["/metadata/labels".into()])
+    );
+    let UpdateFilter::Changed(service) = &of(gvk::llm_inference_service()).update else {
+        panic!("services pass on changed fields")
+    };
+    assert!(service.contains(&"/spec/router/gateway/refs".to_string()));
+    assert!(service.contains(&"/metadata/annotations/serving.kserve.io~1stop".to_string()));
+    let policies = filters
+        .iter()
+        .find(|f| f.controller == "llminferenceservice" && f.gvk == gvk::auth_policy())
+        .expect("the AuthPolicy filter");
+    assert!(!policies.create && policies.delete);
+}
+
 /// The manifest: the controller, its watches and the kinds it reads and writes.
 #[test]
 fn manifest_declares_the_gateway_controller() {
@@ -1670,8 +1738,8 @@ fn manifest_declares_the_gateway_controller() {
         let w = watch(kind);
         assert!(w.optional && w.mapping == Mapping::Custom);
     }
-    assert_eq!(watch(gvk::llm_inference_service()).mapping, Mapping::All);
     for kind in [
+        gvk::llm_inference_service(),
         gvk::llm_inference_service_config(),
         gvk::namespace(),
         gvk::config_map(),

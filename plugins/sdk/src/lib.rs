@@ -1,7 +1,7 @@
 //! Guest-side SDK for odh-model-controller policy plugins.
 //!
 //! A plugin is a WebAssembly component (target `wasm32-wasip2`) implementing the WIT world
-//! `odh:controller/keyed-policy` (`wit/controller.wit`). The host runs the watch loops, the
+//! `odh:controller/filtered-policy` (`wit/controller.wit`). The host runs the watch loops, the
 //! admission webhooks, the HTTP API server and every write; the plugin only *decides*: it
 //! receives objects as JSON, may read more through the [`Ctx`]'s cluster, and returns an
 //! [`Outcome`] (reconcile, built with a [`Plan`]), an [`AdmissionDecision`] (webhooks) or an
@@ -86,12 +86,12 @@ pub mod bindings {
     #![allow(missing_docs, clippy::all)]
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "keyed-policy",
+        world: "filtered-policy",
         pub_export_macro: true,
         default_bindings_module: "::odh_plugin_sdk::bindings",
         additional_derives: [PartialEq],
         // Our own type, so it can print `kind: message` and convert from other errors.
-        with: { "odh:controller/types@0.1.3/error": crate::Error },
+        with: { "odh:controller/types@0.1.4/error": crate::Error },
     });
 }
 
@@ -122,6 +122,8 @@ mod settings;
 pub mod testing;
 
 pub use api::{ApiAuth, ApiRequest, ApiResponse, ApiRoute};
+pub use bindings::exports::odh::controller::change_mapping::WatchChange;
+pub use bindings::exports::odh::controller::event_filters::{EventFilter, UpdateFilter};
 pub use bindings::exports::odh::controller::webhook_selectors::WebhookSelector;
 pub use bindings::odh::controller::admission_types::{AdmissionDecision, AdmissionRequest};
 pub use bindings::odh::controller::manifest_types::{

@@ -1,5 +1,6 @@
 //! Builders for the manifest records: [`Manifest`], [`Controller`], [`Watch`], [`Webhook`],
-//! and [`WebhookSelector`] for [`Plugin::webhook_selectors`](crate::Plugin::webhook_selectors).
+//! [`WebhookSelector`] for [`Plugin::webhook_selectors`](crate::Plugin::webhook_selectors) and
+//! [`EventFilter`] for [`Plugin::event_filters`](crate::Plugin::event_filters).
 //!
 //! The manifest the host receives lists every kind explicitly (the WIT's `reads` and `writes`
 //! imply nothing). The builder derives what follows from the controllers so a plugin lists
@@ -7,7 +8,8 @@
 //! `reads` and the owned kinds to `writes`.
 
 use crate::{
-    Controller, Gvk, Manifest, Mapping, Operation, Watch, Webhook, WebhookSelector, WebhookType,
+    Controller, EventFilter, Gvk, Manifest, Mapping, Operation, UpdateFilter, Watch, Webhook,
+    WebhookSelector, WebhookType,
 };
 
 fn push_unique(kinds: &mut Vec<Gvk>, kind: Gvk) {
@@ -198,6 +200,55 @@ impl WebhookSelector {
     /// Only objects in namespaces whose labels match are reviewed (the API server decides).
     pub fn namespace_selector(mut self, selector: &str) -> Self {
         self.namespace_selector = Some(selector.into());
+        self
+    }
+}
+
+impl EventFilter {
+    /// The filter of `kind` (the primary, an owned or a watched kind) of the controller named
+    /// `controller`; as built it passes every event: narrow it with the other methods.
+    pub fn new(controller: &str, kind: Gvk) -> EventFilter {
+        EventFilter {
+            controller: controller.into(),
+            gvk: kind,
+            names: Vec::new(),
+            create: true,
+            update: UpdateFilter::Always,
+            delete: true,
+        }
+    }
+
+    /// Only objects of these names pass (upstream's name predicates).
+    pub fn names<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.names = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Creations (and the initial list at start) do not pass.
+    pub fn no_create(mut self) -> Self {
+        self.create = false;
+        self
+    }
+
+    /// Deletions do not pass.
+    pub fn no_delete(mut self) -> Self {
+        self.delete = false;
+        self
+    }
+
+    /// Updates do not pass.
+    pub fn no_update(mut self) -> Self {
+        self.update = UpdateFilter::Never;
+        self
+    }
+
+    /// An update passes only when the value at one of these JSON Pointers changed
+    /// (`/metadata/labels/opendatahub.io~1managed`: `/` in a key is written `~1`).
+    pub fn update_when_changed<S: Into<String>>(
+        mut self,
+        pointers: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.update = UpdateFilter::Changed(pointers.into_iter().map(Into::into).collect());
         self
     }
 }

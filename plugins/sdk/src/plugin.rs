@@ -3,8 +3,9 @@
 use serde::de::DeserializeOwned;
 
 use crate::{
-    AdmissionDecision, AdmissionRequest, ApiRequest, ApiResponse, ApiRoute, Ctx, Error, Manifest,
-    Outcome, ReconcileRequest, RequestKey, Validatable, WatchEvent, WebhookSelector,
+    AdmissionDecision, AdmissionRequest, ApiRequest, ApiResponse, ApiRoute, Ctx, Error,
+    EventFilter, Manifest, Outcome, ReconcileRequest, RequestKey, Validatable, WatchChange,
+    WatchEvent, WebhookSelector,
 };
 
 /// A policy plugin: one associated function per WIT export. [`Plugin::Settings`] and
@@ -39,6 +40,17 @@ pub trait Plugin {
         Err(not_implemented::<Self>("map"))
     }
 
+    /// Maps a change of a watched object (a `custom` mapping) with its previous state
+    /// (`change.old_object`, none for a creation or when the host did not know it). By default
+    /// the new object alone goes to [`Plugin::map`]; override it where the previous state
+    /// matters (references that moved from one object to another).
+    fn map_change(
+        change: &WatchChange,
+        cx: &Ctx<Self::Settings>,
+    ) -> Result<Vec<RequestKey>, Error> {
+        Self::map(&change.to_event(), cx)
+    }
+
     /// A mutating webhook's decision.
     fn mutate(
         request: &AdmissionRequest,
@@ -63,6 +75,13 @@ pub trait Plugin {
     /// webhook configuration and admits a request whose object and old object both miss it
     /// without calling the plugin. Like the manifest, called once at load.
     fn webhook_selectors() -> Vec<WebhookSelector> {
+        Vec::new()
+    }
+
+    /// Event filters: upstream's predicates, evaluated by the host on every watch event before
+    /// any call (none by default: every event of a declared kind reaches the plugin). Like the
+    /// manifest, called once at load.
+    fn event_filters() -> Vec<EventFilter> {
         Vec::new()
     }
 
@@ -146,6 +165,15 @@ pub mod glue {
         with_settings::<P, _>(&event.settings, |cx| P::map(&event, cx))
     }
 
+    pub fn map_change<P: Plugin>(change: WatchChange) -> Result<Vec<RequestKey>, Error> {
+        with_settings::<P, _>(&change.settings, |cx| P::map_change(&change, cx))
+    }
+
+    pub fn event_filters<P: Plugin>() -> Vec<EventFilter> {
+        install_panic_hook();
+        P::event_filters()
+    }
+
     pub fn mutate<P: Plugin>(request: AdmissionRequest) -> Result<AdmissionDecision, Error> {
         with_settings::<P, _>(&request.settings, |cx| P::mutate(&request, cx))
     }
@@ -170,8 +198,8 @@ pub mod glue {
 }
 
 /// Exports a [`Plugin`] implementation as the component's `odh:controller/plugin`,
-/// `odh:controller/http-api` and `odh:controller/webhook-selectors` interfaces (world
-/// `keyed-policy`).
+/// `http-api`, `webhook-selectors`, `event-filters` and `change-mapping` interfaces (world
+/// `filtered-policy`).
 ///
 /// Use it once, at the root of the plugin crate: `odh_plugin_sdk::plugin!(MyPlugin);`. Off
 /// `wasm32` only the glue is type-checked; nothing is exported.
@@ -230,6 +258,25 @@ macro_rules! plugin {
             {
                 fn selectors() -> ::std::vec::Vec<$crate::WebhookSelector> {
                     $crate::__private::glue::webhook_selectors::<$plugin>()
+                }
+            }
+
+            impl $crate::bindings::exports::odh::controller::event_filters::Guest
+                for __OdhPluginExport
+            {
+                fn filters() -> ::std::vec::Vec<$crate::EventFilter> {
+                    $crate::__private::glue::event_filters::<$plugin>()
+                }
+            }
+
+            impl $crate::bindings::exports::odh::controller::change_mapping::Guest
+                for __OdhPluginExport
+            {
+                fn map_change(
+                    change: $crate::WatchChange,
+                ) -> ::core::result::Result<::std::vec::Vec<$crate::RequestKey>, $crate::Error>
+                {
+                    $crate::__private::glue::map_change::<$plugin>(change)
                 }
             }
 

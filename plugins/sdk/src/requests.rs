@@ -1,6 +1,8 @@
 //! Helpers on the request records: parsing their JSON, and constructors for native tests.
 
-use crate::{AdmissionRequest, Error, Gvk, Object, Operation, ReconcileRequest, WatchEvent};
+use crate::{
+    AdmissionRequest, Error, Gvk, Object, Operation, ReconcileRequest, WatchChange, WatchEvent,
+};
 
 fn parse_opt(json: Option<&str>) -> Result<Option<Object>, Error> {
     json.map(Object::parse).transpose()
@@ -120,6 +122,47 @@ impl WatchEvent {
     /// The watched object (its last known state for a deletion).
     pub fn object(&self) -> Result<Object, Error> {
         Object::parse(&self.object)
+    }
+}
+
+impl WatchChange {
+    /// A change of `old` (none: a creation) into `object`, settings `{}`.
+    pub fn for_objects(
+        controller: &str,
+        old: Option<&Object>,
+        object: &Object,
+        deleted: bool,
+    ) -> WatchChange {
+        WatchChange {
+            controller: controller.into(),
+            gvk: object.gvk(),
+            object: object.to_json(),
+            old_object: old.map(Object::to_json),
+            deleted,
+            settings: "{}".into(),
+        }
+    }
+
+    /// The watched object (its last known state for a deletion).
+    pub fn object(&self) -> Result<Object, Error> {
+        Object::parse(&self.object)
+    }
+
+    /// The object before the change, when the host knew it.
+    pub fn old_object(&self) -> Result<Option<Object>, Error> {
+        parse_opt(self.old_object.as_deref())
+    }
+
+    /// The change as a [`WatchEvent`] (the new object alone), what [`Plugin::map`]
+    /// (crate::Plugin::map) receives.
+    pub fn to_event(&self) -> WatchEvent {
+        WatchEvent {
+            controller: self.controller.clone(),
+            gvk: self.gvk.clone(),
+            object: self.object.clone(),
+            deleted: self.deleted,
+            settings: self.settings.clone(),
+        }
     }
 }
 

@@ -16,10 +16,10 @@ pub mod storage_config;
 
 use odh_kinds::{gvk, selector};
 use odh_plugin_sdk::{
-    Controller, Ctx, Error, Manifest, NoSettings, Outcome, Plugin, ReconcileRequest,
+    Controller, Ctx, Error, EventFilter, Manifest, NoSettings, Outcome, Plugin, ReconcileRequest,
 };
 
-use names::{CONFIGMAP_CONTROLLER, SECRET_CONTROLLER};
+use names::{CA_BUNDLE, CONFIGMAP_CONTROLLER, SECRET_CONTROLLER, SERVICE_CA, TRUSTED_CA_BUNDLE};
 
 pub struct Storage;
 
@@ -27,8 +27,7 @@ impl Plugin for Storage {
     type Settings = NoSettings;
 
     fn manifest() -> Manifest {
-        // No name filter exists for a primary: every ConfigMap event reaches the plugin, which
-        // drops the names upstream's filter drops.
+        // Only three names' events reach the plugin (`event_filters`).
         let configmaps = Controller::new(CONFIGMAP_CONTROLLER, gvk::config_map());
         // Upstream caches only managed Secrets; the primary's selector is that cache filter.
         let secrets = Controller::new(SECRET_CONTROLLER, gvk::secret())
@@ -40,6 +39,18 @@ impl Plugin for Storage {
             .reads([gvk::config_map(), gvk::secret()])
             // The bundle and storage-config, neither owned by its primary.
             .writes([gvk::config_map(), gvk::secret()])
+    }
+
+    /// Upstream's name predicate of `core-configmap`: the two sources and the bundle. The host
+    /// drops every other ConfigMap's events (and leaves them out of resyncs) before any call.
+    fn event_filters() -> Vec<EventFilter> {
+        vec![
+            EventFilter::new(CONFIGMAP_CONTROLLER, gvk::config_map()).names([
+                TRUSTED_CA_BUNDLE,
+                CA_BUNDLE,
+                SERVICE_CA,
+            ]),
+        ]
     }
 
     fn reconcile(request: &ReconcileRequest, cx: &Ctx<NoSettings>) -> Result<Outcome, Error> {

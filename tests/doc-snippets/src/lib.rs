@@ -9,7 +9,7 @@
 include!(concat!(env!("OUT_DIR"), "/count.rs"));
 
 const _: () = assert!(
-    SNIPPETS == 12,
+    SNIPPETS == 13,
     "docs/plugin-authors.md gained or lost a ```rust snippet: give each one a context in tests/doc-snippets/src/lib.rs"
 );
 
@@ -47,9 +47,24 @@ mod gone {
     }
 }
 
+/// §1.1: event filters, an item of the plugin's `impl Plugin`.
+mod event_filters {
+    use odh_plugin_sdk::{EventFilter, core_gvk};
+
+    snippet!(2);
+
+    #[test]
+    fn the_guides_filters_are_well_formed() {
+        let filters = event_filters();
+        assert_eq!(filters.len(), 2);
+        assert_eq!(filters[0].names.len(), 3);
+        assert!(!filters[1].delete);
+    }
+}
+
 /// §1.2: settings.
 mod settings {
-    snippet!(2);
+    snippet!(3);
 }
 
 /// §1.4: finalizers.
@@ -68,7 +83,7 @@ mod finalizers {
 
     fn reconcile(request: &ReconcileRequest, cx: &Ctx<NoSettings>) -> Result<(), Error> {
         let mut plan = Plan::new();
-        snippet_block!(3);
+        snippet_block!(4);
         Ok(())
     }
 }
@@ -77,7 +92,7 @@ mod finalizers {
 mod selectors {
     use odh_plugin_sdk::WebhookSelector;
 
-    snippet!(4);
+    snippet!(5);
 }
 
 /// §1.6: outgoing HTTP.
@@ -86,7 +101,7 @@ mod http {
     use odh_plugin_sdk::{Ctx, Error, NoSettings, Value};
 
     fn call(cx: &Ctx<NoSettings>, url: String) -> Result<(), Error> {
-        snippet_block!(5);
+        snippet_block!(6);
         Ok(())
     }
 }
@@ -98,7 +113,7 @@ mod routes {
         ApiRequest, ApiResponse, ApiRoute, Ctx, Error, NoSettings, core_gvk, json,
     };
 
-    snippet!(6);
+    snippet!(7);
 }
 
 /// §1.9: testing natively.
@@ -129,7 +144,7 @@ mod native_tests {
     }
 
     fn test(settings: Settings) -> Result<(), Error> {
-        snippet_block!(7);
+        snippet_block!(8);
         Ok(())
     }
 }
@@ -143,7 +158,7 @@ mod typed_settings {
         1
     }
 
-    snippet!(8);
+    snippet!(9);
 }
 
 /// §5.3: a manifest that needs no grants.
@@ -156,7 +171,7 @@ mod vendor_manifest {
     const VALIDATE_PATH: &str = "/validate-example-com-servingruntime";
     const SELECTOR: &str = "runtimes.example.com/vendor=example";
 
-    snippet!(9);
+    snippet!(10);
 }
 
 /// §5.4: the vendor's admission cases.
@@ -195,7 +210,7 @@ mod vendor_tests {
     }
 
     fn cases(foreign: Object, bad_annotation: Object) {
-        snippet_block!(10);
+        snippet_block!(11);
     }
 }
 
@@ -204,6 +219,6 @@ mod builtin_entry {
     use odh_model_controller::builtins::{Builtin, FromProcess, RbacNeeds, Webhook};
 
     fn entries() -> [Builtin; 1] {
-        snippet_list!(11)
+        snippet_list!(12)
     }
 }

@@ -631,7 +631,7 @@ async fn gc_17_gc_18_gc_24_stop_and_start() -> anyhow::Result<()> {
 }
 
 /// GC-19: a ref added to an existing service brings the gateway its objects; the ref removed
-/// again takes them away (the host maps service events to every gateway).
+/// again takes them away (the service's old refs are mapped as well as its new ones).
 #[tokio::test]
 async fn gc_19_ref_added_later_and_removed() -> anyhow::Result<()> {
     let t = TestContext::new("gw-gc19").await?;

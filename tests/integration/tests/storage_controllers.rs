@@ -14,7 +14,10 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use odh_test_support::host::{Setup, controllers_running_with, load};
+use odh_model_controller::plugin::record::{RecordConfig, RecordLine, RecordedCall, Recorder};
+use odh_test_support::host::{
+    RunningControllers, Setup, controllers_running, controllers_running_with, load, quiet,
+};
 use odh_test_support::proxy::CountingProxy;
 use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
 use serde_json::json;
@@ -47,6 +50,26 @@ fn controllers() -> &'static CountingProxy {
         Setup::new(client, vec![load("storage")], 4)
     });
     PROXY.get().expect("the proxy of the running controllers")
+}
+
+/// The running controllers (started by [`controllers`]).
+fn running() -> &'static RunningControllers {
+    controllers();
+    controllers_running(Vec::new, 1)
+}
+
+/// A recorder of every call of the storage plugin, set on its slot by the first caller.
+fn recorded_calls() -> &'static Recorder {
+    static RECORDER: OnceLock<std::sync::Arc<Recorder>> = OnceLock::new();
+    RECORDER.get_or_init(|| {
+        let every_call = RecordConfig {
+            sample_rate: 1.0,
+            ..RecordConfig::default()
+        };
+        let recorder = Recorder::new(every_call, None).expect("a recorder in memory");
+        running().slots[0].set_recorder(Some(recorder.clone()));
+        recorder
+    })
 }
 
 /// A test namespace, with the controllers running.
@@ -278,6 +301,43 @@ async fn cm_1_cm_2_cm_3_the_bundle_follows_its_sources() -> anyhow::Result<()> {
     bundle_is(&t, &joined(&updated[2..])).await?;
     cms.delete(SERVICE_CA, &DeleteParams::default()).await?;
     absent(&cms, BUNDLE).await
+}
+
+/// Upstream's name predicate of `core-configmap`, as the plugin's event filter: ConfigMaps of
+/// other names never reach the plugin (created, updated or deleted), the sources do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_configmaps_never_reach_the_plugin() -> anyhow::Result<()> {
+    let t = setup("storage-names").await?;
+    let recorder = recorded_calls();
+    let cms: Api<ConfigMap> = t.api();
+    for i in 0..5 {
+        put_config_map(&cms, config_map(&format!("unrelated-{i}"), &[("k", "v")])).await?;
+    }
+    put_config_map(&cms, config_map("unrelated-0", &[("k", "w")])).await?;
+    cms.delete("unrelated-1", &DeleteParams::default()).await?;
+    sources(&t, CLUSTERWIDE, CUSTOM, SERVING).await?;
+    bundle_is(&t, &joined(&[CLUSTERWIDE, CUSTOM, SERVING])).await?;
+    quiet(&running().ctx, Timing::default()).await?;
+    let reconciled: Vec<String> = recorder
+        .all_lines()
+        .iter()
+        .filter_map(
+            |line| match serde_json::from_str::<RecordLine>(line).ok()?.call {
+                RecordedCall::Reconcile { input, .. }
+                    if input.key.namespace.as_deref() == Some(t.namespace.as_str()) =>
+                {
+                    Some(input.key.name)
+                }
+                _ => None,
+            },
+        )
+        .collect();
+    assert!(reconciled.iter().any(|n| n == TRUSTED), "{reconciled:?}");
+    assert!(
+        !reconciled.iter().any(|n| n.starts_with("unrelated-")),
+        "{reconciled:?}"
+    );
+    Ok(())
 }
 
 /// SEC-1, and the acceptance: a data-connection change rewrites `storage-config` once, and a

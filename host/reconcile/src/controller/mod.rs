@@ -7,6 +7,7 @@
 //! controller-runtime's semantics and metric names (what upstream's dashboards read), and a
 //! loop calls whatever plugin version its slot serves at that moment.
 
+mod filter;
 pub mod queue;
 mod supervisor;
 
@@ -154,7 +155,7 @@ async fn run(
     ctl.clone().resync_on_swap(&mut tasks);
     ctl.clone().resync_periodically(&mut tasks);
     // Everything that exists now gets one reconcile (the queue drops duplicates).
-    ctl.enqueue_all();
+    ctl.enqueue_all(Sweep::Start);
     let mut workers = JoinSet::new();
     ctl.clone().spawn_workers(&mut workers);
     shutdown.cancelled().await;
@@ -209,6 +210,15 @@ async fn served(
 /// How long reconciles in progress may take to finish once shutdown begins
 /// (controller-runtime's graceful shutdown timeout).
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Why every primary is enqueued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    /// The controller starts: the initial list.
+    Start,
+    /// A resync (periodic, a swapped version, a new kind, a watch that fell behind).
+    Resync,
+}
 
 #[derive(Clone)]
 enum WatchedAs {
@@ -312,7 +322,7 @@ impl ControllerLoop {
                 Ok(Some(cache)) => {
                     let changes = self.clone().watch_loop(cache.clone(), source);
                     cache.wait_synced().await;
-                    self.enqueue_all();
+                    self.enqueue_all(Sweep::Resync);
                     changes.await;
                 }
                 Ok(None) => {}
@@ -333,7 +343,7 @@ impl ControllerLoop {
             loop {
                 tokio::time::sleep(jittered(period)).await;
                 tracing::debug!(controller = self.spec.name, "periodic resync");
-                self.enqueue_all();
+                self.enqueue_all(Sweep::Resync);
             }
         });
     }
@@ -343,7 +353,7 @@ impl ControllerLoop {
         let mut swaps = self.slot.swaps();
         tasks.spawn(async move {
             while swaps.changed().await.is_ok() {
-                self.enqueue_all();
+                self.enqueue_all(Sweep::Resync);
             }
         });
     }
@@ -442,7 +452,7 @@ impl ControllerLoop {
                                 if matches!(source, WatchedAs::Primary) {
                                     self.recheck_selection();
                                 }
-                                self.enqueue_all();
+                                self.enqueue_all(Sweep::Resync);
                             }
                             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                         }
@@ -462,9 +472,18 @@ impl ControllerLoop {
         }
     }
 
-    fn enqueue_all(&self) {
+    /// Every primary inside the selector, and admitted by the primary's event filter: its
+    /// names always, its creations at start (the initial list is a list of creations to
+    /// controller-runtime's predicates).
+    fn enqueue_all(&self, sweep: Sweep) {
+        let filter = self.spec.filter_of(&self.spec.primary);
+        if sweep == Sweep::Start && filter.is_some_and(|f| !f.create) {
+            return;
+        }
         for obj in self.primary.list() {
-            self.enqueue_primary(&obj);
+            if filter.is_none_or(|f| f.admits_name(&obj.name_any())) {
+                self.enqueue_primary(&obj);
+            }
         }
     }
 
@@ -477,11 +496,17 @@ impl ControllerLoop {
     /// A change of the primary kind. An object inside the selector is reconciled; one that
     /// leaves it is reconciled once more, as controller-runtime's label-filtered informer
     /// reports it (deleted). From a cache filtered by the selector that is a delete already,
-    /// reconciled as any delete.
+    /// reconciled as any delete. The primary's event filter decides last (an object leaving
+    /// the selector is a deletion to it).
     fn primary_changed(&self, change: &Change) {
         let obj = &change.object;
+        let filter = self.spec.filter_of(&self.spec.primary);
+        let passes = |seen| filter.is_none_or(|f| filter::passes(f, change, seen));
         if self.selector.is_everything() {
-            return self.enqueue_primary(obj);
+            if passes(filter::Seen::of(change)) {
+                self.enqueue_primary(obj);
+            }
+            return;
         }
         let key = key_of(obj);
         let inside = !change.deleted && self.selector.matches(obj.labels());
@@ -493,7 +518,14 @@ impl ControllerLoop {
                 selected.remove(&key)
             }
         };
-        if inside || was_inside || (change.deleted && self.selector.matches(obj.labels())) {
+        let seen = if was_inside && !inside {
+            filter::Seen::Deleted
+        } else {
+            filter::Seen::of(change)
+        };
+        if (inside || was_inside || (change.deleted && self.selector.matches(obj.labels())))
+            && passes(seen)
+        {
             self.queue.add(key);
         }
     }
@@ -534,8 +566,16 @@ impl ControllerLoop {
 
     async fn map_change(&self, gvk: &Gvk, source: &WatchedAs, change: Change) {
         let obj = &change.object;
+        if matches!(source, WatchedAs::Primary) {
+            return self.primary_changed(&change);
+        }
+        if let Some(f) = self.spec.filter_of(gvk)
+            && !filter::passes(f, &change, filter::Seen::of(&change))
+        {
+            return;
+        }
         let keys = match source {
-            WatchedAs::Primary => return self.primary_changed(&change),
+            WatchedAs::Primary => unreachable!("handled above"),
             WatchedAs::Owned => self.owners_of(obj, true),
             WatchedAs::Watch(mapping, filter) => {
                 // A shared cache may hold more than this watch declared: it sees only its own.
@@ -567,6 +607,12 @@ impl ControllerLoop {
             controller: self.spec.name.clone(),
             gvk: gvk.clone(),
             object: serde_json::to_string(&*change.object).unwrap_or_default(),
+            // Only a component exporting `change-mapping` receives it: not serialised for others.
+            old_object: change
+                .old
+                .as_deref()
+                .filter(|_| self.slot.current().maps_changes())
+                .and_then(|o| serde_json::to_string(o).ok()),
             deleted: change.deleted,
         };
         match dispatch::map(&self.slot, input, CallEnv::live(self.cluster())).await {

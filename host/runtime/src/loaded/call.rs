@@ -68,6 +68,20 @@ impl Bootstrap<'_> {
         )
     }
 
+    /// The load-time call of the `event-filters` interface.
+    pub(super) fn call_filters(
+        &self,
+        engine: &PluginEngine,
+        exports: &Exports,
+        indices: &event_filters::GuestIndices,
+    ) -> Result<Vec<event_filters::EventFilter>, CallError> {
+        let env = CallEnv::read_only(Arc::new(NoCluster));
+        self.call_with(engine, exports, Export::Filters, &env, |store, instance| {
+            let guest = indices.load(&mut *store, instance)?;
+            guest.call_filters(store).map(Ok)
+        })
+    }
+
     /// Runs one export in a fresh store: the execution deadline counts only the guest's own
     /// time (the call hook moves time spent in host calls off it), the budget bounds every
     /// host call, the limiter caps memory and the output is size-checked.
@@ -227,6 +241,20 @@ impl OutputSize for Vec<webhook_selectors::WebhookSelector> {
                 w.path.len()
                     + w.object_selector.as_ref().map_or(0, String::len)
                     + w.namespace_selector.as_ref().map_or(0, String::len)
+            })
+            .sum()
+    }
+}
+
+impl OutputSize for Vec<event_filters::EventFilter> {
+    fn output_size(&self) -> usize {
+        self.iter()
+            .map(|f| {
+                let pointers = match &f.update {
+                    event_filters::UpdateFilter::Changed(p) => p.iter().map(String::len).sum(),
+                    _ => 0,
+                };
+                f.controller.len() + f.names.iter().map(String::len).sum::<usize>() + pointers
             })
             .sum()
     }

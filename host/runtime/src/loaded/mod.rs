@@ -10,7 +10,7 @@ use wasmtime::component::{Component, Instance, InstancePre};
 use wasmtime::{Store, StoreContextMut, Trap, UpdateDeadline};
 
 use crate::bindings::exports::odh::controller::{
-    http_api, plugin as plugin_api, webhook_selectors,
+    change_mapping, event_filters, http_api, plugin as plugin_api, webhook_selectors,
 };
 use crate::bindings::{self, WIT_PACKAGE, types};
 use crate::call_clock::CallClock;
@@ -69,6 +69,9 @@ pub struct WatchEventInput {
     pub controller: String,
     pub gvk: Gvk,
     pub object: String,
+    /// The object before the change, when the host knew it (handed over only by
+    /// `change-mapping`, 0.1.4).
+    pub old_object: Option<String>,
     pub deleted: bool,
 }
 
@@ -141,13 +144,16 @@ struct Inner {
     permits: Arc<Semaphore>,
 }
 
-/// The pre-instantiated component and where its exports are. `http-api` (0.1.1) and
-/// `webhook-selectors` (0.1.2) are optional: components of older releases do not export them.
+/// The pre-instantiated component and where its exports are. `http-api` (0.1.1),
+/// `webhook-selectors` (0.1.2), `event-filters` and `change-mapping` (0.1.4) are optional:
+/// components of older releases do not export them.
 struct Exports {
     pre: InstancePre<CallState>,
     plugin: plugin_api::GuestIndices,
     api: Option<http_api::GuestIndices>,
     selectors: Option<webhook_selectors::GuestIndices>,
+    filters: Option<event_filters::GuestIndices>,
+    changes: Option<change_mapping::GuestIndices>,
 }
 
 /// Why loading failed.
@@ -195,11 +201,15 @@ impl LoadedPlugin {
         })?;
         let api = http_api::GuestIndices::new(&pre).ok();
         let selectors = webhook_selectors::GuestIndices::new(&pre).ok();
+        let filters = event_filters::GuestIndices::new(&pre).ok();
+        let changes = change_mapping::GuestIndices::new(&pre).ok();
         let exports = Exports {
             pre,
             plugin,
             api,
             selectors,
+            filters,
+            changes,
         };
         let settings = serde_json::to_string(&req.settings).map_err(|e| invalid(e.to_string()))?;
 
@@ -222,6 +232,12 @@ impl LoadedPlugin {
             let selectors = bootstrap.call_selectors(engine, &exports, indices)?;
             manifest
                 .scope_webhooks(selectors.into_iter().map(Into::into))
+                .map_err(invalid)?;
+        }
+        if let Some(indices) = &exports.filters {
+            let filters = bootstrap.call_filters(engine, &exports, indices)?;
+            manifest
+                .filter_events(filters.into_iter().map(Into::into))
                 .map_err(invalid)?;
         }
         let routes = match &exports.api {
@@ -319,12 +335,40 @@ impl LoadedPlugin {
         Ok(outcome)
     }
 
-    /// Maps a watched object's change to primary keys (blocking).
+    /// Whether the component maps changes with their previous state (`change-mapping`,
+    /// 0.1.4).
+    pub fn maps_changes(&self) -> bool {
+        self.inner.exports.changes.is_some()
+    }
+
+    /// Maps a watched object's change to primary keys (blocking): through `change-mapping`
+    /// with the previous state when the component exports it, else `plugin.map`.
     pub fn map_blocking(
         &self,
         input: &WatchEventInput,
         env: &CallEnv,
     ) -> Result<Vec<RequestKey>, CallError> {
+        if let Some(changes) = &self.inner.exports.changes {
+            let change = change_mapping::WatchChange {
+                controller: input.controller.clone(),
+                gvk: (&input.gvk).into(),
+                object: input.object.clone(),
+                old_object: input.old_object.clone(),
+                deleted: input.deleted,
+                settings: self.inner.settings.clone(),
+            };
+            let keys = self.bootstrap().call_with(
+                &self.inner.engine,
+                &self.inner.exports,
+                Export::Map,
+                env,
+                |store, instance| {
+                    let guest = changes.load(&mut *store, instance)?;
+                    guest.call_map_change(store, &change)
+                },
+            )?;
+            return Ok(keys.into_iter().map(Into::into).collect());
+        }
         let ev = bindings::reconcile_types::WatchEvent {
             controller: input.controller.clone(),
             gvk: (&input.gvk).into(),

@@ -103,6 +103,9 @@ pub struct ControllerSpec {
     pub owns: Vec<Gvk>,
     pub watches: Vec<Watch>,
     pub finalizer: Option<String>,
+    /// From the plugin's `event-filters` export (0.1.4): which events of each kind reach it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<super::EventFilter>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,6 +214,7 @@ impl From<mt::Manifest> for Manifest {
                         })
                         .collect(),
                     finalizer: c.finalizer,
+                    filters: Vec::new(),
                 })
                 .collect(),
             webhooks: m

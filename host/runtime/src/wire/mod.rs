@@ -8,6 +8,7 @@ use crate::bindings::types;
 use crate::gvk::Gvk;
 
 mod admission;
+mod event_filter;
 mod manifest;
 mod outcome;
 mod raw;
@@ -15,6 +16,7 @@ mod routes;
 mod size;
 
 pub use admission::*;
+pub use event_filter::*;
 pub use manifest::*;
 pub use outcome::*;
 pub use raw::RawJson;

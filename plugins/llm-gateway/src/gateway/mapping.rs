@@ -1,31 +1,52 @@
 //! Which Gateways a watched change concerns (docs/plugins/llm-gateway.md, "Gateway controller
-//! `gateway-auth-bootstrap`", the watches' table). The host calls `map` with the new
-//! object only (no old one, no per-event predicates), so a mapping enqueues what the new state
-//! names; reconciles are level-based, so an extra one changes nothing.
+//! `gateway-auth-bootstrap`", the watches' table). The host filters events first (the
+//! controller's `event_filters`); a service's or config's change maps both its old and its
+//! new state, as controller-runtime's map functions see an update, so a Gateway a reference
+//! moved away from is reconciled too.
 
 use std::collections::BTreeSet;
 
 use odh_kinds::gvk;
 use odh_plugin_sdk::cluster::Cluster;
-use odh_plugin_sdk::{Ctx, Error, Object, RequestKey, Value, WatchEvent, request_key};
+use odh_plugin_sdk::{Ctx, Error, Object, RequestKey, Value, WatchChange, WatchEvent, request_key};
 
 use crate::listeners::needs_namespace_labels;
 use crate::predicates::is_managed_by_open_data_hub;
 use crate::settings::Settings;
 
 use super::gateway_ref::GatewayRef;
-use super::ingress::INFERENCESERVICE_CONFIG;
+use super::ingress::{INFERENCESERVICE_CONFIG, default_gateway};
 use super::objects::GATEWAY_API_GROUP;
 use super::refs::{effective_refs, own_refs};
 
 pub fn map(event: &WatchEvent, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
-    let object = event.object()?;
+    map_object(&event.gvk.kind, &event.object()?, cx)
+}
+
+/// A change with its previous state: a service's and a config's old state is mapped too (the
+/// Gateways it no longer names); other kinds map as [`map`].
+pub fn map_change(change: &WatchChange, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
+    let kind = change.gvk.kind.as_str();
+    let mut keys = map_object(kind, &change.object()?, cx)?;
+    let old_matters = matches!(kind, "LLMInferenceService" | "LLMInferenceServiceConfig");
+    if let Some(old) = change.old_object()?.filter(|_| old_matters) {
+        for key in map_object(kind, &old, cx)? {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    Ok(keys)
+}
+
+fn map_object(kind: &str, object: &Object, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
     let system_ns = cx.settings.system_namespace();
-    let refs = match event.gvk.kind.as_str() {
-        "EnvoyFilter" | "AuthPolicy" | "PodMonitor" => return Ok(controlling_gateway(&object)),
-        "LLMInferenceServiceConfig" => config_refs(&object, system_ns, cx.cluster),
-        "Namespace" => namespace_refs(&object, system_ns, cx.cluster),
-        "ConfigMap" => return ingress_config_change(&object, system_ns, cx.cluster),
+    let refs = match kind {
+        "EnvoyFilter" | "AuthPolicy" | "PodMonitor" => return Ok(controlling_gateway(object)),
+        "LLMInferenceService" => service_refs(object, system_ns, cx.cluster),
+        "LLMInferenceServiceConfig" => config_refs(object, system_ns, cx.cluster),
+        "Namespace" => namespace_refs(object, system_ns, cx.cluster),
+        "ConfigMap" => return ingress_config_change(object, system_ns, cx.cluster),
         _ => BTreeSet::new(),
     };
     Ok(refs
@@ -131,6 +152,22 @@ pub fn ingress_config_change(
         .iter()
         .map(Object::request_key)
         .collect())
+}
+
+/// The Gateways a service names (its unfiltered effective refs), or the default Gateway when it
+/// names none (upstream's `enqueueGatewaysFromLLMInferenceService`).
+pub fn service_refs(
+    service: &Object,
+    system_ns: Option<&str>,
+    cluster: &dyn Cluster,
+) -> BTreeSet<GatewayRef> {
+    let refs: BTreeSet<GatewayRef> = resolved_refs(service, system_ns, cluster)
+        .into_iter()
+        .collect();
+    if refs.is_empty() {
+        return BTreeSet::from([default_gateway(system_ns, cluster)]);
+    }
+    refs
 }
 
 /// The service's unfiltered effective refs with their namespaces resolved.

@@ -16,8 +16,8 @@ pub mod refs;
 use odh_kinds::gvk;
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{
-    Controller, Ctx, Error, Gvk, Manifest, Mapping, Object, Outcome, Plan, ReconcileRequest,
-    RequestKey, Watch, WatchEvent, log,
+    Controller, Ctx, Error, EventFilter, Gvk, Manifest, Mapping, Object, Outcome, Plan,
+    ReconcileRequest, RequestKey, Watch, WatchChange, WatchEvent, log,
 };
 
 use crate::names::{auth_policy_name, envoy_filter_name, pod_monitor_name};
@@ -43,9 +43,8 @@ pub fn declare(manifest: Manifest) -> Manifest {
         .watches(owned(gvk::envoy_filter()))
         .watches(owned(gvk::auth_policy()))
         .watches(owned(gvk::pod_monitor()))
-        // Any service change may add or drop a reference; the host hands a mapping no old
-        // object, so every Gateway is looked at (upstream maps old and new refs).
-        .watches(Watch::new(gvk::llm_inference_service(), Mapping::All))
+        // The Gateways a service names before and after a change (`map_change`).
+        .watches(Watch::new(gvk::llm_inference_service(), Mapping::Custom))
         .watches(Watch::new(
             gvk::llm_inference_service_config(),
             Mapping::Custom,
@@ -59,6 +58,35 @@ pub fn declare(manifest: Manifest) -> Manifest {
         .controller(controller)
         .reads([gvk::authentication()])
         .writes([gvk::envoy_filter(), gvk::auth_policy(), gvk::pod_monitor()])
+}
+
+/// Upstream's predicates of this controller (`SetupWithManager`), as far as the old and new
+/// objects' fields decide them: a Gateway's deletion is nobody's business (its objects go with
+/// it); a service or config passes when its gateway refs (or the service's stop annotation or
+/// `baseRefs`) changed; a namespace's creation and label changes pass; of ConfigMaps only an
+/// `ingress` change of `inferenceservice-config` passes. Pointers compare lists in order, so a
+/// reordering passes where upstream's set comparison drops it: one extra reconcile, no change.
+/// A Gateway update passes always: upstream's also passes whenever the new Gateway wants an
+/// EnvoyFilter, which no field comparison says.
+pub fn event_filters() -> Vec<EventFilter> {
+    vec![
+        EventFilter::new(CONTROLLER, gvk::gateway()).no_delete(),
+        EventFilter::new(CONTROLLER, gvk::llm_inference_service()).update_when_changed([
+            "/metadata/annotations/serving.kserve.io~1stop",
+            "/spec/router/gateway/refs",
+            "/spec/baseRefs",
+        ]),
+        EventFilter::new(CONTROLLER, gvk::llm_inference_service_config())
+            .update_when_changed(["/spec/router/gateway/refs"]),
+        EventFilter::new(CONTROLLER, gvk::namespace())
+            .update_when_changed(["/metadata/labels"])
+            .no_delete(),
+        EventFilter::new(CONTROLLER, gvk::config_map())
+            .names([ingress::INFERENCESERVICE_CONFIG])
+            .no_create()
+            .no_delete()
+            .update_when_changed(["/data/ingress"]),
+    ]
 }
 
 /// Which objects a Gateway gets (the doc's step 3, "Wants").
@@ -257,4 +285,8 @@ fn delete_if_managed(
 
 pub fn map(event: &WatchEvent, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
     mapping::map(event, cx)
+}
+
+pub fn map_change(change: &WatchChange, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
+    mapping::map_change(change, cx)
 }
