@@ -292,6 +292,30 @@ fn latencies(
         .collect()
 }
 
+/// Reconciles so far per controller (`controller_runtime_reconcile_total` summed over results).
+fn reconciles_by_controller(metrics_addr: &str) -> std::collections::BTreeMap<String, f64> {
+    let body = super::http_get(metrics_addr, "/metrics")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    let mut by = std::collections::BTreeMap::new();
+    for line in body.lines() {
+        let Some(rest) = line.strip_prefix("controller_runtime_reconcile_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.split_once("} ") else {
+            continue;
+        };
+        let controller = labels
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("controller=\""))
+            .map(|v| v.trim_end_matches('"').to_string());
+        if let (Some(c), Ok(v)) = (controller, value.parse::<f64>()) {
+            *by.entry(c).or_insert(0.0) += v;
+        }
+    }
+    by
+}
+
 /// (API requests, reconciles) of the host so far.
 fn host_counts(metrics_addr: &str) -> (Option<f64>, Option<f64>) {
     (
@@ -432,6 +456,7 @@ pub async fn storm(
         _ => None,
     };
     let (requests_idle, reconciles_idle) = host_counts(&metrics_addr);
+    let by_controller_idle = reconciles_by_controller(&metrics_addr);
     let apiserver_before = apiserver_metrics(&t).await?;
 
     t.create_serving_runtime(fixtures::ovms_runtime_in(&t.namespace))
@@ -485,6 +510,17 @@ pub async fn storm(
     }
     let (requests_end, reconciles_end) = host_counts(&metrics_addr);
     let by_method = requests_by_method(&metrics_addr);
+    // What each controller reconciled during the burst (the storage plugin's `core-configmap`
+    // sees every ConfigMap the InferenceServices bring, unless its event filter drops them).
+    let by_controller: serde_json::Map<String, serde_json::Value> =
+        reconciles_by_controller(&metrics_addr)
+            .into_iter()
+            .map(|(c, end)| {
+                let idle = by_controller_idle.get(&c).copied().unwrap_or(0.0);
+                (c, json!(end - idle))
+            })
+            .filter(|(_, v)| v.as_f64().is_some_and(|v| v > 0.0))
+            .collect();
     let requests = requests_end
         .zip(requests_idle)
         .map(|(end, idle)| end - idle);
@@ -532,6 +568,7 @@ pub async fn storm(
         "api_requests": requests,
         "api_requests_by_method_and_code_since_start": by_method,
         "reconciles": reconciles,
+        "reconciles_by_controller": by_controller,
         "per_inference_service": {
             "reconciles": reconciles.map(|r| r / count as f64),
             "converge_ms": elapsed.as_secs_f64() * 1e3 / count as f64,
