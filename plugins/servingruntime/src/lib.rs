@@ -20,8 +20,8 @@ use std::time::SystemTime;
 use odh_kinds::{gvk, label, selector};
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{
-    Controller, Ctx, Error, Manifest, Mapping, Outcome, Plan, Plugin, ReconcileRequest, RequestKey,
-    Watch, WatchEvent, request_key,
+    Controller, Ctx, Error, EventFilter, Manifest, Mapping, Outcome, Plan, Plugin,
+    ReconcileRequest, RequestKey, Watch, WatchEvent, request_key,
 };
 
 use certs::KeySource;
@@ -59,6 +59,18 @@ impl Plugin for ServingRuntime {
             .controller(servingruntime)
             .controller(pod)
             .writes([gvk::secret(), gvk::role_binding()])
+    }
+
+    /// Upstream's Pod predicate as far as fields decide it: an update passes only when the pod's
+    /// IP changed (a pod's status changes often; its certificate follows the IP alone), and a
+    /// deletion never (a pod that is gone has nothing to do). Whether it is a Ray TLS pod stays
+    /// the reconcile's check.
+    fn event_filters() -> Vec<EventFilter> {
+        vec![
+            EventFilter::new(POD_CONTROLLER, gvk::pod())
+                .update_when_changed(["/status/podIP"])
+                .no_delete(),
+        ]
     }
 
     fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {

@@ -423,7 +423,7 @@ fn watch_mapping() {
 }
 
 /// The manifest: two controllers, the managed-Secret and predictor-Pod cache filters, writes
-/// of Secrets and RoleBindings only.
+/// of Secrets and RoleBindings only; the Pod event filter.
 #[test]
 fn manifest_declares_upstreams_cache_filters() {
     let m = ServingRuntime::manifest();
@@ -450,4 +450,18 @@ fn manifest_declares_upstreams_cache_filters() {
     let mut writes: Vec<&str> = m.writes.iter().map(|g| g.kind.as_str()).collect();
     writes.sort();
     assert_eq!(writes, ["RoleBinding", "Secret"]);
+    // Upstream's Pod predicate: creations, IP changes, no deletions.
+    let filters = ServingRuntime::event_filters();
+    let [pods] = filters.as_slice() else {
+        panic!("one filter: {filters:?}")
+    };
+    assert_eq!(
+        (pods.controller.as_str(), pods.gvk.kind.as_str()),
+        ("core-pod", "Pod")
+    );
+    assert!(pods.create && !pods.delete);
+    assert_eq!(
+        pods.update,
+        odh_plugin_sdk::UpdateFilter::Changed(vec!["/status/podIP".into()])
+    );
 }
