@@ -21,7 +21,7 @@ use odh_kinds::{gvk, label, selector};
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{
     Controller, Ctx, Error, EventFilter, Manifest, Mapping, Outcome, Plan, Plugin,
-    ReconcileRequest, RequestKey, Watch, WatchEvent, request_key,
+    ReconcileRequest, RequestKey, Watch, WatchChange, WatchEvent, request_key,
 };
 
 use certs::KeySource;
@@ -88,6 +88,20 @@ impl Plugin for ServingRuntime {
             return pod::pods_of_ray_tls(&object, event.deleted, cx.cluster);
         }
         Ok(map_event(&object, cx.settings).into_iter().collect())
+    }
+
+    /// The previous state maps too (as upstream's map functions see an update): a RoleBinding
+    /// whose managed label was just removed still triggers its reconcile.
+    fn map_change(change: &WatchChange, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
+        let mut keys = Self::map(&change.to_event(), cx)?;
+        if change.controller == SERVINGRUNTIME_CONTROLLER
+            && let Some(old) = change.old_object()?
+            && let Some(key) = map_event(&old, cx.settings)
+            && !keys.contains(&key)
+        {
+            keys.push(key);
+        }
+        Ok(keys)
     }
 }
 

@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, SystemTime};
 
 use common::*;
-use odh_plugin_sdk::{Object, Plugin, WatchEvent, json};
+use odh_plugin_sdk::{Object, Plugin, WatchChange, WatchEvent, json};
 use servingruntime::certs::{self, Ca};
 use servingruntime::settings::Settings;
 use servingruntime::{ServingRuntime, map_event};
@@ -464,4 +464,24 @@ fn manifest_declares_upstreams_cache_filters() {
         pods.update,
         odh_plugin_sdk::UpdateFilter::Changed(vec!["/status/podIP".into()])
     );
+}
+
+/// A RoleBinding that loses its managed label still maps (its old state carried it), as
+/// upstream's map function sees both objects of an update; one that never had it does not.
+#[test]
+fn a_role_binding_losing_its_label_still_maps() {
+    let labelled = Object(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "rb", "namespace": NS, "labels": {"opendatahub.io/managed": "true"}}}));
+    let unlabelled = Object(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "rb", "namespace": NS}}));
+    let settings = Settings::default();
+    let cluster = base();
+    let cx = odh_plugin_sdk::Ctx::new(&settings, &cluster);
+    let map = |old: Option<&Object>| {
+        let change = WatchChange::for_objects("servingruntime", old, &unlabelled, false);
+        ServingRuntime::map_change(&change, &cx).unwrap()
+    };
+    assert_eq!(map(Some(&labelled)), [odh_plugin_sdk::request_key(Some(NS), "rb")]);
+    assert!(map(Some(&unlabelled)).is_empty());
+    assert!(map(None).is_empty());
 }

@@ -578,8 +578,14 @@ impl ControllerLoop {
             WatchedAs::Primary => unreachable!("handled above"),
             WatchedAs::Owned => self.owners_of(obj, true),
             WatchedAs::Watch(mapping, filter) => {
-                // A shared cache may hold more than this watch declared: it sees only its own.
-                if filter.as_ref().is_some_and(|f| !f.matches(obj.labels())) {
+                // A shared cache may hold more than this watch declared: it sees only its own,
+                // and a change that takes an object out of its selector (what a label-filtered
+                // informer reports as a deletion).
+                let seen_by = |f: &LabelSelector| {
+                    f.matches(obj.labels())
+                        || change.old.as_ref().is_some_and(|o| f.matches(o.labels()))
+                };
+                if filter.as_ref().is_some_and(|f| !seen_by(f)) {
                     return;
                 }
                 match mapping {
