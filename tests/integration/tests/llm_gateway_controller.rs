@@ -14,6 +14,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use odh_model_controller::plugin::record::{RecordConfig, RecordLine, RecordedCall, Recorder};
 use odh_test_support::host::{RunningControllers, controllers_running, load_with, quiet};
 use odh_test_support::namespace::unique_name;
 use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
@@ -652,6 +653,81 @@ async fn gc_19_ref_added_later_and_removed() -> anyhow::Result<()> {
     merge(&svc, "test-llmisvc", json!({"spec": {"router": null}})).await?;
     absent(&filters(&t, &ns), "later-authn-ssl").await?;
     absent(&policies(&t, &ns), "later-authn").await
+}
+
+/// A recorder of every call of the plugin, set on its slot by the first caller.
+fn recorded_calls() -> &'static Recorder {
+    static RECORDER: OnceLock<std::sync::Arc<Recorder>> = OnceLock::new();
+    RECORDER.get_or_init(|| {
+        let every_call = RecordConfig {
+            sample_rate: 1.0,
+            ..RecordConfig::default()
+        };
+        let recorder = Recorder::new(every_call, None).expect("a recorder in memory");
+        start().slots[0].set_recorder(Some(recorder.clone()));
+        recorder
+    })
+}
+
+/// Reconciles of the Gateway `ns/name` recorded so far.
+fn gateway_reconciles(ns: &str, name: &str) -> usize {
+    recorded_calls()
+        .all_lines()
+        .iter()
+        .filter(|line| {
+            matches!(serde_json::from_str::<RecordLine>(line).map(|l| l.call),
+                Ok(RecordedCall::Reconcile { input, .. })
+                    if input.controller == "gateway-auth-bootstrap"
+                        && input.key.namespace.as_deref() == Some(ns)
+                        && input.key.name == name)
+        })
+        .count()
+}
+
+/// A service's events reconcile the Gateways it names (before and after the change), not every
+/// Gateway: a bystander in the same namespace is never reconciled by them, and an update that
+/// changes no ref reconciles none (upstream's predicates and map functions, as event filters and
+/// `map_change`).
+#[tokio::test]
+async fn service_events_reconcile_only_the_gateways_they_name() -> anyhow::Result<()> {
+    let t = TestContext::new("gw-names").await?;
+    let running = start();
+    recorded_calls();
+    let ns = t.namespace.clone();
+    create_gateway(&t, &ns, "named", None, json!({})).await?;
+    create_gateway(&t, &ns, "moved-to", None, json!({})).await?;
+    create_gateway(&t, &ns, "bystander", None, json!({})).await?;
+    create_service(&t, &ns, "svc", &[(&ns, "named")]).await?;
+    exists(&filters(&t, &ns), "named-authn-ssl").await?;
+    quiet(&running.ctx, Timing::default()).await?;
+    let before = |name| gateway_reconciles(&ns, name);
+    let (named, bystander) = (before("named"), before("bystander"));
+
+    // Not a ref: filtered out, nothing reconciled.
+    merge(&services(&t, &ns), "svc", json!({"metadata": {"labels": {"team": "a"}}})).await?;
+    quiet(&running.ctx, Timing::default()).await?;
+    assert_eq!(gateway_reconciles(&ns, "named"), named, "a label change maps nowhere");
+
+    // The ref moves: the gateway it left and the one it names now.
+    let refs = json!([{"name": "moved-to", "namespace": ns}]);
+    merge(
+        &services(&t, &ns),
+        "svc",
+        json!({"spec": {"router": {"gateway": {"refs": refs}}}}),
+    )
+    .await?;
+    absent(&filters(&t, &ns), "named-authn-ssl").await?;
+    exists(&filters(&t, &ns), "moved-to-authn-ssl").await?;
+    services(&t, &ns).delete("svc", &DeleteParams::default()).await?;
+    absent(&filters(&t, &ns), "moved-to-authn-ssl").await?;
+    quiet(&running.ctx, Timing::default()).await?;
+    assert!(gateway_reconciles(&ns, "named") > named);
+    assert_eq!(
+        gateway_reconciles(&ns, "bystander"),
+        bystander,
+        "the bystander was reconciled by another service's events"
+    );
+    Ok(())
 }
 
 /// GC-20: two referenced gateways keep their filters when the refs are reordered.
