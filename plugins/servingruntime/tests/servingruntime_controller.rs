@@ -470,10 +470,14 @@ fn manifest_declares_upstreams_cache_filters() {
 /// upstream's map function sees both objects of an update; one that never had it does not.
 #[test]
 fn a_role_binding_losing_its_label_still_maps() {
-    let labelled = Object(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "rb", "namespace": NS, "labels": {"opendatahub.io/managed": "true"}}}));
-    let unlabelled = Object(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "rb", "namespace": NS}}));
+    let labelled = Object(
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "rb", "namespace": NS, "labels": {"opendatahub.io/managed": "true"}}}),
+    );
+    let unlabelled = Object(
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "rb", "namespace": NS}}),
+    );
     let settings = Settings::default();
     let cluster = base();
     let cx = odh_plugin_sdk::Ctx::new(&settings, &cluster);
@@ -481,7 +485,10 @@ fn a_role_binding_losing_its_label_still_maps() {
         let change = WatchChange::for_objects("servingruntime", old, &unlabelled, false);
         ServingRuntime::map_change(&change, &cx).unwrap()
     };
-    assert_eq!(map(Some(&labelled)), [odh_plugin_sdk::request_key(Some(NS), "rb")]);
+    assert_eq!(
+        map(Some(&labelled)),
+        [odh_plugin_sdk::request_key(Some(NS), "rb")]
+    );
     assert!(map(Some(&unlabelled)).is_empty());
     assert!(map(None).is_empty());
 }

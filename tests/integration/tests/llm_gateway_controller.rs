@@ -704,9 +704,18 @@ async fn service_events_reconcile_only_the_gateways_they_name() -> anyhow::Resul
     let (named, bystander) = (before("named"), before("bystander"));
 
     // Not a ref: filtered out, nothing reconciled.
-    merge(&services(&t, &ns), "svc", json!({"metadata": {"labels": {"team": "a"}}})).await?;
+    merge(
+        &services(&t, &ns),
+        "svc",
+        json!({"metadata": {"labels": {"team": "a"}}}),
+    )
+    .await?;
     quiet(&running.ctx, Timing::default()).await?;
-    assert_eq!(gateway_reconciles(&ns, "named"), named, "a label change maps nowhere");
+    assert_eq!(
+        gateway_reconciles(&ns, "named"),
+        named,
+        "a label change maps nowhere"
+    );
 
     // The ref moves: the gateway it left and the one it names now.
     let refs = json!([{"name": "moved-to", "namespace": ns}]);
@@ -718,7 +727,9 @@ async fn service_events_reconcile_only_the_gateways_they_name() -> anyhow::Resul
     .await?;
     absent(&filters(&t, &ns), "named-authn-ssl").await?;
     exists(&filters(&t, &ns), "moved-to-authn-ssl").await?;
-    services(&t, &ns).delete("svc", &DeleteParams::default()).await?;
+    services(&t, &ns)
+        .delete("svc", &DeleteParams::default())
+        .await?;
     absent(&filters(&t, &ns), "moved-to-authn-ssl").await?;
     quiet(&running.ctx, Timing::default()).await?;
     assert!(gateway_reconciles(&ns, "named") > named);

@@ -21,15 +21,34 @@ pub struct ServerConfig {
     pub log_level: &'static str,
     /// `METRICS_ADDR` (default `:8080`).
     pub metrics_addr: String,
-    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: accepted; traces are not exported (docs/divergences.md).
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: where traces are exported (OTLP/gRPC).
     pub otlp_endpoint: Option<String>,
     pub read_timeout: Duration,
     pub write_timeout: Duration,
     pub idle_timeout: Duration,
-    /// `KUBE_QPS` and `KUBE_BURST`: checked; kube-rs has no client-side rate limiter to apply
-    /// them to (docs/divergences.md).
+    /// `KUBE_QPS` and `KUBE_BURST`: the API client's rate limit ([`ServerConfig::rate_limit`]).
     pub kube_qps: f64,
     pub kube_burst: i64,
+}
+
+impl ServerConfig {
+    /// The client's rate limit as upstream sets its REST config: `KUBE_QPS` and `KUBE_BURST`
+    /// where above zero, else controller-runtime's `GetConfig` defaults (20 per second, burst
+    /// 30), per API resource as the host's other clients.
+    pub fn rate_limit(&self) -> odh_reconcile::api_client::RateLimit {
+        let upstream = odh_reconcile::api_client::RateLimit::UPSTREAM;
+        odh_reconcile::api_client::RateLimit {
+            qps: if self.kube_qps > 0.0 {
+                self.kube_qps
+            } else {
+                upstream.qps
+            },
+            burst: match u32::try_from(self.kube_burst) {
+                Ok(burst) if burst > 0 => burst,
+                _ => upstream.burst,
+            },
+        }
+    }
 }
 
 impl ServerConfig {
@@ -175,6 +194,16 @@ mod tests {
     #[test]
     fn kube_client_limits() {
         assert_eq!(load(&[("KUBE_QPS", "12.5")]).unwrap().kube_qps, 12.5);
+        let limit = |env: &[(&str, &str)]| {
+            let l = load(env).unwrap().rate_limit();
+            (l.qps, l.burst)
+        };
+        assert_eq!(limit(&[]), (50.0, 100));
+        assert_eq!(
+            limit(&[("KUBE_QPS", "12.5"), ("KUBE_BURST", "7")]),
+            (12.5, 7)
+        );
+        assert_eq!(limit(&[("KUBE_QPS", "0"), ("KUBE_BURST", "0")]), (20.0, 30));
         assert_eq!(
             load(&[("KUBE_QPS", "-1")]),
             Err("invalid KUBE_QPS: must be >= 0".into())

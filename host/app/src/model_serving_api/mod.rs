@@ -72,7 +72,7 @@ pub async fn run(
     plugins: Vec<LoadedPlugin>,
 ) -> anyhow::Result<()> {
     let (kube_config, client, _identity) =
-        startup::connect(options.kubeconfig.as_deref(), None).await?;
+        startup::connect(options.kubeconfig.as_deref(), Some(config.rate_limit())).await?;
     if let Some(endpoint) = &config.otlp_endpoint {
         info!(endpoint, "otlp trace export enabled");
     }
