@@ -509,7 +509,10 @@ async fn bind_model_serving_api(
     })
     .await?
     .with_certificate(Arc::new(cert))
-    .tuned(msa::tuning());
+    .tuned(msa::tuning(
+        msa::DEFAULT_READ_TIMEOUT,
+        msa::DEFAULT_IDLE_TIMEOUT,
+    ));
     let api_metrics = ApiMetrics::new(false);
     {
         let api_metrics = api_metrics.clone();

@@ -107,7 +107,7 @@ pub async fn run(
     })
     .await?
     .with_certificate(cert.clone())
-    .tuned(tuning());
+    .tuned(tuning(config.read_timeout, config.idle_timeout));
     let metrics_server = TlsServer::bind(TlsServerConfig {
         name: "model-serving-api-metrics",
         bind: bind(&config.metrics_addr, "METRICS_ADDR")?,
@@ -119,7 +119,7 @@ pub async fn run(
     .with_certificate(cert)
     .tuned(ServerTuning {
         shutdown_grace: SHUTDOWN_TIMEOUT,
-        ..tuning()
+        ..tuning(config.read_timeout, config.idle_timeout)
     });
     let router = router(
         routes.router(cluster, reviewer),

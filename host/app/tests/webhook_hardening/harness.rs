@@ -119,6 +119,8 @@ pub struct Settings {
     pub policy: TlsPolicy,
     pub header_read_timeout: Duration,
     pub body_read_timeout: Duration,
+    /// Go's `IdleTimeout` (the model-serving-api's); the in-process server only.
+    pub idle_timeout: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -130,6 +132,7 @@ impl Default for Settings {
             policy: tuning.tls_policy,
             header_read_timeout: tuning.header_read_timeout,
             body_read_timeout: tuning.body_read_timeout,
+            idle_timeout: tuning.idle_timeout,
         }
     }
 }
@@ -152,6 +155,7 @@ fn spawn_server(
         tls_policy: settings.policy,
         header_read_timeout: settings.header_read_timeout,
         body_read_timeout: settings.body_read_timeout,
+        idle_timeout: settings.idle_timeout,
         ..ServerTuning::default()
     };
     let (stop, stopped) = oneshot::channel::<()>();

@@ -11,6 +11,7 @@
 
 mod harness;
 mod idle_connections;
+mod keep_alive;
 mod protocol;
 mod rotation;
 mod slow_clients;

@@ -202,14 +202,24 @@ async fn measure(State(metrics): State<ApiMetrics>, req: Request, next: Next) ->
     response
 }
 
-/// The server's TLS parameters, timeouts and limits (docs/plugins/llm-gateway.md, "Server behaviour").
-pub fn tuning() -> ServerTuning {
+/// Upstream's `READ_TIMEOUT` default.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Upstream's `IDLE_TIMEOUT` default.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The server's TLS parameters, timeouts and limits (docs/plugins/llm-gateway.md, "Server
+/// behaviour"), with `READ_TIMEOUT` and `IDLE_TIMEOUT`: Go's `http.Server` deadlines. A request's
+/// head has 5 s from its first byte, its body `read_timeout` from the head (Go's read deadline
+/// counts both from the first byte), and a keep-alive connection waits `idle_timeout` for the
+/// next request.
+pub fn tuning(read_timeout: Duration, idle_timeout: Duration) -> ServerTuning {
     ServerTuning {
         tls_policy: TlsPolicy::ModelServingApi,
         header_read_timeout: READ_HEADER_TIMEOUT,
+        idle_timeout: Some(idle_timeout),
+        body_read_timeout: read_timeout,
         max_header_bytes: Some(MAX_HEADER_BYTES),
         shutdown_grace: SHUTDOWN_TIMEOUT,
-        // The write deadline (10 s by default) cuts a slow body off first.
         ..ServerTuning::default()
     }
 }

@@ -4,6 +4,7 @@
 //! clients, and a graceful stop.
 
 mod body_deadline;
+mod conn_clock;
 mod server;
 mod serving_cert;
 

@@ -19,6 +19,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use super::body_deadline;
+use super::conn_clock::{Clocked, ConnClock, ConnLimits, TimedIo};
 use super::serving_cert::ReloadingCert;
 
 pub const DEFAULT_PORT: u16 = 9443;
@@ -117,9 +118,13 @@ impl TlsPolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerTuning {
     pub tls_policy: TlsPolicy,
-    /// How long a client may take to send a request's headers (and, hyper's timer running
-    /// while a keep-alive connection waits, how long such a connection may stay idle).
+    /// How long a client may take to send a request's headers (and, without `idle_timeout`,
+    /// hyper's timer running while a keep-alive connection waits, how long such a connection
+    /// may stay idle).
     pub header_read_timeout: Duration,
+    /// How long an HTTP/1 keep-alive connection may wait for its next request (Go's
+    /// `IdleTimeout`); the head timeout then runs from a request's first byte only.
+    pub idle_timeout: Option<Duration>,
     /// How long a client may take to send a request's body once its headers arrived; a body
     /// still arriving then is answered with 408 and its connection closed.
     pub body_read_timeout: Duration,
@@ -136,6 +141,7 @@ impl Default for ServerTuning {
         Self {
             tls_policy: TlsPolicy::Default,
             header_read_timeout: HEADER_READ_TIMEOUT,
+            idle_timeout: None,
             body_read_timeout: BODY_READ_TIMEOUT,
             max_header_bytes: None,
             shutdown_grace: SHUTDOWN_GRACE,
@@ -267,7 +273,13 @@ impl TlsServer {
         builder
             .http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(tuning.header_read_timeout);
+            // With an idle timeout, the connection's clock times heads and idle waits apart.
+            .header_read_timeout(
+                tuning
+                    .idle_timeout
+                    .is_none()
+                    .then_some(tuning.header_read_timeout),
+            );
         if let Some(max) = tuning.max_header_bytes {
             builder.http1().max_buf_size(max.max(8192));
         }
@@ -308,6 +320,10 @@ impl TlsServer {
                 _ = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
                     Ok((tcp, peer)) => {
+                        let limits = tuning.idle_timeout.map(|idle| ConnLimits {
+                            head: tuning.header_read_timeout,
+                            idle,
+                        });
                         connections.spawn(serve_connection(
                             tcp,
                             peer,
@@ -316,6 +332,7 @@ impl TlsServer {
                             router.clone(),
                             stopped.clone(),
                             tuning.max_http2_connection_age,
+                            limits,
                         ));
                     }
                     Err(e) => {
@@ -373,14 +390,48 @@ pub async fn serve_on(
         .await
 }
 
+/// Serves one connection until it ends, the server stops or it reaches its maximum age; then
+/// lets the requests in progress finish. (A macro: hyper-util's two connection types share no
+/// trait for `graceful_shutdown` without another feature.)
+macro_rules! drive {
+    ($conn:expr, $peer:expr, $stopped:expr, $max_age:expr) => {{
+        let peer = $peer;
+        let mut stopped = $stopped;
+        let max_age: Option<Duration> = $max_age;
+        let mut conn = std::pin::pin!($conn);
+        let aged = async {
+            match max_age {
+                Some(age) => tokio::time::sleep(age).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    debug!(%peer, "webhook connection ended with an error: {e}");
+                }
+                return;
+            }
+            _ = stopped.wait_for(|s| *s) => {}
+            _ = aged => {}
+        }
+        conn.as_mut().graceful_shutdown();
+        if let Err(e) = conn.await {
+            debug!(%peer, "webhook connection ended with an error: {e}");
+        }
+    }};
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn serve_connection(
     tcp: tokio::net::TcpStream,
     peer: SocketAddr,
     acceptor: TlsAcceptor,
     builder: Arc<auto::Builder<TokioExecutor>>,
     router: Router,
-    mut stopped: watch::Receiver<bool>,
+    stopped: watch::Receiver<bool>,
     max_http2_age: Duration,
+    limits: Option<ConnLimits>,
 ) {
     let _ = tcp.set_nodelay(true);
     let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
@@ -396,31 +447,30 @@ async fn serve_connection(
     };
     // HTTP/2 has no idle timeout (hyper's header timer is HTTP/1's): an HTTP/2 connection is
     // told to go away (GOAWAY: the streams in progress finish, the client opens another)
-    // after a while ([`MAX_HTTP2_CONNECTION_AGE`] by default), so an idle one is not held for good. HTTP/1 keeps only
-    // its header timer: closing a keep-alive connection can race a request the client is
+    // after a while ([`MAX_HTTP2_CONNECTION_AGE`] by default), so an idle one is not held for
+    // good. HTTP/1 keeps its header timer, or with an idle timeout the connection's clock
+    // (conn_clock.rs): closing a keep-alive connection can race a request the client is
     // sending on it, which GOAWAY cannot.
     let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
-    let conn = builder.serve_connection(TokioIo::new(tls), TowerToHyperService::new(router));
-    let mut conn = std::pin::pin!(conn);
-    let aged = async {
-        if http2 {
-            tokio::time::sleep(max_http2_age).await
-        } else {
-            std::future::pending().await
+    let service = TowerToHyperService::new(router);
+    match limits.filter(|_| !http2) {
+        Some(limits) => {
+            let clock = ConnClock::new(limits);
+            let io = TokioIo::new(TimedIo::new(tls, clock.clone()));
+            let service = Clocked {
+                inner: service,
+                clock,
+            };
+            drive!(builder.serve_connection(io, service), peer, stopped, None)
         }
-    };
-    tokio::select! {
-        result = conn.as_mut() => {
-            if let Err(e) = result {
-                debug!(%peer, "webhook connection ended with an error: {e}");
-            }
-            return;
+        None => {
+            let age = http2.then_some(max_http2_age);
+            drive!(
+                builder.serve_connection(TokioIo::new(tls), service),
+                peer,
+                stopped,
+                age
+            )
         }
-        _ = stopped.wait_for(|s| *s) => {}
-        _ = aged => {}
-    }
-    conn.as_mut().graceful_shutdown();
-    if let Err(e) = conn.await {
-        debug!(%peer, "webhook connection ended with an error: {e}");
     }
 }
