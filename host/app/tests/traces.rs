@@ -2,7 +2,8 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` exports its spans over OTLP/gRPC to a collector — here a gRPC
 //! receiver in the test, over HTTP/2 without TLS (`http://`). An admission review carrying the
 //! apiserver's W3C `traceparent` becomes an `admission` server span continuing that trace, with
-//! the plugin's call as its child; reconciles get a `reconcile` span with theirs.
+//! the plugin's call as its child; reconciles (of a ConfigMap the test makes) get a `reconcile`
+//! span with theirs.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -93,6 +94,15 @@ async fn spans_of_admissions_reconciles_and_plugin_calls_reach_the_collector() -
         )
         .await?;
     assert_eq!(status, 200, "{answer}");
+    // A reconcile to trace: the storage plugin's `core-configmap` reconciles one of its three
+    // names (other ConfigMaps never reach it).
+    let t = odh_test_support::TestContext::new("traces").await?;
+    let bundle: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "odh-trusted-ca-bundle"}, "data": {"ca-bundle.crt": ""}}),
+    )?;
+    t.api::<k8s_openapi::api::core::v1::ConfigMap>()
+        .create(&Default::default(), &bundle)
+        .await?;
 
     let mut seen: Vec<ReadSpan> = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
