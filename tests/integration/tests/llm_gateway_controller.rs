@@ -14,8 +14,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use odh_model_controller::plugin::record::{RecordConfig, RecordLine, RecordedCall, Recorder};
-use odh_test_support::host::{RunningControllers, controllers_running, load_with, quiet};
+use odh_model_controller::plugin::record::Recorder;
+use odh_test_support::host::{
+    RunningControllers, controllers_running, load_with, quiet, reconciled_names, record_every_call,
+};
 use odh_test_support::namespace::unique_name;
 use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
 use serde_json::{Value, json};
@@ -658,29 +660,14 @@ async fn gc_19_ref_added_later_and_removed() -> anyhow::Result<()> {
 /// A recorder of every call of the plugin, set on its slot by the first caller.
 fn recorded_calls() -> &'static Recorder {
     static RECORDER: OnceLock<std::sync::Arc<Recorder>> = OnceLock::new();
-    RECORDER.get_or_init(|| {
-        let every_call = RecordConfig {
-            sample_rate: 1.0,
-            ..RecordConfig::default()
-        };
-        let recorder = Recorder::new(every_call, None).expect("a recorder in memory");
-        start().slots[0].set_recorder(Some(recorder.clone()));
-        recorder
-    })
+    RECORDER.get_or_init(|| record_every_call(&start().slots[0]))
 }
 
 /// Reconciles of the Gateway `ns/name` recorded so far.
 fn gateway_reconciles(ns: &str, name: &str) -> usize {
-    recorded_calls()
-        .all_lines()
+    reconciled_names(recorded_calls(), "gateway-auth-bootstrap", ns)
         .iter()
-        .filter(|line| {
-            matches!(serde_json::from_str::<RecordLine>(line).map(|l| l.call),
-                Ok(RecordedCall::Reconcile { input, .. })
-                    if input.controller == "gateway-auth-bootstrap"
-                        && input.key.namespace.as_deref() == Some(ns)
-                        && input.key.name == name)
-        })
+        .filter(|n| *n == name)
         .count()
 }
 

@@ -14,9 +14,10 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use odh_model_controller::plugin::record::{RecordConfig, RecordLine, RecordedCall, Recorder};
+use odh_model_controller::plugin::record::Recorder;
 use odh_test_support::host::{
     RunningControllers, Setup, controllers_running, controllers_running_with, load, quiet,
+    reconciled_names, record_every_call,
 };
 use odh_test_support::proxy::CountingProxy;
 use odh_test_support::{TestContext, Timing, absent, consistently, eventually, exists};
@@ -61,15 +62,7 @@ fn running() -> &'static RunningControllers {
 /// A recorder of every call of the storage plugin, set on its slot by the first caller.
 fn recorded_calls() -> &'static Recorder {
     static RECORDER: OnceLock<std::sync::Arc<Recorder>> = OnceLock::new();
-    RECORDER.get_or_init(|| {
-        let every_call = RecordConfig {
-            sample_rate: 1.0,
-            ..RecordConfig::default()
-        };
-        let recorder = Recorder::new(every_call, None).expect("a recorder in memory");
-        running().slots[0].set_recorder(Some(recorder.clone()));
-        recorder
-    })
+    RECORDER.get_or_init(|| record_every_call(&running().slots[0]))
 }
 
 /// A test namespace, with the controllers running.
@@ -318,20 +311,7 @@ async fn other_configmaps_never_reach_the_plugin() -> anyhow::Result<()> {
     sources(&t, CLUSTERWIDE, CUSTOM, SERVING).await?;
     bundle_is(&t, &joined(&[CLUSTERWIDE, CUSTOM, SERVING])).await?;
     quiet(&running().ctx, Timing::default()).await?;
-    let reconciled: Vec<String> = recorder
-        .all_lines()
-        .iter()
-        .filter_map(
-            |line| match serde_json::from_str::<RecordLine>(line).ok()?.call {
-                RecordedCall::Reconcile { input, .. }
-                    if input.key.namespace.as_deref() == Some(t.namespace.as_str()) =>
-                {
-                    Some(input.key.name)
-                }
-                _ => None,
-            },
-        )
-        .collect();
+    let reconciled = reconciled_names(recorder, "core-configmap", &t.namespace);
     assert!(reconciled.iter().any(|n| n == TRUSTED), "{reconciled:?}");
     assert!(
         !reconciled.iter().any(|n| n.starts_with("unrelated-")),

@@ -285,3 +285,41 @@ pub async fn quiet(ctx: &ControllerContext, timing: crate::Timing) -> anyhow::Re
     })
     .await
 }
+
+/// Records every call of `slot`'s plugin from now on, in memory: for tests that count what
+/// reached a plugin.
+pub fn record_every_call(slot: &PluginSlot) -> Arc<odh_model_controller::plugin::record::Recorder> {
+    use odh_model_controller::plugin::record::{RecordConfig, Recorder};
+    let every_call = RecordConfig {
+        sample_rate: 1.0,
+        ..RecordConfig::default()
+    };
+    let recorder = Recorder::new(every_call, None).expect("a recorder in memory");
+    slot.set_recorder(Some(recorder.clone()));
+    recorder
+}
+
+/// The names of the primaries `controller` reconciled in `namespace`, as `recorder` saw them
+/// (one entry per call).
+pub fn reconciled_names(
+    recorder: &odh_model_controller::plugin::record::Recorder,
+    controller: &str,
+    namespace: &str,
+) -> Vec<String> {
+    use odh_model_controller::plugin::record::{RecordLine, RecordedCall};
+    recorder
+        .all_lines()
+        .iter()
+        .filter_map(
+            |line| match serde_json::from_str::<RecordLine>(line).ok()?.call {
+                RecordedCall::Reconcile { input, .. }
+                    if input.controller == controller
+                        && input.key.namespace.as_deref() == Some(namespace) =>
+                {
+                    Some(input.key.name)
+                }
+                _ => None,
+            },
+        )
+        .collect()
+}

@@ -26,16 +26,21 @@ async fn closed_within(
     .is_ok()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_keep_alive_connection_waits_the_idle_timeout_not_the_head_timeout() {
+/// A server with the head timeout and `idle`, and a connection to it that has had one request
+/// answered.
+async fn kept_connection(
+    idle: Duration,
+) -> (
+    Server,
+    hyper::client::conn::http1::SendRequest<http_body_util::Full<hyper::body::Bytes>>,
+) {
     let server = Server::start(Settings {
         header_read_timeout: HEAD,
-        idle_timeout: Some(Duration::from_secs(30)),
+        idle_timeout: Some(idle),
         ..Settings::default()
     })
     .await;
-    let ca = server.ca.der();
-    let tls = connect_with(server.addr, default_client(&ca))
+    let tls = connect_with(server.addr, default_client(&server.ca.der()))
         .await
         .unwrap();
     let mut sender = http1(tls).await.unwrap();
@@ -44,6 +49,13 @@ async fn a_keep_alive_connection_waits_the_idle_timeout_not_the_head_timeout() {
         .await
         .unwrap();
     assert_eq!(status, 200);
+    (server, sender)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keep_alive_connection_waits_the_idle_timeout_not_the_head_timeout() {
+    let (server, mut sender) = kept_connection(Duration::from_secs(30)).await;
+    let ca = server.ca.der();
     // Idle for three head timeouts: the idle timeout holds the connection open.
     tokio::time::sleep(3 * HEAD).await;
     assert!(!sender.is_closed(), "the idle connection was closed");
@@ -70,22 +82,7 @@ async fn a_keep_alive_connection_waits_the_idle_timeout_not_the_head_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_connection_is_closed_at_the_idle_timeout() {
-    let server = Server::start(Settings {
-        header_read_timeout: HEAD,
-        idle_timeout: Some(2 * HEAD),
-        ..Settings::default()
-    })
-    .await;
-    let ca = server.ca.der();
-    let tls = connect_with(server.addr, default_client(&ca))
-        .await
-        .unwrap();
-    let mut sender = http1(tls).await.unwrap();
-    let body = serde_json::to_vec(&review("only")).unwrap();
-    let (status, _) = post_on(&mut sender, server.addr, PATH, body.into())
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
+    let (server, sender) = kept_connection(2 * HEAD).await;
     let closed = tokio::time::timeout(Duration::from_secs(15), async {
         while !sender.is_closed() {
             tokio::time::sleep(Duration::from_millis(50)).await;
