@@ -4,8 +4,9 @@
 # its version, every built-in inspected, the built-ins precompiled for that architecture
 # (`make precompiled`), then one reconcile and one admission evaluated on them, which must load
 # without compiling. The compatibility hashes of the four differ (each engine finds only its own
-# artifacts), and arm64 also passes the run-check (`make run` under qemu). Wall times go to
-# target/multiarch-check/times.tsv. ODH_MULTIARCH="arm64 s390x" checks only those.
+# artifacts) and each engine refuses another's code put under its own name; arm64 also passes
+# the run-check (`make run` under qemu). Wall times go to target/multiarch-check/times.tsv.
+# ODH_MULTIARCH="arm64 s390x" checks only those.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -136,5 +137,35 @@ done
 if [ ${#compat[@]} -gt 1 ]; then
 	distinct=$(printf '%s\n' "${compat[@]}" | sort -u | wc -l)
 	[ "$distinct" -eq ${#compat[@]} ] || fail "two architectures share a compatibility hash: $(declare -p compat)"
+fi
+
+# And refuses another's even where its own would be: each architecture's engine given the next
+# one's isvc code under its own name, with that code's digest beside it (so only wasmtime's
+# check of the artifact's target and flags stands in the way), compiles the component instead
+# and still admits.
+read -r -a order <<<"$arches"
+if [ ${#order[@]} -gt 1 ]; then
+	for i in "${!order[@]}"; do
+		arch=${order[$i]} other=${order[$(((i + 1) % ${#order[@]}))]}
+		bin=$(make -s --no-print-directory static-binary-path ARCH="$arch")
+		read -r -a qemu <<<"$(make -s --no-print-directory static-binary-qemu ARCH="$arch")"
+		sha=$(jq -r .plugins.isvc.sha256 "$out/$arch-precompile.json")
+		dir=$out/$arch-given-$other
+		mkdir -p "$dir"
+		cp "$out/$other-precompiled/$sha-${compat[$other]}.cwasm" "$dir/$sha-${compat[$arch]}.cwasm"
+		sha256sum "$dir/$sha-${compat[$arch]}.cwasm" | cut -d' ' -f1 | tr -d '\n' >"$dir/$sha-${compat[$arch]}.cwasm.sha256"
+		timed "eval validate on $other code" env -u ODH_PLUGIN_CACHE_DIR ODH_PLUGIN_PRECOMPILED_DIR="$dir" \
+			RUST_LOG=odh_plugin_runtime::engine=debug "${qemu[@]}" "$bin" plugin eval --plugin isvc --op validate \
+			--object "$out/isvc.yaml" --state "$out/state" >"$dir/eval.json" 2>"$dir/eval.log" ||
+			fail "$arch: plugin eval on $other's code: $(cat "$dir/eval.log")"
+		jq -e '.decision.allowed == true' "$dir/eval.json" >/dev/null ||
+			fail "$arch: the admission on $other's code did not allow: $(cat "$dir/eval.json")"
+		grep -q "ignoring a bad compiled-plugin cache entry" "$dir/eval.log" ||
+			fail "$arch: $other's code was not refused: $(cat "$dir/eval.log")"
+		grep -q "compiled a plugin component" "$dir/eval.log" ||
+			fail "$arch: did not compile instead of running $other's code: $(cat "$dir/eval.log")"
+		! grep -q "loaded a compiled plugin component" "$dir/eval.log" ||
+			fail "$arch: loaded $other's code: $(cat "$dir/eval.log")"
+	done
 fi
 echo "multiarch-check: $arches built, run under qemu-user, loaded their own precompiled built-ins (times: $times)"

@@ -80,9 +80,13 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000);
     // `pulley64` runs the calls on wasmtime's interpreter (a build with `--features
-    // wasmtime/pulley`): Pulley against Cranelift on one machine (docs/performance.md).
+    // wasmtime/pulley`): Pulley against Cranelift on one machine (docs/performance.md). Empty
+    // is unset, so one command line serves both runs.
+    let target = std::env::var("ODH_BENCH_PLUGIN_TARGET")
+        .ok()
+        .filter(|t| !t.is_empty());
     let engine = PluginEngine::new(EngineOptions {
-        target: std::env::var("ODH_BENCH_PLUGIN_TARGET").ok(),
+        target: target.clone(),
         ..Default::default()
     })
     .unwrap();
@@ -210,6 +214,7 @@ fn main() {
 
     let results = json!({
         "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)},
+        "plugin_target": target.as_deref().unwrap_or("native"),
         "reconcile_call": {
             "plugin": "hello", "object_bytes": object.len(), "iterations": iterations, "pooling": true,
             "p50_us": micros(p50), "p99_us": micros(p99),

@@ -430,6 +430,108 @@ mod tests {
         let _ = std::fs::remove_dir_all(&root);
     }
 
+    /// What each architecture's image gives `plugin precompile --target` (the Makefile's
+    /// `TRIPLE_*` and `PRECOMPILE_TARGET_ppc64le`): amd64, arm64, s390x, ppc64le.
+    const IMAGE_TARGETS: [&str; 4] = [
+        "x86_64-unknown-linux-musl",
+        "aarch64-unknown-linux-musl",
+        "s390x-unknown-linux-gnu",
+        "pulley64",
+    ];
+
+    /// The architecture part of a target triple (`pulley64` is its own).
+    fn arch_of(target: &str) -> &str {
+        target.split('-').next().unwrap_or(target)
+    }
+
+    /// Each architecture's image engine has a compatibility hash of its own, and the engine here
+    /// refuses another architecture's compiled code even under its own name with a valid digest
+    /// (wasmtime's check of the artifact's target): it compiles the component again. This
+    /// build has Cranelift's backend for this machine and Pulley's only (wasmtime's `all-arch`
+    /// would rebuild it with every backend), so on x86_64 the pair checked here is x86_64 and
+    /// Pulley (ppc64le's code); an engine for a backend this build lacks must fail to build
+    /// with the error that says so. `make multiarch-check` checks all four pairwise, each
+    /// architecture's own binary under qemu-user.
+    #[test]
+    fn each_architecture_has_its_own_compatibility_hash_and_refuses_the_others_code() {
+        let here_arch = arch_of(image_triple());
+        let mut compilers = Vec::new();
+        for target in IMAGE_TARGETS {
+            match crate::precompile::Precompiler::new(Some(target)) {
+                Ok(c) => compilers.push((target, c)),
+                Err(e) => {
+                    assert_ne!(arch_of(target), here_arch, "{target}: {e:#}");
+                    assert_ne!(target, "pulley64", "every build compiles Pulley: {e:#}");
+                    assert!(
+                        format!("{e:#}").contains("this build compiles for"),
+                        "{target}: {e:#}"
+                    );
+                }
+            }
+        }
+        assert!(compilers.len() >= 2, "this machine's target and pulley64");
+        let hashes: std::collections::BTreeSet<String> =
+            compilers.iter().map(|(_, c)| c.compatibility()).collect();
+        assert_eq!(
+            hashes.len(),
+            compilers.len(),
+            "{:?}",
+            compilers
+                .iter()
+                .map(|(t, c)| (*t, c.compatibility()))
+                .collect::<Vec<_>>()
+        );
+
+        let root = std::env::temp_dir().join(format!("odh-engine-arches-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let bytes = fixture_component();
+        let own = root.join("own");
+        let here = crate::precompile::Precompiler::new(Some(image_triple())).unwrap();
+        let sha = here.compile_into(&bytes, &own).unwrap();
+        let own_name = format!("{sha}-{}.cwasm", here.compatibility());
+        assert!(own.join(&own_name).exists(), "{:?}", files(&own));
+        let loads_without_compiling = |precompiled: &std::path::Path, cache: &std::path::Path| {
+            let engine = PluginEngine::new(EngineOptions {
+                cache_dir: Some(cache.to_path_buf()),
+                precompiled_dir: Some(precompiled.to_path_buf()),
+                max_instances: 2,
+                ..Default::default()
+            })
+            .unwrap();
+            assert_eq!(
+                engine.compile(&bytes).unwrap().1,
+                sha,
+                "compiled again if refused"
+            );
+            files(cache).is_empty()
+        };
+        assert!(
+            loads_without_compiling(&own, &root.join("cache-own")),
+            "its own code loads"
+        );
+
+        let mut refused = 0;
+        for (target, compiler) in &compilers {
+            if arch_of(target) == here_arch {
+                continue;
+            }
+            let theirs = root.join(arch_of(target));
+            compiler.compile_into(&bytes, &theirs).unwrap();
+            let their_name = format!("{sha}-{}.cwasm", compiler.compatibility());
+            let code = std::fs::read(theirs.join(&their_name)).unwrap();
+            // Their bytes where this engine looks, with the digest of those bytes.
+            let disguised = root.join(format!("{}-as-own", arch_of(target)));
+            write_compiled(&disguised.join(&own_name), &code).unwrap();
+            assert!(
+                !loads_without_compiling(&disguised, &root.join(format!("cache-{target}"))),
+                "the {here_arch} engine ran {target}'s code"
+            );
+            refused += 1;
+        }
+        assert!(refused >= 1, "no other architecture's code was tried");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
     /// A small component of this crate's test fixtures.
     fn fixture_component() -> Vec<u8> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
