@@ -566,16 +566,15 @@ impl ControllerLoop {
 
     async fn map_change(&self, gvk: &Gvk, source: &WatchedAs, change: Change) {
         let obj = &change.object;
-        if matches!(source, WatchedAs::Primary) {
-            return self.primary_changed(&change);
-        }
-        if let Some(f) = self.spec.filter_of(gvk)
+        // The primary's filter is applied with its selector (`primary_changed`).
+        if !matches!(source, WatchedAs::Primary)
+            && let Some(f) = self.spec.filter_of(gvk)
             && !filter::passes(f, &change, filter::Seen::of(&change))
         {
             return;
         }
         let keys = match source {
-            WatchedAs::Primary => unreachable!("handled above"),
+            WatchedAs::Primary => return self.primary_changed(&change),
             WatchedAs::Owned => self.owners_of(obj, true),
             WatchedAs::Watch(mapping, filter) => {
                 // A shared cache may hold more than this watch declared: it sees only its own,
