@@ -357,16 +357,10 @@ impl LoadedPlugin {
                 deleted: input.deleted,
                 settings: self.inner.settings.clone(),
             };
-            let keys = self.bootstrap().call_with(
-                &self.inner.engine,
-                &self.inner.exports,
-                Export::Map,
-                env,
-                |store, instance| {
-                    let guest = changes.load(&mut *store, instance)?;
-                    guest.call_map_change(store, &change)
-                },
-            )?;
+            let keys = self.call_traced(Export::Map, env, |store, instance| {
+                let guest = changes.load(&mut *store, instance)?;
+                guest.call_map_change(store, &change)
+            })?;
             return Ok(keys.into_iter().map(Into::into).collect());
         }
         let ev = bindings::reconcile_types::WatchEvent {
@@ -521,6 +515,19 @@ impl LoadedPlugin {
         ) -> wasmtime::Result<Result<R, types::Error>>,
     ) -> Result<R, CallError> {
         let exports = &self.inner.exports;
+        self.call_traced(op, env, |store, instance| {
+            let guest = exports.plugin.load(&mut *store, instance)?;
+            f(&guest, store)
+        })
+    }
+
+    /// Runs one export (of any interface, `f` loads it) in a `plugin.call` trace span.
+    fn call_traced<R: OutputSize>(
+        &self,
+        op: Export,
+        env: &CallEnv,
+        f: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<Result<R, types::Error>>,
+    ) -> Result<R, CallError> {
         let span = tracing::info_span!(
             target: "odh_trace",
             "plugin.call",
@@ -532,10 +539,7 @@ impl LoadedPlugin {
         let _entered = span.enter();
         let result =
             self.bootstrap()
-                .call_with(&self.inner.engine, exports, op, env, |store, instance| {
-                    let guest = exports.plugin.load(&mut *store, instance)?;
-                    f(&guest, store)
-                });
+                .call_with(&self.inner.engine, &self.inner.exports, op, env, f);
         match &result {
             Ok(_) => span.record("odh.outcome", "ok"),
             Err(e) => span
