@@ -110,22 +110,9 @@ pub fn precompile(args: &PrecompileArgs) -> Result<Value, EvalError> {
     std::fs::create_dir_all(&args.out)
         .map_err(|e| usage(anyhow::anyhow!("creating {}: {e}", args.out.display())))?;
     let names: Vec<&str> = builtins::names().collect();
-    let results: Vec<anyhow::Result<String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = names
-            .iter()
-            .map(|n| {
-                let bytes = builtins::component(n).expect("every registered built-in is embedded");
-                let (compiler, out) = (&compiler, &args.out);
-                s.spawn(move || compiler.compile_into(bytes, out))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("compilation panicked")))
-            })
-            .collect()
+    let results = crate::plugin::parallel::each_in_parallel(&names, |n| {
+        let bytes = builtins::component(n).expect("every registered built-in is embedded");
+        compiler.compile_into(bytes, &args.out)
     });
     let mut compiled = serde_json::Map::new();
     for (name, result) in names.iter().zip(results) {

@@ -190,19 +190,7 @@ impl PluginEngine {
 
     /// Compiles distinct components in parallel (start-up: every plugin at once).
     pub fn compile_all(&self, sources: &[&[u8]]) -> Vec<anyhow::Result<(Component, String)>> {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = sources
-                .iter()
-                .map(|b| s.spawn(move || self.compile(b)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("compilation panicked")))
-                })
-                .collect()
-        })
+        crate::parallel::each_in_parallel(sources, |b| self.compile(b))
     }
 
     /// The file name of a compiled component: its sha256 and the engine's compatibility hash
@@ -418,13 +406,7 @@ mod tests {
             "{:?}",
             files(&image)
         );
-        let engine = PluginEngine::new(EngineOptions {
-            cache_dir: Some(cache.clone()),
-            precompiled_dir: Some(image.clone()),
-            max_instances: 2,
-            ..Default::default()
-        })
-        .unwrap();
+        let engine = test_engine(Some(cache.clone()), Some(image.clone()));
         assert_eq!(engine.compile(&bytes).unwrap().1, sha);
         assert!(files(&cache).is_empty(), "{:?}", files(&cache));
         let _ = std::fs::remove_dir_all(&root);
@@ -491,13 +473,7 @@ mod tests {
         let own_name = format!("{sha}-{}.cwasm", here.compatibility());
         assert!(own.join(&own_name).exists(), "{:?}", files(&own));
         let loads_without_compiling = |precompiled: &std::path::Path, cache: &std::path::Path| {
-            let engine = PluginEngine::new(EngineOptions {
-                cache_dir: Some(cache.to_path_buf()),
-                precompiled_dir: Some(precompiled.to_path_buf()),
-                max_instances: 2,
-                ..Default::default()
-            })
-            .unwrap();
+            let engine = test_engine(Some(cache.to_path_buf()), Some(precompiled.to_path_buf()));
             assert_eq!(
                 engine.compile(&bytes).unwrap().1,
                 sha,
@@ -532,6 +508,17 @@ mod tests {
         let _ = std::fs::remove_dir_all(&root);
     }
 
+    /// An engine with a cache and a precompiled directory (either optional).
+    fn test_engine(cache_dir: Option<PathBuf>, precompiled_dir: Option<PathBuf>) -> PluginEngine {
+        PluginEngine::new(EngineOptions {
+            cache_dir,
+            precompiled_dir,
+            max_instances: 2,
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
     /// A small component of this crate's test fixtures.
     fn fixture_component() -> Vec<u8> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -559,15 +546,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&root);
         let (image, cache) = (root.join("image"), root.join("cache"));
         let bytes = &fixture_component();
-        let engine = |cache_dir: Option<PathBuf>, precompiled_dir: Option<PathBuf>| {
-            PluginEngine::new(EngineOptions {
-                cache_dir,
-                precompiled_dir,
-                max_instances: 2,
-                ..Default::default()
-            })
-            .unwrap()
-        };
+        let engine = test_engine;
         // `plugin precompile` writes as the cache does: the component and its digest.
         engine(Some(image.clone()), None).compile(bytes).unwrap();
         let written = files(&image);

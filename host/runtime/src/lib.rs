@@ -32,6 +32,7 @@ pub mod limits;
 mod loaded;
 pub mod log_budget;
 pub mod memory_budget;
+pub mod parallel;
 pub mod precompile;
 pub mod record;
 pub mod rollout;
