@@ -84,7 +84,7 @@ fn inspect_prints_the_manifest_with_the_wit_version() {
     let (code, out, err) = run(&["plugin", "inspect", hello()]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out["name"], "hello");
-    assert_eq!(out["wit"], "odh:controller@0.1.4");
+    assert_eq!(out["wit"], "odh:controller@0.1.5");
     assert_eq!(out["source"], format!("file://{}", hello()));
     assert_eq!(out["sha256"].as_str().map(str::len), Some(64));
     assert_eq!(out["controllers"][0]["primary"]["kind"], "ConfigMap");

@@ -877,3 +877,182 @@ fn a_non_component_is_rejected_with_a_clear_error() {
         "{msg}"
     );
 }
+
+/// A cluster whose Secret reads leave the process and fail as `failure` says.
+struct FailingSecrets(fn(&str) -> anyhow::Error);
+
+impl ClusterView for FailingSecrets {
+    fn get(
+        &self,
+        gvk: &odh_model_controller::gvk::Gvk,
+        _: Option<&str>,
+        name: &str,
+        _: Duration,
+    ) -> anyhow::Result<Option<String>> {
+        if gvk.kind == "Secret" {
+            Err((self.0)(name).context("a live read"))
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn list(
+        &self,
+        _: &odh_model_controller::gvk::Gvk,
+        _: Option<&str>,
+        _: &odh_label_selector::LabelSelector,
+        _: Duration,
+    ) -> anyhow::Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+}
+
+/// Spec isvc §4.1, llm §7.1 (issue #33, divergence L24 closed): a webhook error that wraps an API
+/// status error (the connection Secret's read refused by RBAC, a server timeout) is answered
+/// with that inner status (its code, reason and message), the wrapping text dropped, as Go's
+/// webhooks answer it; an error that is not an API status keeps its prefixed 403.
+#[test]
+fn a_denial_wrapping_an_api_status_is_answered_with_that_status() {
+    use odh_model_controller::plugin::writes::ApiStatus;
+    let isvc = odh_test_support::host::load("isvc");
+    let object = json!({
+        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": "m", "namespace": "ns",
+                     "annotations": {"opendatahub.io/connections": "conn"}},
+        "spec": {"predictor": {"model": {"modelFormat": {"name": "onnx"}}}}
+    });
+    let admit = |failure: fn(&str) -> anyhow::Error| {
+        let env = CallEnv::live(Arc::new(FailingSecrets(failure)));
+        isvc.admit_blocking(
+            WebhookType::Mutating,
+            &odh_test_support::host::admission(
+                "/mutate-serving-kserve-io-v1beta1-inferenceservice",
+                Operation::Create,
+                object.clone(),
+            ),
+            &env,
+        )
+        .expect("a decision")
+    };
+    let forbidden = admit(|name| {
+        anyhow::Error::new(ApiStatus {
+            code: 403,
+            reason: "Forbidden".into(),
+            message: format!(
+                "secrets \"{name}\" is forbidden: User \"system:serviceaccount:odh:controller\" cannot get resource \"secrets\""
+            ),
+        })
+    });
+    assert!(!forbidden.allowed);
+    assert_eq!(forbidden.code, Some(403));
+    assert_eq!(forbidden.reason.as_deref(), Some("Forbidden"));
+    assert_eq!(
+        forbidden.message.as_deref(),
+        Some(
+            "secrets \"conn\" is forbidden: User \"system:serviceaccount:odh:controller\" cannot get resource \"secrets\""
+        )
+    );
+    let timeout = admit(|_| {
+        anyhow::Error::new(ApiStatus {
+            code: 504,
+            reason: "Timeout".into(),
+            message: "the server was unable to return a response in the time allotted".into(),
+        })
+    });
+    assert_eq!(
+        (timeout.code, timeout.reason.as_deref()),
+        (Some(504), Some("Timeout"))
+    );
+    let other = admit(|_| anyhow::anyhow!("connection refused"));
+    assert_eq!(other.code.unwrap_or(403), 403);
+    assert_eq!(other.reason, None);
+    let message = other.message.unwrap_or_default();
+    assert!(
+        message.starts_with("failed to validate connection: ")
+            && message.ends_with("connection refused"),
+        "{message}"
+    );
+}
+
+/// The `writes` import (WIT 0.1.5) through the sandbox, each write checked alone: a kind the
+/// plugin may not write is `denied` naming it; an object it does not manage needs
+/// `grants.foreignWrites`; a reconcile without a controller's writer writes nothing and answers
+/// as the API server would (a stable made-up uid); an admission call may not write at all.
+#[test]
+fn writes_now_are_checked_like_an_outcome_and_only_a_reconcile_writes() {
+    let now = |f: &Fixture, write: &str| {
+        misbehave(f, "write-now", json!({"write": write})).expect("a reconcile")["status"].clone()
+    };
+    let f = fixture();
+    let applied = now(&f, "apply");
+    let uid = applied["uid"].as_str().expect("a uid");
+    assert!(uid.starts_with("00000000-0000-4000-8000-"), "{applied}");
+    assert_eq!(now(&f, "apply")["uid"], uid, "the simulated uid is stable");
+
+    let secret = now(&f, "apply-secret");
+    assert_eq!(secret["kind"], "denied", "{secret}");
+    assert!(
+        secret["error"]
+            .as_str()
+            .unwrap()
+            .contains("may not write Secret/v1"),
+        "{secret}"
+    );
+
+    let foreign = now(&f, "delete-unmanaged");
+    assert_eq!(foreign["kind"], "denied", "{foreign}");
+    assert!(
+        foreign["error"]
+            .as_str()
+            .unwrap()
+            .contains("grants.foreignWrites"),
+        "{foreign}"
+    );
+    let patch = now(&f, "patch");
+    assert_eq!(patch["kind"], "denied", "{patch}");
+
+    let granted = fixture_with(Grants {
+        foreign_writes: [odh_model_controller::gvk::Gvk::new("", "v1", "ConfigMap")].into(),
+        ..Grants::default()
+    });
+    assert_eq!(now(&granted, "delete-unmanaged"), json!({"deleted": false}));
+    // A patch is sent only with the version it was decided on (the primary here has none).
+    let patch = now(&granted, "patch");
+    assert_eq!(patch["kind"], "denied", "{patch}");
+    assert!(
+        patch["error"].as_str().unwrap().contains("resourceVersion"),
+        "{patch}"
+    );
+
+    let input = odh_test_support::host::admission(
+        "/mutate-misbehave",
+        Operation::Create,
+        serde_json::from_str(&config_map(
+            "admitted",
+            json!({"behaviour": "write-now", "write": "apply"}),
+        ))
+        .unwrap(),
+    );
+    let decision = granted
+        .misbehave
+        .admit_blocking(
+            WebhookType::Mutating,
+            &input,
+            &CallEnv::live(Arc::new(MemoryCluster::default())),
+        )
+        .expect("a decision");
+    let result: Value = serde_json::from_str(
+        decision.mutated.as_ref().unwrap()["metadata"]["annotations"]["misbehave/result"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(result["kind"], "denied", "{result}");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains("only a reconcile may write"),
+        "{result}"
+    );
+}

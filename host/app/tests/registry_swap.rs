@@ -361,7 +361,7 @@ async fn each_bad_candidate_leaves_the_last_good_version_serving_and_is_reported
                 &sha(&foreign),
                 "",
             ),
-            "does not export the odh:controller@0.1.4 plugin interface",
+            "does not export the odh:controller@0.1.5 plugin interface",
         ),
         (
             "oversized component",

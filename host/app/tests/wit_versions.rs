@@ -2,9 +2,10 @@
 //! built against `odh:controller@0.1.0` (kept as a fixture) loads, reconciles and admits, and
 //! serves no API (0.1.0 has no `http-api`); one built against 0.1.1 (another fixture) serves
 //! its routes and, without `webhook-selectors`, reviews every object; one built against 0.1.2
-//! (another fixture: before `keys`) and one built against 0.1.3 (before `event-filters` and
-//! `change-mapping`) load, reconcile and admit in a host of 0.1.4; plugins built now (0.1.4)
-//! scope their webhooks, declare their event filters, and import `keys` only when they use it.
+//! (another fixture: before `keys`), one built against 0.1.3 (before `event-filters` and
+//! `change-mapping`) and one built against 0.1.4 (before `writes`) load, reconcile and admit in a
+//! host of 0.1.5; plugins built now (0.1.5) scope their webhooks, declare their event filters,
+//! and import `keys` and `writes` only when they use them.
 
 use std::sync::Arc;
 
@@ -149,6 +150,14 @@ fn a_component_of_wit_0_1_3_keeps_loading_and_serving() {
     reconciles_and_mutates(&plugin);
 }
 
+/// Before `writes`: it does not import them, and its outcome is applied as before.
+#[test]
+fn a_component_of_wit_0_1_4_keeps_loading_and_serving() {
+    let plugin = load_fixture("0.1.4");
+    assert!(plugin.maps_changes(), "0.1.4 has change-mapping");
+    reconciles_and_mutates(&plugin);
+}
+
 /// The hello fixture of 0.1.2 or later: its routes, a reconcile and a mutation.
 fn reconciles_and_mutates(plugin: &LoadedPlugin) {
     assert_eq!(plugin.manifest().name, "hello");
@@ -201,6 +210,21 @@ fn only_a_plugin_that_uses_keys_imports_them() {
     assert!(imports("servingruntime"));
     assert!(!imports("hello"));
     assert!(!imports("isvc"));
+}
+
+/// The same for `writes` (0.1.5): only plugins that write while they reconcile import it.
+#[test]
+fn only_a_plugin_that_writes_now_imports_writes() {
+    let imports = |name: &str| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../../target/plugins/{name}.wasm"));
+        let bytes = std::fs::read(&path).expect("the built plugin (make plugins)");
+        String::from_utf8_lossy(&bytes).contains("odh:controller/writes@0.1.")
+    };
+    assert!(imports("llm-gateway"));
+    assert!(imports("nim-account"));
+    assert!(!imports("hello"));
+    assert!(!imports("storage"));
 }
 
 /// Plugins built now (0.1.4) hand the host their event filters at load, checked and attached to

@@ -523,6 +523,22 @@ async fn discover(client: &Client, gvk: &Gvk) -> anyhow::Result<Option<ResolvedK
     }
 }
 
+/// A read the API server refused fails with its status ([`ApiStatus`]), which an admission
+/// answer passes on as upstream's webhooks do.
+///
+/// [`ApiStatus`]: odh_plugin_runtime::writes::ApiStatus
+fn api_status(e: anyhow::Error) -> anyhow::Error {
+    match e.downcast::<kube::Error>() {
+        Ok(kube::Error::Api(s)) => anyhow::Error::new(odh_plugin_runtime::writes::ApiStatus {
+            code: s.code,
+            reason: s.reason,
+            message: s.message,
+        }),
+        Ok(other) => other.into(),
+        Err(e) => e,
+    }
+}
+
 fn to_json(obj: &DynamicObject) -> anyhow::Result<String> {
     Ok(serde_json::to_string(obj)?)
 }
@@ -555,11 +571,13 @@ impl Caches {
             };
             read(api, types_of(&kind.resource)).await
         };
-        handle.block_on(async move {
-            tokio::time::timeout(within, work)
-                .await
-                .map_err(|_| anyhow::anyhow!("no answer from the API server within {within:?}"))?
-        })
+        handle
+            .block_on(async move {
+                tokio::time::timeout(within, work).await.map_err(|_| {
+                    anyhow::anyhow!("no answer from the API server within {within:?}")
+                })?
+            })
+            .map_err(api_status)
     }
 
     fn live_get(

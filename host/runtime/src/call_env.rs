@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::cluster_view::ClusterView;
 use crate::wire::AccessAttributes;
+use crate::writes::Writer;
 
 /// Whether a call's outgoing HTTP may change anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +31,9 @@ pub struct CallEnv {
     pub effects: Effects,
     /// Set for API calls on routes that authenticate their caller.
     pub caller: Option<Arc<dyn CallerView>>,
+    /// Makes a reconcile's `writes` (the controller's); without one a reconcile's writes are
+    /// simulated over `cluster`, and other calls may not write.
+    pub writer: Option<Arc<dyn Writer>>,
 }
 
 impl CallEnv {
@@ -39,6 +43,7 @@ impl CallEnv {
             cluster,
             effects: Effects::Live,
             caller: None,
+            writer: None,
         }
     }
 
@@ -48,15 +53,24 @@ impl CallEnv {
             cluster,
             effects: Effects::ReadOnly,
             caller: None,
+            writer: None,
         }
     }
 
-    /// The same reach, without effects: what a shadow candidate gets beside a live call.
+    /// The same reach, without effects: what a shadow candidate gets beside a live call (its
+    /// writes are dry runs).
     pub fn without_effects(&self) -> Self {
         Self {
             effects: Effects::ReadOnly,
+            writer: self.writer.as_ref().map(|w| w.dry_run()),
             ..self.clone()
         }
+    }
+
+    /// A reconcile's writer.
+    pub fn with_writer(mut self, writer: Arc<dyn Writer>) -> Self {
+        self.writer = Some(writer);
+        self
     }
 
     pub fn with_caller(mut self, caller: Arc<dyn CallerView>) -> Self {

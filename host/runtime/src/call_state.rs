@@ -37,10 +37,12 @@ pub struct Refusals {
 }
 
 pub struct CallState {
-    pub(super) plugin: Arc<str>,
-    pub(super) caps: Arc<Capabilities>,
+    pub(crate) plugin: Arc<str>,
+    pub(crate) caps: Arc<Capabilities>,
     pub(super) cluster: Arc<dyn ClusterView>,
     pub(super) caller: Option<Arc<dyn CallerView>>,
+    /// Set for reconcile calls only: who makes its `writes`.
+    pub(crate) writer: Option<Arc<dyn crate::writes::Writer>>,
     pub(super) limiter: MemoryLimiter,
     pub(super) stderr: MemoryOutputPipe,
     pub(super) clock: CallClock,
@@ -51,6 +53,9 @@ pub struct CallState {
     log_budget: LogBudget,
     /// Host calls (cluster reads, access reviews) made so far in this call.
     host_calls: u32,
+    /// Reads that failed with an API status: the error text the plugin was given, and the
+    /// status (an admission denial wrapping that text answers with the status).
+    pub(crate) api_errors: Vec<(String, crate::writes::ApiStatus)>,
 }
 
 impl CallState {
@@ -58,6 +63,7 @@ impl CallState {
         plugin: Arc<str>,
         caps: Arc<Capabilities>,
         limits: &Limits,
+        op: crate::Export,
         env: &CallEnv,
         clock: CallClock,
         host: &crate::EngineOptions,
@@ -90,6 +96,13 @@ impl CallState {
             caps,
             cluster: env.cluster.clone(),
             caller: env.caller.clone(),
+            writer: (op == crate::Export::Reconcile).then(|| {
+                env.writer.clone().unwrap_or_else(|| {
+                    Arc::new(crate::writes::Simulated {
+                        cluster: env.cluster.clone(),
+                    })
+                })
+            }),
             limiter: MemoryLimiter::new(limits.memory_bytes(), host.memory_budget.clone()),
             stderr,
             clock,
@@ -99,6 +112,7 @@ impl CallState {
             http_gate,
             log_budget: LogBudget::default(),
             host_calls: 0,
+            api_errors: Vec::new(),
         }
     }
 
@@ -133,7 +147,7 @@ impl CallState {
 
     /// What is left of the call's wall-clock budget for a host call, or the error to give the
     /// plugin when nothing is.
-    fn host_call_window(&mut self, what: &str) -> Result<Duration, types::Error> {
+    pub(crate) fn host_call_window(&mut self, what: &str) -> Result<Duration, types::Error> {
         self.host_calls += 1;
         if self.host_calls > MAX_HOST_CALLS_PER_CALL {
             if self.host_calls == MAX_HOST_CALLS_PER_CALL + 1 {
@@ -264,7 +278,7 @@ impl bindings::odh::controller::cluster::Host for CallState {
         let within = self.host_call_window(&format!("reading {gvk} {name}"))?;
         self.cluster
             .get(&gvk, namespace.as_deref(), &name, within)
-            .map_err(|e| types::Error::Transient(format!("reading {gvk} {name}: {e:#}")))
+            .map_err(|e| self.read_failed(format!("reading {gvk} {name}"), e))
     }
 
     fn list(
@@ -281,7 +295,19 @@ impl bindings::odh::controller::cluster::Host for CallState {
         let within = self.host_call_window(&format!("listing {gvk}"))?;
         self.cluster
             .list(&gvk, namespace.as_deref(), &selector, within)
-            .map_err(|e| types::Error::Transient(format!("listing {gvk}: {e:#}")))
+            .map_err(|e| self.read_failed(format!("listing {gvk}"), e))
+    }
+}
+
+impl CallState {
+    /// The plugin's error for a failed read; one the API server answered is remembered with
+    /// its status.
+    fn read_failed(&mut self, what: String, e: anyhow::Error) -> types::Error {
+        let text = format!("{what}: {e:#}");
+        if let Some(status) = e.downcast_ref::<crate::writes::ApiStatus>() {
+            self.api_errors.push((text.clone(), status.clone()));
+        }
+        types::Error::Transient(text)
     }
 }
 

@@ -30,6 +30,10 @@ pub struct Grants {
     /// plugin asks for it ([`crate::identity`]). Granted only: a manifest cannot ask for more.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub service_account_namespaces: BTreeSet<String>,
+    /// Kinds whose objects the plugin may change whoever manages them (`writes`
+    /// `delete-unmanaged` and `patch-metadata`), among those it may write. Granted only.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub foreign_writes: BTreeSet<Gvk>,
 }
 
 impl Grants {
@@ -41,6 +45,7 @@ impl Grants {
             http_hosts: Some(BTreeSet::new()),
             secure_random: false,
             service_account_namespaces: BTreeSet::new(),
+            foreign_writes: BTreeSet::new(),
         }
     }
 }
@@ -53,6 +58,7 @@ pub struct Capabilities {
     pub http_hosts: BTreeSet<String>,
     pub secure_random: bool,
     pub service_account_namespaces: BTreeSet<String>,
+    pub foreign_writes: BTreeSet<Gvk>,
 }
 
 fn narrow<T: Ord + Clone>(declared: &[T], granted: &Option<BTreeSet<T>>) -> BTreeSet<T> {
@@ -94,9 +100,16 @@ fn covers(outer: &str, inner: &str) -> bool {
 
 impl Capabilities {
     pub fn new(manifest: &Manifest, grants: &Grants) -> Self {
+        let writes = narrow(&manifest.writes, &grants.writes);
         Self {
             reads: narrow(&manifest.reads, &grants.reads),
-            writes: narrow(&manifest.writes, &grants.writes),
+            foreign_writes: grants
+                .foreign_writes
+                .iter()
+                .filter(|k| writes.contains(*k))
+                .cloned()
+                .collect(),
+            writes,
             http_hosts: narrow_hosts(&manifest.http_hosts, &grants.http_hosts),
             secure_random: grants.secure_random,
             service_account_namespaces: grants.service_account_namespaces.clone(),
@@ -159,6 +172,11 @@ impl Capabilities {
 
     pub fn may_write(&self, gvk: &Gvk) -> bool {
         self.writes.contains(gvk)
+    }
+
+    /// Whether the plugin may change objects of `gvk` it does not manage.
+    pub fn may_write_foreign(&self, gvk: &Gvk) -> bool {
+        self.foreign_writes.contains(gvk)
     }
 
     /// Whether a grant names `host` itself (with or without a port), not through a wildcard:

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::bindings::FilteredPolicy;
+use crate::bindings::StagedPolicy;
 use crate::call_state::CallState;
 
 /// The interval of the epoch ticker: deadlines are enforced to within about this much.
@@ -103,7 +103,7 @@ impl PluginEngine {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         crate::bounded_waits::add_to_linker(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
-        FilteredPolicy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+        StagedPolicy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
 
         let stop = Arc::new(AtomicBool::new(false));
         let start = std::time::Instant::now();

@@ -169,6 +169,13 @@ impl Ceiling {
         );
         out.extend(
             granted
+                .foreign_writes
+                .difference(&baseline.foreign_writes)
+                .filter(|k| !self.writes.admits(k))
+                .map(|k| format!("changes to {k} objects it does not manage")),
+        );
+        out.extend(
+            granted
                 .service_account_namespaces
                 .difference(identity_baseline)
                 .filter(|ns| !self.identity_namespaces.contains(*ns))
@@ -287,6 +294,7 @@ mod tests {
             http_hosts: ["api.example.com".into(), "10.0.0.1".into()].into(),
             secure_random: true,
             service_account_namespaces: ["registries".into(), "tenant".into()].into(),
+            foreign_writes: Default::default(),
         };
         let none = Capabilities::default();
         let with_pods = manifest(&[pod.clone(), cm.clone()]);

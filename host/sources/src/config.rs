@@ -459,6 +459,7 @@ impl RegistryConfig {
                 // Code from outside the host authenticates as the controller only where the
                 // admin's entry says, never by taking a built-in's name.
                 base_grants.service_account_namespaces.clear();
+                base_grants.foreign_writes.clear();
             }
             let grants =
                 refine(base_grants, e.grants).map_err(|m| format!("plugin {name}: grants: {m}"))?;
@@ -552,6 +553,7 @@ mod tests {
             grants: Grants {
                 secure_random: true,
                 service_account_namespaces: ["registries".to_string()].into(),
+                foreign_writes: [odh_plugin_runtime::gvk::Gvk::new("", "v1", "Secret")].into(),
                 ..Grants::default()
             },
         }])
@@ -735,7 +737,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_builtin_itself_inherits_where_the_controllers_identity_may_go() {
+    fn only_the_builtin_itself_inherits_where_the_controllers_identity_may_go_and_foreign_writes() {
         let parse = |yaml: &str| RegistryConfig::parse(yaml, &builtins()).unwrap();
         let builtin = parse("plugins:\n  servingruntime:\n    source: builtin\n");
         assert_eq!(
@@ -750,6 +752,14 @@ mod tests {
         ));
         let e = &replacement.plugins["servingruntime"];
         assert!(e.grants.service_account_namespaces.is_empty(), "{e:?}");
+        assert!(e.grants.foreign_writes.is_empty(), "{e:?}");
+        assert_eq!(
+            builtin.plugins["servingruntime"]
+                .grants
+                .foreign_writes
+                .len(),
+            1
+        );
         assert!(e.grants.secure_random, "other needs of the name stay");
         let granted = parse(&format!(
             "plugins:\n  servingruntime:\n    source: https://example.com/p.wasm\n    sha256: {sha}\n    grants: {{serviceAccountNamespaces: [mine]}}\n"

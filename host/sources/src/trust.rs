@@ -35,6 +35,7 @@ pub fn baseline(predecessor: Option<&LoadedPlugin>, manifest: &Manifest) -> Capa
                 http_hosts: BTreeSet::new(),
                 secure_random: false,
                 service_account_namespaces: BTreeSet::new(),
+                foreign_writes: BTreeSet::new(),
             }
         }
     }
@@ -153,6 +154,12 @@ pub fn widened(granted: &Capabilities, baseline: &Capabilities) -> Vec<String> {
             .service_account_namespaces
             .difference(&baseline.service_account_namespaces)
             .map(|ns| format!("the controller's identity to Services of {ns}")),
+    );
+    out.extend(
+        granted
+            .foreign_writes
+            .difference(&baseline.foreign_writes)
+            .map(|k| format!("changes to {k} objects it does not manage")),
     );
     out
 }

@@ -28,6 +28,7 @@ pub struct LlmGateway;
 
 impl Plugin for LlmGateway {
     type Settings = Settings;
+    const USES_WRITES: bool = true;
 
     fn manifest() -> Manifest {
         let operations = [Operation::Create, Operation::Update];

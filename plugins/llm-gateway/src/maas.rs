@@ -4,8 +4,10 @@
 //!
 //! Upstream runs it once on the leader at start-up and a failure stops the process. Here two
 //! controllers (they run on the leader only) reconcile the labelled Roles and RoleBindings and
-//! delete those with the legacy names: at start every existing one, later any that appears;
-//! a failed delete is reported by the host and retried with back-off, never fatal.
+//! delete those with the legacy names, whoever made them (`writes.delete-unmanaged`, granted for
+//! Roles and RoleBindings): at start every existing one, later any that appears; a failed delete
+//! (`failed to delete Role <ns>/<name>: ...`) is reported by the host and retried with back-off,
+//! never fatal.
 
 use odh_kinds::gvk;
 use odh_plugin_sdk::{Controller, Ctx, Error, Manifest, Outcome, Plan, ReconcileRequest, log};
@@ -41,8 +43,7 @@ pub fn is_legacy_name(controller: &str, name: &str) -> bool {
 }
 
 pub fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outcome, Error> {
-    let _ = cx;
-    let mut plan = Plan::new();
+    let plan = Plan::new();
     // Gone (NotFound): already removed.
     let Some(object) = request.object()? else {
         return Ok(plan.into_outcome());
@@ -57,6 +58,19 @@ pub fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outco
         object.namespace().unwrap_or_default(),
         object.name()
     );
-    plan.delete(object.key());
+    // Whoever made it (upstream deletes every labelled object of a legacy name), as long as
+    // the live object still carries the label.
+    let namespace = object.namespace().unwrap_or_default();
+    cx.writes()?
+        .delete_unmanaged(vec![object.key()], SELECTOR)
+        .pop()
+        .unwrap_or(Ok(false))
+        .map_err(|e| {
+            Error::from(e).context(format!(
+                "failed to delete {} {namespace}/{}",
+                object.kind(),
+                object.name()
+            ))
+        })?;
     Ok(plan.into_outcome())
 }

@@ -17,7 +17,7 @@ use authorino::{Authorino, Cluster, Evaluation, KUBE_AUDIENCE, Request, Verdict}
 use llm_gateway::LlmGateway;
 use llm_gateway::gateway::CONTROLLER;
 use llm_gateway::settings::Settings;
-use odh_plugin_sdk::testing::FakeCluster;
+use odh_plugin_sdk::testing::{FakeCluster, FakeWrites};
 use odh_plugin_sdk::{Ctx, Object, Plugin, ReconcileRequest, Value, json};
 
 /// The batch fixture's namespace (`test-user`, `test-user-delegate`, ...).
@@ -47,7 +47,9 @@ fn rendered_policy() -> Value {
     let cluster = FakeCluster::for_manifest(&LlmGateway::manifest());
     let settings = Settings::default();
     let request = ReconcileRequest::for_object(CONTROLLER, &Object(gateway));
-    let outcome = LlmGateway::reconcile(&request, &Ctx::new(&settings, &cluster)).unwrap();
+    let writes = FakeWrites::new();
+    let cx = Ctx::new(&settings, &cluster).with_writes(&writes);
+    let outcome = writes.folded_into(LlmGateway::reconcile(&request, &cx).unwrap());
     let policy = outcome
         .applied_object("AuthPolicy", "openshift-ai-inference-authn")
         .0;

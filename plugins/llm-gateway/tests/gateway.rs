@@ -9,7 +9,7 @@ use llm_gateway::gateway::objects::{PolicyOptions, Target, load_policy};
 use llm_gateway::gateway::{CONTROLLER, RECONCILE_ERROR};
 use llm_gateway::settings::Settings;
 use odh_kinds::gvk;
-use odh_plugin_sdk::testing::FakeCluster;
+use odh_plugin_sdk::testing::{FakeCluster, FakeWrites};
 use odh_plugin_sdk::{
     Ctx, Error, EventType, Mapping, Object, Outcome, Ownership, Plugin, ReconcileRequest,
     RequestKey, UpdateFilter, Value, WatchChange, WatchEvent, json, request_key,
@@ -154,9 +154,21 @@ fn cluster() -> FakeCluster {
     FakeCluster::for_manifest(&LlmGateway::manifest())
 }
 
+/// The reconcile's outcome with the writes it made while running folded in (the steps write
+/// through `cx.writes`).
 fn run_with(settings: &Settings, gw: &Value, cluster: &FakeCluster) -> Outcome {
+    run_writing(settings, gw, cluster, &FakeWrites::new())
+}
+
+fn run_writing(
+    settings: &Settings,
+    gw: &Value,
+    cluster: &FakeCluster,
+    writes: &FakeWrites,
+) -> Outcome {
     let request = ReconcileRequest::for_object(CONTROLLER, &Object(gw.clone()));
-    let outcome = LlmGateway::reconcile(&request, &Ctx::new(settings, cluster)).unwrap();
+    let cx = Ctx::new(settings, cluster).with_writes(writes);
+    let outcome = writes.folded_into(LlmGateway::reconcile(&request, &cx).unwrap());
     outcome.assert_declared(&LlmGateway::manifest());
     outcome
 }
@@ -1465,6 +1477,76 @@ fn step_errors_are_warnings_and_stop_later_steps() {
     assert_eq!(
         warnings(&outcome),
         ["Failed to delete gateway PodMonitor: failed to get existing PodMonitor: boom"]
+    );
+}
+
+/// Step 5 for writes (spec llm §5.5, §5.6): a refused create, update or delete is the step's
+/// `ReconcileError` with upstream's text (`failed to create|update|delete <Kind>: <the API
+/// server's message>`) and stops the later steps.
+#[test]
+fn write_errors_are_warnings_and_stop_later_steps() {
+    let denied = || FakeWrites::refused(403, "Forbidden", "denied by policy");
+    let writes = FakeWrites::new().fail(gvk::envoy_filter(), denied());
+    let outcome = run_writing(
+        &Settings::default(),
+        &default_gateway(),
+        &cluster(),
+        &writes,
+    );
+    assert!(applied(&outcome).is_empty(), "{outcome:?}");
+    assert_eq!(
+        warnings(&outcome),
+        ["Failed to reconcile EnvoyFilter: failed to create EnvoyFilter: denied by policy"]
+    );
+    assert_eq!(
+        outcome.error,
+        Some(Error::Transient(
+            "failed to create EnvoyFilter: denied by policy".into()
+        ))
+    );
+
+    // An existing object is updated; the earlier step's write stands.
+    let ns = DEFAULT_NS;
+    let existing = cluster().with(live(
+        "AuthPolicy",
+        ns,
+        "openshift-ai-inference-authn",
+        DEFAULT_GW,
+        ours(),
+    ));
+    let writes = FakeWrites::new().fail(gvk::auth_policy(), denied());
+    let outcome = run_writing(&Settings::default(), &default_gateway(), &existing, &writes);
+    assert_eq!(
+        applied(&outcome),
+        ["EnvoyFilter/openshift-ai-inference-authn-ssl"]
+    );
+    assert_eq!(
+        warnings(&outcome),
+        ["Failed to reconcile AuthPolicy: failed to update AuthPolicy: denied by policy"]
+    );
+
+    // A delete of a labelled object, whoever made it.
+    let unmanaged = with_label(gateway(NS, GW), MANAGED, "false");
+    let labelled = cluster().with_all(all_live(NS, GW, ours()));
+    let writes = FakeWrites::new().fail(gvk::envoy_filter(), denied());
+    let outcome = run_writing(&Settings::default(), &unmanaged, &labelled, &writes);
+    assert_eq!(
+        warnings(&outcome),
+        ["Failed to delete EnvoyFilter: failed to delete EnvoyFilter: denied by policy"]
+    );
+    assert!(deleted(&outcome).is_empty(), "{outcome:?}");
+    let writes = FakeWrites::new();
+    run_writing(&Settings::default(), &unmanaged, &labelled, &writes);
+    let selectors: Vec<String> = writes
+        .deleted_unmanaged()
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    assert!(!selectors.is_empty());
+    assert!(
+        selectors.iter().all(|s| s
+            == "app.kubernetes.io/managed-by=odh-model-controller,opendatahub.io/managed!=false"),
+        "{selectors:?}"
     );
 }
 

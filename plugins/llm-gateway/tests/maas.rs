@@ -6,7 +6,7 @@ use llm_gateway::LlmGateway;
 use llm_gateway::maas::{ROLE_BINDINGS, ROLES, SELECTOR};
 use llm_gateway::settings::Settings;
 use odh_kinds::gvk;
-use odh_plugin_sdk::testing::FakeCluster;
+use odh_plugin_sdk::testing::{FakeCluster, FakeWrites};
 use odh_plugin_sdk::{Ctx, Object, Outcome, Plugin, ReconcileRequest, Value, json};
 
 fn object(kind: &str, ns: &str, name: &str, labelled: bool) -> Value {
@@ -19,11 +19,23 @@ fn object(kind: &str, ns: &str, name: &str, labelled: bool) -> Value {
            "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{name}"), "labels": labels}})
 }
 
+/// The outcome with the deletes made while running folded in; each of them was asked for
+/// whoever made the object, as long as it still carries the cleanup's label.
 fn run(controller: &str, v: &Value) -> Outcome {
     let cluster = FakeCluster::for_manifest(&LlmGateway::manifest());
     let request = ReconcileRequest::for_object(controller, &Object(v.clone()));
-    let outcome =
-        LlmGateway::reconcile(&request, &Ctx::new(&Settings::default(), &cluster)).unwrap();
+    let writes = FakeWrites::new();
+    let settings = Settings::default();
+    let cx = Ctx::new(&settings, &cluster).with_writes(&writes);
+    let outcome = LlmGateway::reconcile(&request, &cx).unwrap();
+    assert!(writes.deleted().is_empty());
+    assert!(
+        writes
+            .deleted_unmanaged()
+            .iter()
+            .all(|(_, selector)| selector == SELECTOR)
+    );
+    let outcome = writes.folded_into(outcome);
     outcome.assert_declared(&LlmGateway::manifest());
     assert!(outcome.apply.is_empty() && outcome.events.is_empty() && outcome.error.is_none());
     outcome
@@ -148,5 +160,32 @@ fn manifest_declares_the_cleanup_controllers() {
         );
         assert!(c.watches.is_empty() && c.owns.is_empty() && c.finalizer.is_none());
         assert!(manifest.writes.contains(&kind));
+    }
+}
+
+/// Upstream's per-item error text: a refused delete fails the reconcile with
+/// `failed to delete Role <ns>/<name>: <the API server's message>` (the host retries it).
+#[test]
+fn a_refused_delete_names_the_object() {
+    let cluster = FakeCluster::for_manifest(&LlmGateway::manifest());
+    for (controller, kind, name, gvk) in [
+        (ROLES, "Role", "svc-model-post-access", gvk::role()),
+        (
+            ROLE_BINDINGS,
+            "RoleBinding",
+            "svc-model-post-access-tier-binding",
+            gvk::role_binding(),
+        ),
+    ] {
+        let request =
+            ReconcileRequest::for_object(controller, &Object(object(kind, "ns", name, true)));
+        let writes = FakeWrites::new().fail(gvk, FakeWrites::refused(403, "Forbidden", "nope"));
+        let settings = Settings::default();
+        let cx = Ctx::new(&settings, &cluster).with_writes(&writes);
+        let error = LlmGateway::reconcile(&request, &cx).unwrap_err();
+        assert_eq!(
+            error,
+            odh_plugin_sdk::Error::Transient(format!("failed to delete {kind} ns/{name}: nope"))
+        );
     }
 }

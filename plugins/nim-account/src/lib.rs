@@ -18,6 +18,7 @@ use odh_kinds::{gvk, selector};
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::conditions;
 use odh_plugin_sdk::http::Client;
+use odh_plugin_sdk::writes::Writes;
 use odh_plugin_sdk::{
     AdmissionDecision, AdmissionRequest, Controller, Ctx, Error, Manifest, Mapping, Object,
     Operation, Outcome, Plan, Plugin, ReconcileRequest, RequestKey, Watch, WatchEvent, Webhook,
@@ -33,6 +34,7 @@ impl Plugin for NimAccount {
     type Settings = Settings;
     // The API key is validated against NVIDIA's APIs.
     const USES_HTTP: bool = true;
+    const USES_WRITES: bool = true;
 
     fn manifest() -> Manifest {
         // The pull Secret carries the managed label: the Secret cache stays filtered to it,
@@ -64,10 +66,11 @@ impl Plugin for NimAccount {
             log_debug("account deleted");
             return Ok(Plan::new().into_outcome());
         };
-        Ok(reconcile_at(
+        Ok(reconcile_writing(
             &account,
             cx.cluster,
             cx.http,
+            cx.writes,
             cx.settings,
             &conditions::now(),
         )
@@ -92,11 +95,26 @@ fn log_debug(message: &str) {
     odh_plugin_sdk::log::log(odh_plugin_sdk::log::Level::Debug, message);
 }
 
-/// One reconcile of a live or deleting Account at time `now` (RFC 3339).
+/// One reconcile of a live or deleting Account at time `now` (RFC 3339), its objects left to
+/// the plan.
 pub fn reconcile_at(
     account: &Object,
     cluster: &dyn Cluster,
     http: &dyn Client,
+    settings: &Settings,
+    now: &str,
+) -> Plan {
+    reconcile_writing(account, cluster, http, None, settings, now)
+}
+
+/// [`reconcile_at`] with the host's writes: the handlers' objects are applied while the pass
+/// runs (status references carry their uids) and the force-validation annotation is removed
+/// from the API-key Secret, as upstream does.
+pub fn reconcile_writing(
+    account: &Object,
+    cluster: &dyn Cluster,
+    http: &dyn Client,
+    writes: Option<&dyn Writes>,
     settings: &Settings,
     now: &str,
 ) -> Plan {
@@ -118,7 +136,13 @@ pub fn reconcile_at(
         plan.requeue_within(reconcile::REQUEUE_MS);
         return plan;
     }
-    reconcile::Pass::new(account, cluster, http, settings, now).run(&mut plan);
+    if writes.is_some() && account.annotation(names::FORCE_VALIDATION_SEEN).is_some() {
+        // What an earlier version of this plugin recorded instead of removing the annotation.
+        plan.set_primary_annotation(names::FORCE_VALIDATION_SEEN, None);
+    }
+    reconcile::Pass::new(account, cluster, http, settings, now)
+        .with_writes(writes)
+        .run(&mut plan);
     plan
 }
 

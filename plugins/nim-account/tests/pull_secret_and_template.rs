@@ -408,3 +408,60 @@ fn t1_template_kind_not_served_fails_the_handler() {
     );
     assert!(plan.outcome().apply.is_empty());
 }
+
+/// PS2 and T2 with the host's writes (spec §1.8 step 3, §1.10 step 2): the object is applied
+/// while the pass runs and the status reference is built from the API server's answer, uid
+/// included, in the same pass; a refused apply is the handler's failure status and error.
+#[test]
+fn references_carry_the_uid_of_the_apply_answer() {
+    use odh_plugin_sdk::testing::FakeWrites;
+    let cluster = cluster().with(api_key_secret(NS, KEY));
+    let writes = FakeWrites::new();
+    let (flow, plan, status) = handle_writing(
+        &account(NS),
+        &cluster,
+        &nvidia(),
+        Some(&writes),
+        H::PullSecret,
+    );
+    assert!(matches!(flow, Flow::Requeue), "{flow:?}");
+    let reference = status.nim_pull_secret.clone().unwrap();
+    assert_eq!(
+        reference.uid.as_deref(),
+        Some(format!("uid-{NS}-pull").as_str())
+    );
+    assert!(
+        plan.into_outcome().apply.is_empty(),
+        "applied now, not by the plan"
+    );
+    assert_eq!(writes.applied().len(), 1);
+
+    let writes = FakeWrites::new();
+    let (flow, _, status) = handle_writing(
+        &account(NS),
+        &cluster,
+        &nvidia(),
+        Some(&writes),
+        H::Template,
+    );
+    assert!(matches!(flow, Flow::Requeue), "{flow:?}");
+    assert!(status.runtime_template.unwrap().uid.is_some());
+
+    let refused = FakeWrites::new().fail(
+        odh_kinds::gvk::secret(),
+        FakeWrites::refused(403, "Forbidden", "no"),
+    );
+    let (flow, _, status) = handle_writing(
+        &account(NS),
+        &cluster,
+        &nvidia(),
+        Some(&refused),
+        H::PullSecret,
+    );
+    let Flow::Fail(error) = flow else {
+        panic!("{flow:?}")
+    };
+    assert_eq!(error.message(), "no");
+    assert!(!is_true(&status, SECRET_UPDATE));
+    assert_eq!(cond(&status, SECRET_UPDATE).reason, "SecretNotUpdated");
+}

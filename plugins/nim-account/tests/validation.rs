@@ -357,3 +357,43 @@ fn an_unlabelled_api_key_secret_is_not_found() {
         status.conditions
     );
 }
+
+/// V6 with the host's writes (spec §1.6 step 2): the annotation is removed from the Secret at
+/// once, a JSON merge patch guarded by the Secret's resourceVersion, and the key re-validated;
+/// nothing is recorded on the Account. A refused patch is only logged.
+#[test]
+fn v6_force_validation_removes_the_annotation() {
+    let mut secret = api_key_secret(NS, "wrong-key");
+    secret.set_annotation("runtimes.opendatahub.io/nim-force-validation", "true");
+    let cluster = cluster().with(secret);
+    let account = with_status(
+        account(NS),
+        json!({"lastSuccessfulValidation": now(),
+               "conditions": [condition(API_KEY_VALIDATION, "True", &now()),
+                              condition(ACCOUNT_STATUS, "True", &now())]}),
+    );
+    let writes = odh_plugin_sdk::testing::FakeWrites::new();
+    let (flow, plan, status) =
+        handle_writing(&account, &cluster, &nvidia(), Some(&writes), H::Validation);
+    assert!(matches!(flow, Flow::Stop), "{flow:?}");
+    assert!(!is_true(&status, API_KEY_VALIDATION));
+    let patches = writes.patched();
+    assert_eq!(patches.len(), 1, "{patches:?}");
+    let (key, version, patch) = &patches[0];
+    assert_eq!(key.gvk.kind, "Secret");
+    assert_eq!(key.name, format!("{NS}-api-key"));
+    assert_eq!(key.namespace.as_deref(), Some(NS));
+    assert_eq!(version, "7");
+    assert_eq!(
+        patch,
+        &json!({"metadata": {"annotations": {"runtimes.opendatahub.io/nim-force-validation": null}}})
+    );
+    assert!(plan.into_outcome().primary_metadata.is_none());
+
+    let refused = odh_plugin_sdk::testing::FakeWrites::new().fail(
+        odh_kinds::gvk::secret(),
+        odh_plugin_sdk::testing::FakeWrites::refused(409, "Conflict", "modified"),
+    );
+    let (flow, _, _) = handle_writing(&account, &cluster, &nvidia(), Some(&refused), H::Validation);
+    assert!(matches!(flow, Flow::Stop), "{flow:?}");
+}

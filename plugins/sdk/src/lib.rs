@@ -1,7 +1,7 @@
 //! Guest-side SDK for odh-model-controller policy plugins.
 //!
 //! A plugin is a WebAssembly component (target `wasm32-wasip2`) implementing the WIT world
-//! `odh:controller/filtered-policy` (`wit/controller.wit`). The host runs the watch loops, the
+//! `odh:controller/staged-policy` (`wit/controller.wit`). The host runs the watch loops, the
 //! admission webhooks, the HTTP API server and every write; the plugin only *decides*: it
 //! receives objects as JSON, may read more through the [`Ctx`]'s cluster, and returns an
 //! [`Outcome`] (reconcile, built with a [`Plan`]), an [`AdmissionDecision`] (webhooks) or an
@@ -62,6 +62,7 @@
 //! | a port of a controller-runtime webhook (decode as the kind: 400; an error: 403) | [`admission`] |
 //! | serving HTTP routes | [`Plugin::routes`], [`Plugin::handle`], [`api`] |
 //! | key pairs and certificate signatures (native, `secureRandom` grant) | [`keys`] |
+//! | writes made now, each answered (steps that stop at a failure, uids of new objects) | [`writes`], [`Ctx::writes`] |
 //! | native tests | [`testing`] (fake cluster, outcome assertions, admission cases), [`http::Fake`], [`caller::Fake`] |
 //!
 //! # Testing natively
@@ -86,12 +87,12 @@ pub mod bindings {
     #![allow(missing_docs, clippy::all)]
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "filtered-policy",
+        world: "staged-policy",
         pub_export_macro: true,
         default_bindings_module: "::odh_plugin_sdk::bindings",
         additional_derives: [PartialEq],
         // Our own type, so it can print `kind: message` and convert from other errors.
-        with: { "odh:controller/types@0.1.4/error": crate::Error },
+        with: { "odh:controller/types@0.1.5/error": crate::Error },
     });
 }
 
@@ -120,6 +121,7 @@ mod requests;
 mod settings;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
+pub mod writes;
 
 pub use api::{ApiAuth, ApiRequest, ApiResponse, ApiRoute};
 pub use bindings::exports::odh::controller::change_mapping::WatchChange;

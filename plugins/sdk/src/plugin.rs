@@ -24,6 +24,11 @@ pub trait Plugin {
     /// otherwise the exports' [`Ctx::http`] refuses every request with [`Error::Denied`].
     const USES_HTTP: bool = false;
 
+    /// Whether the plugin writes while it reconciles ([`Ctx::writes`], the `writes` import).
+    /// The import is linked into the component only when this is true; otherwise
+    /// `cx.writes()` is an [`Error::Internal`] saying so.
+    const USES_WRITES: bool = false;
+
     /// Who the plugin is and what it needs. Must not read the cluster.
     fn manifest() -> Manifest;
 
@@ -144,7 +149,13 @@ pub mod glue {
         } else {
             &crate::http::Off
         };
-        call(&Ctx::host(&settings, http))
+        let cx = Ctx::host(&settings, http);
+        // The same for the writes import.
+        if P::USES_WRITES {
+            call(&cx.with_writes(&crate::writes::Host))
+        } else {
+            call(&cx)
+        }
     }
 
     pub fn manifest<P: Plugin>() -> Manifest {

@@ -1026,3 +1026,109 @@ async fn cp_06_to_cp_10_envoy_filter_comparison_on_the_cluster() -> anyhow::Resu
     );
     Ok(())
 }
+
+/// The cluster-scoped API of an admission kind.
+fn cluster_api(t: &TestContext, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let resource = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+        plural,
+    );
+    Api::all_with(t.client.clone(), &resource)
+}
+
+/// Spec llm §5.3 step 5, §5.5 (issue #33): an EnvoyFilter create the API server refuses (a
+/// ValidatingAdmissionPolicy) is that step's `ReconcileError` Event with upstream's text
+/// (`Failed to reconcile EnvoyFilter: failed to create EnvoyFilter: <the API server's message>`)
+/// and stops the later steps: no AuthPolicy and no PodMonitor while it fails. Once the create is
+/// allowed again, the retry makes all three.
+#[tokio::test]
+async fn a_refused_envoy_filter_create_is_the_steps_event_and_stops() -> anyhow::Result<()> {
+    let t = TestContext::new("gw-efdeny").await?;
+    start();
+    let ns = t.namespace.clone();
+    let name = format!("{ns}-refuse-envoyfilters");
+    let policies_api = cluster_api(
+        &t,
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+    );
+    let bindings_api = cluster_api(
+        &t,
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+    );
+    let policy: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["networking.istio.io"],
+                "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["envoyfilters"]}]},
+            "validations": [{
+                "expression": format!("object.metadata.namespace != '{ns}'"),
+                "message": "envoy filters are refused by the test"
+            }]
+        }
+    }))?;
+    policies_api.create(&PostParams::default(), &policy).await?;
+    let binding: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]}
+    }))?;
+    bindings_api
+        .create(&PostParams::default(), &binding)
+        .await?;
+    let probe: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "networking.istio.io/v1alpha3", "kind": "EnvoyFilter",
+        "metadata": {"name": "probe", "namespace": ns}, "spec": {}
+    }))?;
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    eventually(
+        "the policy refuses EnvoyFilters",
+        Timing::default(),
+        || async {
+            match filters(&t, &ns).create(&dry_run, &probe).await {
+                Err(kube::Error::Api(s)) if s.message.contains("refused by the test") => Ok(()),
+                other => anyhow::bail!("not refused yet: {:?}", other.map(|_| ())),
+            }
+        },
+    )
+    .await?;
+
+    create_gateway(&t, &ns, "test-gateway", None, json!({})).await?;
+    create_service(&t, &ns, "test-llmisvc", &[(&ns, "test-gateway")]).await?;
+    eventually("the step's ReconcileError", Timing::default(), || async {
+        let warnings = warnings(&t).await?;
+        anyhow::ensure!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("Some(\"ReconcileError\")")
+                    && w.contains(
+                        "Failed to reconcile EnvoyFilter: failed to create EnvoyFilter: "
+                    )
+                    && w.contains("envoy filters are refused by the test")),
+            "{warnings:?}"
+        );
+        Ok(())
+    })
+    .await?;
+    stays_absent(&policies(&t, &ns), "test-gateway-authn").await?;
+    anyhow::ensure!(
+        monitors(&t, &ns)
+            .get_opt("test-gateway-metrics")
+            .await?
+            .is_none(),
+        "the PodMonitor step ran after a failed EnvoyFilter step"
+    );
+
+    bindings_api.delete(&name, &DeleteParams::default()).await?;
+    policies_api.delete(&name, &DeleteParams::default()).await?;
+    exists(&filters(&t, &ns), "test-gateway-authn-ssl").await?;
+    exists(&policies(&t, &ns), "test-gateway-authn").await?;
+    exists(&monitors(&t, &ns), "test-gateway-metrics").await?;
+    Ok(())
+}

@@ -319,8 +319,110 @@ async fn llm_webhooks_through_the_apiserver_and_the_real_binary() -> anyhow::Res
         "admission webhook \"connection-llmisvc-v1alpha2.odh-model-controller.opendatahub.io\" denied the request: invalid URI \"\" from secret empty-uri: the URI is empty"
     );
 
+    refused_event_does_not_deny(&t, &v1alpha2).await?;
+
     Api::<MutatingWebhookConfiguration>::all(client)
         .delete(&configuration, &Default::default())
         .await?;
+    Ok(())
+}
+
+/// The ContainerNameMismatch Event is best effort, as upstream's (it only logs a failed create):
+/// with Event creates refused by a ValidatingAdmissionPolicy, the service is still admitted
+/// (before: the refusal denied the request with its status).
+async fn refused_event_does_not_deny(
+    t: &TestContext,
+    v1alpha2: &Api<DynamicObject>,
+) -> anyhow::Result<()> {
+    let ns = t.namespace.clone();
+    let name = format!("{ns}-refuse-events");
+    let policies = Api::<DynamicObject>::all_with(
+        t.client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicy",
+            ),
+            "validatingadmissionpolicies",
+        ),
+    );
+    let bindings = Api::<DynamicObject>::all_with(
+        t.client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicyBinding",
+            ),
+            "validatingadmissionpolicybindings",
+        ),
+    );
+    policies
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": name},
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {"resourceRules": [{"apiGroups": ["", "events.k8s.io"],
+                        "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["events"]}]},
+                    "validations": [{
+                        "expression": format!("object.metadata.namespace != '{ns}'"),
+                        "message": "events are refused by the test"
+                    }]
+                }
+            }))?,
+        )
+        .await?;
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": name},
+                "spec": {"policyName": name, "validationActions": ["Deny"]}
+            }))?,
+        )
+        .await?;
+    let events = t.api::<k8s_openapi::api::core::v1::Event>();
+    let probe: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
+        "metadata": {"name": "probe"},
+        "involvedObject": {"kind": "Pod", "name": "x", "namespace": ns},
+    }))?;
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    eventually("the policy refuses Events", Timing::default(), || async {
+        match events.create(&dry_run, &probe).await {
+            Err(kube::Error::Api(s)) if s.message.contains("refused by the test") => Ok(()),
+            other => anyhow::bail!("not refused yet: {:?}", other.map(|_| ())),
+        }
+    })
+    .await?;
+    let admitted = t
+        .create(
+            v1alpha2,
+            service(
+                "v1alpha2",
+                "no-main-refused",
+                json!({"opendatahub.io/hardware-profile-name": "gpu"}),
+                Some(json!({"containers": [{"name": "server", "image": "vllm"}]})),
+            ),
+        )
+        .await;
+    bindings.delete(&name, &Default::default()).await?;
+    policies.delete(&name, &Default::default()).await?;
+    let admitted = admitted?;
+    assert_eq!(admitted.metadata.name.as_deref(), Some("no-main-refused"));
+    assert!(
+        events
+            .get_opt("no-main-refused.hwp-container-name-mismatch")
+            .await?
+            .is_none()
+    );
     Ok(())
 }

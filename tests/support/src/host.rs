@@ -42,7 +42,14 @@ pub fn load_with(
     configure: impl FnOnce(LoadRequest<'_>) -> LoadRequest<'_>,
 ) -> LoadedPlugin {
     let (source, bytes) = component(name);
-    LoadedPlugin::load(&engine(), configure(LoadRequest::new(source, &bytes)))
+    // What a built-in of that name may change whoever manages it, as the host grants it (the
+    // other grants stay each test's to give).
+    let grants = odh_model_controller::plugin::Grants {
+        foreign_writes: odh_model_controller::builtins::default_grants(name).foreign_writes,
+        ..Default::default()
+    };
+    let request = LoadRequest::new(source, &bytes).grants(grants);
+    LoadedPlugin::load(&engine(), configure(request))
         .unwrap_or_else(|e| panic!("loading plugin {name}: {e}"))
 }
 

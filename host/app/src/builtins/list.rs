@@ -78,6 +78,10 @@ pub struct Builtin {
     /// `grants.serviceAccountNamespaces`: the namespaces whose Services may receive the
     /// controller's identity when the plugin asks for it (never the token itself).
     pub service_account_namespaces: &'static [&'static str],
+    /// `grants.foreignWrites` as (group, version, kind): kinds whose objects it may change
+    /// whoever manages them, where upstream's code does (a user's Secret annotation, the Go
+    /// controller's legacy roles).
+    pub foreign_writes: &'static [(&'static str, &'static str, &'static str)],
     /// Its API routes are what the standalone `model-serving-api` serves by default.
     pub model_serving_api: bool,
 }
@@ -95,6 +99,7 @@ impl Builtin {
             limits: &[],
             secure_random: false,
             service_account_namespaces: &[],
+            foreign_writes: &[],
             model_serving_api: false,
         }
     }
@@ -125,6 +130,8 @@ pub const BUILTINS: &[Builtin] = &[
             name: "validating.nim.account.odh-model-controller.opendatahub.io",
             side_effects: "None",
         }],
+        // Upstream removes the force-validation annotation from the user's API-key Secret.
+        foreign_writes: &[("", "v1", "Secret")],
         ..Builtin::named("nim-account")
     },
     Builtin {
@@ -209,6 +216,15 @@ pub const BUILTINS: &[Builtin] = &[
             },
         ],
         model_serving_api: true,
+        // Upstream deletes by label and name whoever made them: the Gateway's objects labelled
+        // as ours, the MaaS cleanup's legacy roles.
+        foreign_writes: &[
+            ("networking.istio.io", "v1alpha3", "EnvoyFilter"),
+            ("kuadrant.io", "v1", "AuthPolicy"),
+            ("monitoring.coreos.com", "v1", "PodMonitor"),
+            ("rbac.authorization.k8s.io", "v1", "Role"),
+            ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+        ],
         ..Builtin::named("llm-gateway")
     },
     Builtin {

@@ -126,6 +126,11 @@ impl Builtin {
                 .iter()
                 .map(|ns| ns.to_string())
                 .collect(),
+            foreign_writes: self
+                .foreign_writes
+                .iter()
+                .map(|(g, v, k)| odh_plugin_runtime::gvk::Gvk::new(g, v, k))
+                .collect(),
             ..Grants::default()
         }
     }

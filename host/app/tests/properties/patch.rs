@@ -37,6 +37,7 @@ fn answer(original: &Value, mutated: &Value) -> Value {
         patch: None,
         warnings: vec![],
         side_effects: vec![],
+        reason: None,
     };
     let verdict = Verdict::from_decision(WebhookType::Mutating, decision, Some(original));
     review_response("uid-1", &verdict)

@@ -25,6 +25,23 @@ pub(super) struct AppliedKey {
     pub name: String,
 }
 
+/// Whether writes are stored or only answered (`dryRun=All`: a shadow call's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Write,
+    DryRun,
+}
+
+/// What an apply did.
+pub(super) enum Applied {
+    /// Sent; the object as the API server answered.
+    Written(DynamicObject),
+    /// Nothing sent: the cluster holds it (the resolved target, to read it back).
+    Unchanged(Target),
+    /// An owned object of a primary that is gone: not applied.
+    Skipped,
+}
+
 /// One object a plugin asked for, resolved against the cluster.
 pub(super) struct Target {
     pub gvk: Gvk,
@@ -44,6 +61,23 @@ impl Applier {
         primary: Option<&Primary<'_>>,
         d: &Desired,
     ) -> Result<(), ApplyError> {
+        self.apply_one(plugin, fm, primary, d, Mode::Write)
+            .await
+            .map(|_| ())
+    }
+
+    /// [`Applier::apply_desired`], answering what the API server stored: `Written` with the
+    /// stored object, `Unchanged` when the cluster held it already (nothing sent), `Skipped`
+    /// for an owned object of a primary that is gone. A dry run sends the apply with
+    /// `dryRun=All` and remembers nothing.
+    pub(super) async fn apply_one(
+        &self,
+        plugin: &str,
+        fm: &str,
+        primary: Option<&Primary<'_>>,
+        d: &Desired,
+        mode: Mode,
+    ) -> Result<Applied, ApplyError> {
         let Target {
             gvk,
             kind,
@@ -57,7 +91,7 @@ impl Applier {
         if d.ownership != Ownership::None {
             let Some((owner_kind, owner)) = primary.and_then(|p| Some((p.kind, p.object?))) else {
                 tracing::debug!(plugin, %gvk, name, "not applying an owned object for a primary that is gone");
-                return Ok(());
+                return Ok(Applied::Skipped);
             };
             let ours = owner_reference(&owner_kind.resource, owner, d.ownership);
             if d.ownership == Ownership::Owner {
@@ -82,11 +116,20 @@ impl Applier {
                 .holds_now(&api, &gvk, namespace.as_deref(), &name, &object)
                 .await
         {
-            return Ok(());
+            return Ok(Applied::Unchanged(Target {
+                gvk,
+                kind,
+                name,
+                namespace,
+                object,
+            }));
         }
         let mut applied = self
-            .server_side_apply(&api, &gvk, &name, &manager, &object)
+            .server_side_apply(&api, &gvk, &name, &manager, &object, mode)
             .await?;
+        if mode == Mode::DryRun {
+            return Ok(Applied::Written(applied));
+        }
         let legacy = applied
             .metadata
             .managed_fields
@@ -104,7 +147,7 @@ impl Applier {
                     source,
                 })?;
             applied = self
-                .server_side_apply(&api, &gvk, &name, &manager, &object)
+                .server_side_apply(&api, &gvk, &name, &manager, &object, mode)
                 .await?;
         }
         self.remember(key, digest);
@@ -116,7 +159,7 @@ impl Applier {
         {
             cache.await_version(namespace.as_deref(), &name, &rv);
         }
-        Ok(())
+        Ok(Applied::Written(applied))
     }
 
     async fn server_side_apply(
@@ -126,18 +169,17 @@ impl Applier {
         name: &str,
         manager: &str,
         object: &Value,
+        mode: Mode,
     ) -> Result<DynamicObject, ApplyError> {
         self.wrote();
-        api.patch(
-            name,
-            &PatchParams::apply(manager).force(),
-            &Patch::Apply(object),
-        )
-        .await
-        .map_err(|source| ApplyError::Kube {
-            what: format!("applying {gvk} {name}"),
-            source,
-        })
+        let mut params = PatchParams::apply(manager).force();
+        params.dry_run = mode == Mode::DryRun;
+        api.patch(name, &params, &Patch::Apply(object))
+            .await
+            .map_err(|source| ApplyError::Kube {
+                what: format!("applying {gvk} {name}"),
+                source,
+            })
     }
 
     /// Where `object` goes: its kind as the cluster serves it, its name and namespace

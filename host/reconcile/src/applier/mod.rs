@@ -12,6 +12,7 @@ mod create;
 mod delete;
 mod events;
 mod primary;
+mod staged;
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -28,6 +29,7 @@ use odh_plugin_runtime::wire::{Desired, FinalizerAction, Outcome};
 
 use apply::LastApplied;
 pub use apply::contains;
+pub use staged::{StagedPrimary, StagedWriter};
 
 /// Writes of one outcome in flight at once: enough to hide round trips, few enough that one
 /// large outcome does not crowd out every other client of the API server.

@@ -21,7 +21,7 @@ use kube::api::DynamicObject;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::applier::{Applier, ApplyError, Primary};
+use crate::applier::{Applier, ApplyError, Primary, StagedPrimary, StagedWriter};
 use crate::cache::{Caches, Change, KindCache};
 use odh_host_metrics::{Metrics, ReconcileResult};
 use odh_label_selector::LabelSelector;
@@ -669,8 +669,17 @@ impl ControllerLoop {
         };
         // One version decides and its capabilities checked the writes, even if a swap happens
         // meanwhile.
-        let (plugin, result) =
-            dispatch::reconcile(&self.slot, input, CallEnv::live(self.cluster())).await;
+        let writer = StagedWriter::new(
+            self.ctx.applier.clone(),
+            StagedPrimary {
+                kind: self.primary.kind.clone(),
+                object: object.clone(),
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+            },
+        );
+        let env = CallEnv::live(self.cluster()).with_writer(Arc::new(writer));
+        let (plugin, result) = dispatch::reconcile(&self.slot, input, env).await;
         let outcome = match result {
             Ok(o) => o,
             Err(e) => return Some(self.call_failed(key, &primary, &e).await),

@@ -100,6 +100,7 @@ impl Bootstrap<'_> {
             self.name.clone(),
             self.caps.clone(),
             limits,
+            op,
             env,
             clock,
             engine.options(),

@@ -402,13 +402,43 @@ impl LoadedPlugin {
             WebhookType::Mutating => Export::Mutate,
             WebhookType::Validating => Export::Validate,
         };
-        let raw = self.call(op, env, |p, s| match kind {
-            WebhookType::Mutating => p.call_mutate(s, &req),
-            WebhookType::Validating => p.call_validate(s, &req),
-        })?;
-        let decision =
+        let api_errors = std::cell::RefCell::new(Vec::new());
+        let called = self.call(op, env, |p, s| {
+            let answer = match kind {
+                WebhookType::Mutating => p.call_mutate(&mut *s, &req),
+                WebhookType::Validating => p.call_validate(&mut *s, &req),
+            };
+            *api_errors.borrow_mut() = std::mem::take(&mut s.data_mut().api_errors);
+            answer
+        });
+        let api_errors = api_errors.into_inner();
+        let raw = match called {
+            Ok(raw) => raw,
+            Err(e) => {
+                let message = e.guest_error().map(crate::GuestError::message);
+                return match message.and_then(|m| wrapped_status(m, &api_errors)) {
+                    Some(status) => Ok(AdmissionDecision::from_status(status)),
+                    None => Err(e),
+                };
+            }
+        };
+        let mut decision =
             AdmissionDecision::try_from(raw).map_err(|message| self.malformed(op, message))?;
         self.check_writes(op, decision.side_effects.iter().map(|d| &d.object), &[])?;
+        if !decision.allowed
+            && decision.code.is_none_or(|c| c == 403)
+            && let Some(status) = decision
+                .message
+                .as_deref()
+                .and_then(|m| wrapped_status(m, &api_errors))
+        {
+            let side_effects = std::mem::take(&mut decision.side_effects);
+            decision = AdmissionDecision {
+                side_effects,
+                warnings: decision.warnings,
+                ..AdmissionDecision::from_status(status)
+            };
+        }
         Ok(decision)
     }
 
@@ -548,4 +578,18 @@ impl LoadedPlugin {
         };
         result
     }
+}
+
+/// The API status a denial's message wraps: Go's webhooks answer an error whose chain holds an
+/// API status error with that status (code, reason, message), the wrapping text dropped. The
+/// chain here is the text: a message ending with what a failed read gave the plugin wraps it.
+fn wrapped_status<'a>(
+    message: &str,
+    api_errors: &'a [(String, crate::writes::ApiStatus)],
+) -> Option<&'a crate::writes::ApiStatus> {
+    api_errors
+        .iter()
+        .rev()
+        .find(|(text, _)| message.ends_with(text.as_str()))
+        .map(|(_, status)| status)
 }

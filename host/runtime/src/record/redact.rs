@@ -140,6 +140,7 @@ mod tests {
             ])),
             warnings: vec![],
             side_effects: vec![],
+            reason: None,
         };
         let r = redact_decision(&d, true);
         let patch = r.patch.unwrap();

@@ -18,6 +18,26 @@ pub struct AdmissionDecision {
     pub patch: Option<Value>,
     pub warnings: Vec<String>,
     pub side_effects: Vec<Desired>,
+    /// `status.reason` of a denial that is an API error passed on (the host's, never the
+    /// plugin's: the WIT decision has no reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl AdmissionDecision {
+    /// A denial that is the API server's status, passed on.
+    pub fn from_status(status: &crate::writes::ApiStatus) -> Self {
+        AdmissionDecision {
+            allowed: false,
+            message: Some(status.message.clone()),
+            code: Some(status.code),
+            mutated: None,
+            patch: None,
+            warnings: Vec::new(),
+            side_effects: Vec::new(),
+            reason: Some(status.reason.clone()).filter(|r| !r.is_empty()),
+        }
+    }
 }
 
 impl TryFrom<adm::AdmissionDecision> for AdmissionDecision {
@@ -48,8 +68,9 @@ impl TryFrom<adm::AdmissionDecision> for AdmissionDecision {
                 .side_effects
                 .into_iter()
                 .enumerate()
-                .map(|(i, s)| desired(s, &format!("sideEffects[{i}].object")))
+                .map(|(i, s)| desired_from(s, &format!("sideEffects[{i}].object")))
                 .collect::<Result<_, _>>()?,
+            reason: None,
         })
     }
 }

@@ -98,7 +98,8 @@ pub struct Event {
     pub regarding: Option<ObjectKey>,
 }
 
-pub(super) fn desired(d: rt::Desired, what: &str) -> Result<Desired, String> {
+/// A WIT `desired`, parsed (`what` names it in the error).
+pub fn desired_from(d: rt::Desired, what: &str) -> Result<Desired, String> {
     let object = parse_json(what, &d.object)?;
     if !object.is_object() {
         return Err(format!("{what} is not a JSON object"));
@@ -120,7 +121,7 @@ impl TryFrom<rt::Outcome> for Outcome {
                 .apply
                 .into_iter()
                 .enumerate()
-                .map(|(i, d)| desired(d, &format!("apply[{i}].object")))
+                .map(|(i, d)| desired_from(d, &format!("apply[{i}].object")))
                 .collect::<Result<_, _>>()?,
             delete: o.delete.into_iter().map(Into::into).collect(),
             status: o

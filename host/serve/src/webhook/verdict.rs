@@ -64,7 +64,7 @@ impl Verdict {
             allowed: decision.allowed,
             code,
             message: decision.message,
-            reason: None,
+            reason: decision.reason,
             details: None,
             warnings: decision.warnings,
             patch: match kind {
@@ -162,6 +162,7 @@ mod tests {
             patch: Some(json!([{"op": "remove", "path": "/a"}])),
             warnings: vec![],
             side_effects: vec![],
+            reason: None,
         }
     }
 

@@ -3,9 +3,11 @@
 //! EnvoyFilter, the token-review AuthPolicy and the PodMonitor; whichever of them a Gateway no
 //! longer wants is deleted when we manage it.
 //!
-//! Objects are server-side applied by the host with the Gateway as controller owner: it writes
-//! only when our fields differ from the live object, which stands in for upstream's
-//! get/compare/update (the doc's "Writes").
+//! Each step writes through the host's `writes` while the reconcile runs, so a failed write
+//! becomes that step's `ReconcileError` Event and stops the later steps, as upstream's do. Objects
+//! are server-side applied with the Gateway as controller owner (the host writes only when our
+//! fields differ from the live object, which stands in for upstream's get/compare/update); an
+//! object labelled as ours is deleted whoever made it, as upstream deletes it by name.
 
 pub mod gateway_ref;
 pub mod ingress;
@@ -16,8 +18,8 @@ pub mod refs;
 use odh_kinds::gvk;
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::{
-    Controller, Ctx, Error, EventFilter, Gvk, Manifest, Mapping, Object, Outcome, Plan,
-    ReconcileRequest, RequestKey, Watch, WatchChange, WatchEvent, log,
+    Controller, Ctx, Desired, Error, EventFilter, Gvk, Manifest, Mapping, Object, Outcome,
+    Ownership, Plan, ReconcileRequest, RequestKey, Watch, WatchChange, WatchEvent, log,
 };
 
 use crate::names::{auth_policy_name, envoy_filter_name, pod_monitor_name};
@@ -178,9 +180,9 @@ pub fn reconcile(request: &ReconcileRequest, cx: &Ctx<Settings>) -> Result<Outco
     for kind in Kind::ALL {
         let want = kind.want(wants);
         let result = if want {
-            ensure(kind, &gateway, cx, &mut plan)
+            ensure(kind, &gateway, cx)
         } else {
-            delete_if_managed(kind, &gateway, cx.cluster, &mut plan)
+            delete_if_managed(kind, &gateway, cx)
         };
         match result {
             Ok(()) => {}
@@ -220,10 +222,10 @@ fn existing(kind: Kind, gateway: &Object, cluster: &dyn Cluster) -> Result<Optio
 }
 
 /// The object applied with the Gateway as controller owner (the doc's step 4).
-fn ensure(kind: Kind, gateway: &Object, cx: &Ctx<Settings>, plan: &mut Plan) -> Result<(), Error> {
+fn ensure(kind: Kind, gateway: &Object, cx: &Ctx<Settings>) -> Result<(), Error> {
     let cluster = cx.cluster;
     let settings = cx.settings;
-    match kind {
+    let (existed, object) = match kind {
         Kind::EnvoyFilter => {
             let kuadrant_ns =
                 ingress::kuadrant_namespace(settings.kuadrant_namespace.as_deref(), cluster);
@@ -232,11 +234,18 @@ fn ensure(kind: Kind, gateway: &Object, cx: &Ctx<Settings>, plan: &mut Plan) -> 
                 return Ok(());
             }
             // Whoever manages an existing filter of that name, it is made ours (as upstream).
-            existing(kind, gateway, cluster)?;
-            plan.apply_owned(objects::envoy_filter(gateway, &kuadrant_ns));
+            let existing = existing(kind, gateway, cluster)?;
+            (
+                existing.is_some(),
+                objects::envoy_filter(gateway, &kuadrant_ns),
+            )
         }
         Kind::AuthPolicy => {
-            if existing(kind, gateway, cluster)?.is_some_and(|e| !is_managed_by_open_data_hub(&e)) {
+            let existing = existing(kind, gateway, cluster)?;
+            if existing
+                .as_ref()
+                .is_some_and(|e| !is_managed_by_open_data_hub(e))
+            {
                 return Ok(());
             }
             let audiences = ingress::audiences(settings.auth_audience.as_deref(), cluster);
@@ -247,27 +256,31 @@ fn ensure(kind: Kind, gateway: &Object, cx: &Ctx<Settings>, plan: &mut Plan) -> 
             let header = ingress::routing_header(settings.system_namespace(), cluster);
             let policy = objects::gateway_policy(gateway, audiences, objective, &header)
                 .map_err(|e| e.context("failed to load AuthPolicy template"))?;
-            plan.apply_owned(policy);
+            (existing.is_some(), policy)
         }
         Kind::PodMonitor => {
-            if existing(kind, gateway, cluster)?.is_some_and(|e| !is_managed_by_open_data_hub(&e)) {
+            let existing = existing(kind, gateway, cluster)?;
+            if existing
+                .as_ref()
+                .is_some_and(|e| !is_managed_by_open_data_hub(e))
+            {
                 return Ok(());
             }
-            plan.apply_owned(objects::pod_monitor(gateway));
+            (existing.is_some(), objects::pod_monitor(gateway))
         }
-    }
-    Ok(())
+    };
+    // Upstream's create or update of the step, named as its error names it.
+    let verb = if existed { "update" } else { "create" };
+    cx.writes()?
+        .apply_one(Desired::new(&object, Ownership::Controller))
+        .map(|_| ())
+        .map_err(|e| Error::from(e).context(format!("failed to {verb} {}", kind.gvk().kind)))
 }
 
-/// Deleted when it exists and we manage it (the doc's step 4, *Delete*); a user's (or opted-out)
-/// object stays.
-fn delete_if_managed(
-    kind: Kind,
-    gateway: &Object,
-    cluster: &dyn Cluster,
-    plan: &mut Plan,
-) -> Result<(), Error> {
-    let Some(existing) = existing(kind, gateway, cluster)? else {
+/// Deleted when it exists and is labelled as ours (the doc's step 4, *Delete*), whoever made it,
+/// as upstream deletes it by name; a user's (or opted-out) object stays.
+fn delete_if_managed(kind: Kind, gateway: &Object, cx: &Ctx<Settings>) -> Result<(), Error> {
+    let Some(existing) = existing(kind, gateway, cx.cluster)? else {
         return Ok(());
     };
     if !is_managed_by_open_data_hub(&existing) {
@@ -279,9 +292,19 @@ fn delete_if_managed(
         );
         return Ok(());
     }
-    plan.delete(existing.key());
-    Ok(())
+    // The host checks the label again on the live object (an opt-out label added since keeps
+    // it); an opt-out annotation is this read's to see.
+    cx.writes()?
+        .delete_unmanaged(vec![existing.key()], MANAGED_SELECTOR)
+        .pop()
+        .unwrap_or(Ok(false))
+        .map(|_| ())
+        .map_err(|e| Error::from(e).context(format!("failed to delete {}", existing.kind())))
 }
+
+/// Objects labelled as ours and not opted out by label.
+pub const MANAGED_SELECTOR: &str =
+    "app.kubernetes.io/managed-by=odh-model-controller,opendatahub.io/managed!=false";
 
 pub fn map(event: &WatchEvent, cx: &Ctx<Settings>) -> Result<Vec<RequestKey>, Error> {
     mapping::map(event, cx)

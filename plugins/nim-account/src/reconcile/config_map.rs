@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use odh_crd_types::meta::ObjectReference;
 use odh_kinds::gvk;
 use odh_plugin_sdk::log::{Level, log};
-use odh_plugin_sdk::{Object, Plan, Value, json};
+use odh_plugin_sdk::{Error, Object, Plan, Value, json};
 
 use super::{Flow, Pass, merged_labels};
 use crate::names::condition::*;
@@ -50,8 +50,15 @@ impl Pass<'_> {
             });
         match built {
             Ok((data, target)) => {
-                self.apply_config_map(plan, existing.as_ref(), &target, data);
-                Flow::Requeue
+                match self.apply_config_map(plan, existing.as_ref(), &target, data) {
+                    Ok(()) => Flow::Requeue,
+                    Err(e) => self.handler_failed(
+                        CONFIG_MAP_UPDATE,
+                        "ConfigMapNotUpdated",
+                        message::CM_FAILED,
+                        e,
+                    ),
+                }
             }
             Err(e) => self.handler_failed(
                 CONFIG_MAP_UPDATE,
@@ -114,7 +121,7 @@ impl Pass<'_> {
         existing: Option<&Object>,
         target: &str,
         data: BTreeMap<String, String>,
-    ) {
+    ) -> Result<(), Error> {
         let labels = merged_labels(existing);
         let cm = Object::new(&gvk::config_map(), Some(self.namespace()), target)
             .with(
@@ -122,8 +129,7 @@ impl Pass<'_> {
                 json!({"name": target, "namespace": self.namespace(), "labels": labels}),
             )
             .with("data", json!(data));
-        let reference = reference_to(existing.filter(|e| e.name() == target).unwrap_or(&cm));
-        plan.apply_owned(cm);
+        let reference = self.apply_owned(plan, existing, cm)?;
         self.status.nim_config = Some(reference);
         self.status.last_successful_config_refresh = Some(self.now.clone());
         self.set(
@@ -133,6 +139,7 @@ impl Pass<'_> {
             message::CM_UPDATED,
         );
         self.update_status();
+        Ok(())
     }
 
     fn should_refresh_config(&self, existing: Option<&Object>) -> bool {

@@ -20,7 +20,8 @@ use odh_kinds::gvk;
 use odh_plugin_sdk::cluster::Cluster;
 use odh_plugin_sdk::http::Client;
 use odh_plugin_sdk::log::{Level, log};
-use odh_plugin_sdk::{Error, Gvk, Object, Plan, Value, json, object_key};
+use odh_plugin_sdk::writes::Writes;
+use odh_plugin_sdk::{Desired, Error, Gvk, Object, Ownership, Plan, Value, json, object_key};
 
 use crate::names::condition::*;
 use crate::names::{self, message};
@@ -59,6 +60,10 @@ pub struct Pass<'a> {
     pub account: &'a Object,
     pub cluster: &'a dyn Cluster,
     pub http: &'a dyn Client,
+    /// The host's writes: objects applied now, so status references carry the uid the API
+    /// server gave them (upstream's reference from the apply's answer). Without them (native
+    /// tests of the handlers) objects go into the plan and references get their uid a pass later.
+    pub writes: Option<&'a dyn Writes>,
     pub settings: &'a Settings,
     pub now: String,
     pub now_secs: i64,
@@ -88,6 +93,7 @@ impl<'a> Pass<'a> {
             account,
             cluster,
             http,
+            writes: None,
             settings,
             now: now.to_string(),
             now_secs: parse_rfc3339(now).unwrap_or(0),
@@ -98,6 +104,38 @@ impl<'a> Pass<'a> {
             secret: None,
             key: None,
             runtimes: None,
+        }
+    }
+
+    /// The same pass writing through `writes`.
+    pub fn with_writes(mut self, writes: Option<&'a dyn Writes>) -> Self {
+        self.writes = writes;
+        self
+    }
+
+    /// `object`, owned by the Account, applied, and the status reference to it: from the API
+    /// server's answer when writing now (its uid included), else the existing object's (or the
+    /// object's own) with the apply left to the plan.
+    fn apply_owned(
+        &self,
+        plan: &mut Plan,
+        existing: Option<&Object>,
+        object: Object,
+    ) -> Result<ObjectReference, Error> {
+        match self.writes {
+            Some(writes) => writes
+                .apply_one(Desired::new(&object, Ownership::Controller))
+                .map(|stored| crate::status::reference_to(&stored))
+                .map_err(Error::from),
+            None => {
+                let reference = crate::status::reference_to(
+                    existing
+                        .filter(|e| e.name() == object.name())
+                        .unwrap_or(&object),
+                );
+                plan.apply_owned(object);
+                Ok(reference)
+            }
         }
     }
 

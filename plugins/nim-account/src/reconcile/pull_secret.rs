@@ -9,7 +9,6 @@ use super::{Flow, Pass, merged_labels};
 use crate::names::condition::*;
 use crate::names::{self, message};
 use crate::ngc;
-use crate::status::reference_to;
 
 impl Pass<'_> {
     pub fn pull_secret(&mut self, plan: &mut Plan, _air_gapped: bool) -> Flow {
@@ -43,13 +42,17 @@ impl Pass<'_> {
             )
             .with("type", "kubernetes.io/dockerconfigjson")
             .with("data", json!({".dockerconfigjson": base64::encode(docker_config(&key))}));
-        let reference = reference_to(
-            existing
-                .as_ref()
-                .filter(|e| e.name() == target)
-                .unwrap_or(&secret),
-        );
-        plan.apply_owned(secret);
+        let reference = match self.apply_owned(plan, existing.as_ref(), secret) {
+            Ok(reference) => reference,
+            Err(e) => {
+                return self.handler_failed(
+                    SECRET_UPDATE,
+                    "SecretNotUpdated",
+                    message::SECRET_FAILED,
+                    e,
+                );
+            }
+        };
         self.finish_update(
             reference,
             SECRET_UPDATE,

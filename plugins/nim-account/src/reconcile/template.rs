@@ -11,7 +11,6 @@ use super::{Flow, Pass, merged_labels};
 use crate::names::condition::*;
 use crate::names::{self, message};
 use crate::runtime_template::{TEMPLATE_ANNOTATIONS, serving_runtime};
-use crate::status::reference_to;
 
 impl Pass<'_> {
     pub fn template(&mut self, plan: &mut Plan, air_gapped: bool) -> Flow {
@@ -67,13 +66,17 @@ impl Pass<'_> {
                        "labels": merged_labels(existing.as_ref()), "annotations": annotations}),
             )
             .with("objects", Value::Array(objects));
-        let reference = reference_to(
-            existing
-                .as_ref()
-                .filter(|e| e.name() == target)
-                .unwrap_or(&template),
-        );
-        plan.apply_owned(template);
+        let reference = match self.apply_owned(plan, existing.as_ref(), template) {
+            Ok(reference) => reference,
+            Err(e) => {
+                return self.handler_failed(
+                    TEMPLATE_UPDATE,
+                    "TemplateNotUpdated",
+                    message::TEMPLATE_FAILED,
+                    e,
+                );
+            }
+        };
         self.finish_update(
             reference,
             TEMPLATE_UPDATE,

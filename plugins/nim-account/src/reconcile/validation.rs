@@ -4,7 +4,7 @@
 
 use odh_plugin_sdk::conditions::Condition;
 use odh_plugin_sdk::log::{Level, log};
-use odh_plugin_sdk::{Object, Plan};
+use odh_plugin_sdk::{Object, Plan, json};
 
 use super::{Flow, Pass, cleanup};
 use crate::names::condition::*;
@@ -89,9 +89,25 @@ impl Pass<'_> {
     fn should_validate(&self, plan: &mut Plan, secret: &Object) -> bool {
         if secret.annotation(names::FORCE_VALIDATION).is_some() {
             let version = secret.resource_version().unwrap_or_default();
-            if self.account.annotation(names::FORCE_VALIDATION_SEEN) != Some(version) {
-                plan.set_primary_annotation(names::FORCE_VALIDATION_SEEN, Some(version));
-                return true;
+            match self.writes {
+                // Upstream removes the annotation at once (a failed patch is only logged).
+                Some(writes) => {
+                    let patch =
+                        json!({"metadata": {"annotations": {names::FORCE_VALIDATION: null}}});
+                    if let Err(e) = writes.patch_metadata(&secret.key(), version, &patch) {
+                        log(
+                            Level::Error,
+                            &format!("failed to remove the force-validation annotation: {e}"),
+                        );
+                    }
+                    return true;
+                }
+                // No writes (native handler tests): honoured once per Secret version.
+                None if self.account.annotation(names::FORCE_VALIDATION_SEEN) != Some(version) => {
+                    plan.set_primary_annotation(names::FORCE_VALIDATION_SEEN, Some(version));
+                    return true;
+                }
+                None => {}
             }
         }
         let last = self

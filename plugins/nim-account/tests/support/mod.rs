@@ -119,9 +119,20 @@ pub fn handle(
     http: &http::Fake,
     handler: H,
 ) -> (nim_account::reconcile::Flow, Plan, Status) {
+    handle_writing(account, cluster, http, None, handler)
+}
+
+/// [`handle`] with the host's writes (objects applied while the pass runs).
+pub fn handle_writing(
+    account: &Object,
+    cluster: &FakeCluster,
+    http: &http::Fake,
+    writes: Option<&dyn odh_plugin_sdk::writes::Writes>,
+    handler: H,
+) -> (nim_account::reconcile::Flow, Plan, Status) {
     let settings = settings();
     let now = now();
-    let mut pass = Pass::new(account, cluster, http, &settings, &now);
+    let mut pass = Pass::new(account, cluster, http, &settings, &now).with_writes(writes);
     let mut plan = Plan::new();
     let flow = match handler {
         H::Validation => pass.validation(&mut plan, false),

@@ -7,6 +7,8 @@
 //!   (every applied or deleted kind is in the manifest's `writes`) and
 //!   [`patched_primary`](crate::Outcome::patched_primary) (what the host's metadata patch
 //!   makes of the primary).
+//! * [`FakeWrites`]: records the writes a reconcile makes now ([`Ctx::writes`](crate::Ctx)),
+//!   failing those of a kind when asked.
 //! * [`Case`]: a table-driven admission test case, in the style of Kubewarden's `Testcase`.
 //!
 //! ```
@@ -25,8 +27,10 @@
 
 mod admission;
 mod fake_cluster;
+mod fake_writes;
 mod outcome;
 
 pub use admission::Case;
 pub use fake_cluster::FakeCluster;
+pub use fake_writes::FakeWrites;
 pub use outcome::Applied;

@@ -19,6 +19,7 @@
 //! | `http-get` / `http-post` | GETs / POSTs (`{"misbehave": "<name>"}`) `data.url`: the result of `http`; reconcile also applies ConfigMap `<name>-ok` and reports a failed request as the outcome's `error` (`Transient`) |
 //! | `error-invalid` / `error-transient` | `Error::Invalid` / `Error::Transient` |
 //! | `write` | reconcile writes as `data.write` says (below); mutate adds a `Secret` `<name>-stolen` as a side effect; validate allows |
+//! | `write-now` | reconcile and mutate write through the `writes` import as `data.write` says: `apply` (ConfigMap `<name>-ok`, owned), `apply-secret`, `delete-unmanaged` (ConfigMap `<name>-ok` if labelled `misbehave/owned=true`), `patch` (annotation `misbehave/patched` on the primary): `{"uid": ...}`, `{"deleted": ...}`, `{"patched": ...}` or `{"kind": "refused" \| "denied" \| "failed", "error": <message>}` |
 //!
 //! `data.write` (reconcile): `apply-secret` applies Secret `<name>-stolen` (not in `writes`);
 //! `delete-secret` deletes it; `foreign-owner` applies ConfigMap `<name>-adopted` owned by
@@ -69,6 +70,7 @@ impl Validatable for Settings {}
 impl Plugin for Misbehave {
     type Settings = Settings;
     const USES_HTTP: bool = true;
+    const USES_WRITES: bool = true;
 
     fn manifest() -> Manifest {
         let cm = core_gvk("ConfigMap");
@@ -111,6 +113,10 @@ impl Plugin for Misbehave {
         if behaviour(&cm) == "write" {
             return write(plan, &cm);
         }
+        if behaviour(&cm) == "write-now" {
+            plan.status(write_now(&cm, cx));
+            return Ok(plan.into_outcome());
+        }
         if matches!(behaviour(&cm), "http-get" | "http-post") {
             // What was decided is applied; the failed request is reported after it.
             plan.apply_owned(ok_config_map(&cm));
@@ -138,6 +144,11 @@ impl Plugin for Misbehave {
         if behaviour(&cm) == "write" {
             let secret = stolen_secret(&cm);
             return Ok(AdmissionDecision::mutated(cm).side_effect(secret, Ownership::None));
+        }
+        if behaviour(&cm) == "write-now" {
+            let result = write_now(&cm, cx);
+            cm.set_annotation("misbehave/result", &result.to_string());
+            return Ok(AdmissionDecision::mutated(cm));
         }
         match misbehave(&cm, cx.cluster, cx.http)? {
             None => cm.set_label(
@@ -237,6 +248,46 @@ fn write(mut plan: Plan, cm: &Object) -> Result<Outcome, Error> {
         }
     }
     Ok(plan.into_outcome())
+}
+
+/// Writes now, as `data.write` says; the answer as JSON.
+fn write_now(cm: &Object, cx: &Ctx<Settings>) -> Value {
+    use odh_plugin_sdk::Desired;
+    use odh_plugin_sdk::writes::WriteError;
+    let writes = match cx.writes() {
+        Ok(w) => w,
+        Err(e) => return json!({"kind": "none", "error": e.message()}),
+    };
+    let ok = || ok_config_map(cm);
+    let answer = match cm.str_at(&["data", "write"]).unwrap_or_default() {
+        "apply" => writes
+            .apply_one(Desired::new(ok(), Ownership::Controller))
+            .map(|o| json!({"uid": o.uid()})),
+        "apply-secret" => writes
+            .apply_one(Desired::new(stolen_secret(cm), Ownership::None))
+            .map(|o| json!({"uid": o.uid()})),
+        "delete-unmanaged" => writes
+            .delete_unmanaged(vec![ok().key()], "misbehave/owned=true")
+            .pop()
+            .unwrap_or(Ok(false))
+            .map(|deleted| json!({"deleted": deleted})),
+        "patch" => writes
+            .patch_metadata(
+                &cm.key(),
+                cm.resource_version().unwrap_or_default(),
+                &json!({"metadata": {"annotations": {"misbehave/patched": "true"}}}),
+            )
+            .map(|o| json!({"patched": o.annotation("misbehave/patched")})),
+        other => return json!({"kind": "unknown", "error": other}),
+    };
+    answer.unwrap_or_else(|e| {
+        let kind = match &e {
+            WriteError::Refused(_) => "refused",
+            WriteError::Denied(_) => "denied",
+            WriteError::Failed(_) => "failed",
+        };
+        json!({"kind": kind, "error": e.message()})
+    })
 }
 
 /// Does what `data.behaviour` says: `Ok(None)` for `ok`, `Ok(Some(result))` for behaviours
