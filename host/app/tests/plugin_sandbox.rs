@@ -983,7 +983,22 @@ fn writes_now_are_checked_like_an_outcome_and_only_a_reconcile_writes() {
     let now = |f: &Fixture, write: &str| {
         misbehave(f, "write-now", json!({"write": write})).expect("a reconcile")["status"].clone()
     };
-    let f = fixture();
+    let writing = |grants: Grants| {
+        let engine = PluginEngine::new(EngineOptions::default()).expect("engine");
+        let (source, bytes) = component("misbehave");
+        let request = LoadRequest::new(source, &bytes)
+            .grants(grants)
+            .settings(json!({"writeNow": true}));
+        let misbehave = LoadedPlugin::load(&engine, request).expect("load misbehave");
+        let (source, bytes) = component("hello");
+        let hello = LoadedPlugin::load(&engine, LoadRequest::new(source, &bytes)).expect("hello");
+        Fixture {
+            engine,
+            misbehave,
+            hello,
+        }
+    };
+    let f = writing(Grants::default());
     let applied = now(&f, "apply");
     let uid = applied["uid"].as_str().expect("a uid");
     assert!(uid.starts_with("00000000-0000-4000-8000-"), "{applied}");
@@ -1011,10 +1026,15 @@ fn writes_now_are_checked_like_an_outcome_and_only_a_reconcile_writes() {
     let patch = now(&f, "patch");
     assert_eq!(patch["kind"], "denied", "{patch}");
 
-    let granted = fixture_with(Grants {
+    let granted = writing(Grants {
         foreign_writes: [odh_model_controller::gvk::Gvk::new("", "v1", "ConfigMap")].into(),
         ..Grants::default()
     });
+    assert_eq!(
+        now(&fixture(), "apply")["kind"],
+        "skipped",
+        "writeNow off: no write"
+    );
     assert_eq!(now(&granted, "delete-unmanaged"), json!({"deleted": false}));
     // A patch is sent only with the version it was decided on (the primary here has none).
     let patch = now(&granted, "patch");

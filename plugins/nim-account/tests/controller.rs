@@ -537,3 +537,33 @@ fn manifest_declares_nvidia_hosts_only() {
         assert!(writes.contains(&kind), "{writes:?}");
     }
 }
+
+/// With the host's writes the force-validation annotation is removed from the Secret itself, so
+/// what an earlier version recorded on the Account instead (`nim-force-validation-seen`) is
+/// dropped from it; without writes it is kept (it is what honours the annotation once).
+#[test]
+fn the_seen_annotation_of_earlier_versions_goes_with_writes() {
+    let mut account = account("seen");
+    account.set_annotation("runtimes.opendatahub.io/nim-force-validation-seen", "7");
+    let cluster = cluster().with(api_key_secret("seen", "k"));
+    let writes = odh_plugin_sdk::testing::FakeWrites::new();
+    let outcome = nim_account::reconcile_writing(
+        &account,
+        &cluster,
+        &nvidia(),
+        Some(&writes),
+        &settings(),
+        &now(),
+    )
+    .into_outcome();
+    let patched = outcome.patched_primary(&account);
+    assert_eq!(
+        patched.annotation("runtimes.opendatahub.io/nim-force-validation-seen"),
+        None
+    );
+    let kept = run(&account, &cluster, &nvidia(), &now()).patched_primary(&account);
+    assert_eq!(
+        kept.annotation("runtimes.opendatahub.io/nim-force-validation-seen"),
+        Some("7")
+    );
+}

@@ -1027,15 +1027,6 @@ async fn cp_06_to_cp_10_envoy_filter_comparison_on_the_cluster() -> anyhow::Resu
     Ok(())
 }
 
-/// The cluster-scoped API of an admission kind.
-fn cluster_api(t: &TestContext, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let resource = kube::api::ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
-        plural,
-    );
-    Api::all_with(t.client.clone(), &resource)
-}
-
 /// Spec llm §5.3 step 5, §5.5 (issue #33): an EnvoyFilter create the API server refuses (a
 /// ValidatingAdmissionPolicy) is that step's `ReconcileError` Event with upstream's text
 /// (`Failed to reconcile EnvoyFilter: failed to create EnvoyFilter: <the API server's message>`)
@@ -1046,39 +1037,14 @@ async fn a_refused_envoy_filter_create_is_the_steps_event_and_stops() -> anyhow:
     let t = TestContext::new("gw-efdeny").await?;
     start();
     let ns = t.namespace.clone();
-    let name = format!("{ns}-refuse-envoyfilters");
-    let policies_api = cluster_api(
-        &t,
-        "ValidatingAdmissionPolicy",
-        "validatingadmissionpolicies",
-    );
-    let bindings_api = cluster_api(
-        &t,
-        "ValidatingAdmissionPolicyBinding",
-        "validatingadmissionpolicybindings",
-    );
-    let policy: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{"apiGroups": ["networking.istio.io"],
-                "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["envoyfilters"]}]},
-            "validations": [{
-                "expression": format!("object.metadata.namespace != '{ns}'"),
-                "message": "envoy filters are refused by the test"
-            }]
-        }
-    }))?;
-    policies_api.create(&PostParams::default(), &policy).await?;
-    let binding: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name},
-        "spec": {"policyName": name, "validationActions": ["Deny"]}
-    }))?;
-    bindings_api
-        .create(&PostParams::default(), &binding)
-        .await?;
+    let refusal = odh_test_support::refusal::Refusal::install(
+        &t.client,
+        &format!("{ns}-refuse-envoyfilters"),
+        ("networking.istio.io", "envoyfilters", "CREATE"),
+        &format!("object.metadata.namespace != '{ns}'"),
+        "envoy filters are refused by the test",
+    )
+    .await?;
     let probe: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "networking.istio.io/v1alpha3", "kind": "EnvoyFilter",
         "metadata": {"name": "probe", "namespace": ns}, "spec": {}
@@ -1125,8 +1091,7 @@ async fn a_refused_envoy_filter_create_is_the_steps_event_and_stops() -> anyhow:
         "the PodMonitor step ran after a failed EnvoyFilter step"
     );
 
-    bindings_api.delete(&name, &DeleteParams::default()).await?;
-    policies_api.delete(&name, &DeleteParams::default()).await?;
+    refusal.remove().await?;
     exists(&filters(&t, &ns), "test-gateway-authn-ssl").await?;
     exists(&policies(&t, &ns), "test-gateway-authn").await?;
     exists(&monitors(&t, &ns), "test-gateway-metrics").await?;

@@ -335,58 +335,14 @@ async fn refused_event_does_not_deny(
     v1alpha2: &Api<DynamicObject>,
 ) -> anyhow::Result<()> {
     let ns = t.namespace.clone();
-    let name = format!("{ns}-refuse-events");
-    let policies = Api::<DynamicObject>::all_with(
-        t.client.clone(),
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk(
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicy",
-            ),
-            "validatingadmissionpolicies",
-        ),
-    );
-    let bindings = Api::<DynamicObject>::all_with(
-        t.client.clone(),
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk(
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicyBinding",
-            ),
-            "validatingadmissionpolicybindings",
-        ),
-    );
-    policies
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-                "metadata": {"name": name},
-                "spec": {
-                    "failurePolicy": "Fail",
-                    "matchConstraints": {"resourceRules": [{"apiGroups": ["", "events.k8s.io"],
-                        "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["events"]}]},
-                    "validations": [{
-                        "expression": format!("object.metadata.namespace != '{ns}'"),
-                        "message": "events are refused by the test"
-                    }]
-                }
-            }))?,
-        )
-        .await?;
-    bindings
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": {"name": name},
-                "spec": {"policyName": name, "validationActions": ["Deny"]}
-            }))?,
-        )
-        .await?;
+    let refusal = odh_test_support::refusal::Refusal::install(
+        &t.client,
+        &format!("{ns}-refuse-events"),
+        ("", "events", "CREATE"),
+        &format!("object.metadata.namespace != '{ns}'"),
+        "events are refused by the test",
+    )
+    .await?;
     let events = t.api::<k8s_openapi::api::core::v1::Event>();
     let probe: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
         "metadata": {"name": "probe"},
@@ -414,8 +370,7 @@ async fn refused_event_does_not_deny(
             ),
         )
         .await;
-    bindings.delete(&name, &Default::default()).await?;
-    policies.delete(&name, &Default::default()).await?;
+    refusal.remove().await?;
     let admitted = admitted?;
     assert_eq!(admitted.metadata.name.as_deref(), Some("no-main-refused"));
     assert!(

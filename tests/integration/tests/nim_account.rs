@@ -506,24 +506,6 @@ fn u2_nim_removed_cleans_up_in_the_sandbox() {
     assert!(status["status"].get("nimConfig").is_none(), "{status}");
 }
 
-/// A cluster-scoped object of `group/version` `kind`.
-fn cluster_api(
-    t: &TestContext,
-    group: &str,
-    version: &str,
-    kind: &str,
-    plural: &str,
-) -> Api<DynamicObject> {
-    let resource = kube::discovery::ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: format!("{group}/{version}"),
-        kind: kind.into(),
-        plural: plural.into(),
-    };
-    Api::all_with(t.client.clone(), &resource)
-}
-
 /// C3 with a cleanup delete the apiserver refuses (a ValidatingAdmissionPolicy denies deleting
 /// the generated ConfigMap): the Account keeps its finalizer and stays while the delete fails,
 /// the other generated objects go, and once the delete is allowed again the retry removes the
@@ -555,41 +537,17 @@ async fn c3_a_refused_cleanup_delete_keeps_the_finalizer_until_it_succeeds() -> 
     .await?;
     exists(&t.api::<ConfigMap>(), "nim-cm").await?;
 
-    let name = format!("{}-keep-nim-cm", t.namespace);
-    let policies = cluster_api(
-        &t,
-        "admissionregistration.k8s.io",
-        "v1",
-        "ValidatingAdmissionPolicy",
-        "validatingadmissionpolicies",
-    );
-    let bindings = cluster_api(
-        &t,
-        "admissionregistration.k8s.io",
-        "v1",
-        "ValidatingAdmissionPolicyBinding",
-        "validatingadmissionpolicybindings",
-    );
-    let policy: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                "operations": ["DELETE"], "resources": ["configmaps"]}]},
-            "validations": [{
-                "expression": format!("!(oldObject.metadata.namespace == '{}' && oldObject.metadata.name == 'nim-cm')", t.namespace),
-                "message": "nim-cm is kept by the test"
-            }]
-        }
-    }))?;
-    policies.create(&PostParams::default(), &policy).await?;
-    let binding: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name},
-        "spec": {"policyName": name, "validationActions": ["Deny"]}
-    }))?;
-    bindings.create(&PostParams::default(), &binding).await?;
+    let refusal = odh_test_support::refusal::Refusal::install(
+        &t.client,
+        &format!("{}-keep-nim-cm", t.namespace),
+        ("", "configmaps", "DELETE"),
+        &format!(
+            "!(oldObject.metadata.namespace == '{}' && oldObject.metadata.name == 'nim-cm')",
+            t.namespace
+        ),
+        "nim-cm is kept by the test",
+    )
+    .await?;
     // The policy is in force once a dry-run delete of the ConfigMap is refused.
     let dry_run = kube::api::DeleteParams {
         dry_run: true,
@@ -627,8 +585,7 @@ async fn c3_a_refused_cleanup_delete_keeps_the_finalizer_until_it_succeeds() -> 
     )
     .await?;
 
-    bindings.delete(&name, &Default::default()).await?;
-    policies.delete(&name, &Default::default()).await?;
+    refusal.remove().await?;
     absent(&t.api::<ConfigMap>(), "nim-cm").await?;
     absent(&accounts(&t), "nim").await?;
     Ok(())

@@ -174,3 +174,51 @@ async fn a_shadow_candidate_sends_no_post() -> anyhow::Result<()> {
     shutdown.cancel();
     Ok(())
 }
+
+/// A shadow candidate's `writes` (WIT 0.1.5) are dry runs: the API server answers them (the
+/// candidate sees a stored object with a uid), nothing is stored. Only the candidate writes now
+/// (`settings.writeNow`), so a `<name>-ok` ConfigMap appearing could only be the shadow's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_candidates_writes_are_dry_runs() -> anyhow::Result<()> {
+    let t = TestContext::new("shadow-writes").await?;
+    // Neither version sends HTTP: the other test's POST check sees these controllers too.
+    let no_http = || Grants {
+        http_hosts: Some(Default::default()),
+        ..Default::default()
+    };
+    let active = load_with("misbehave", |r| r.grants(no_http()));
+    let shutdown = CancellationToken::new();
+    let started = start_controllers(t.client.clone(), vec![active], 1, shutdown.clone()).await?;
+    started.slots[0].set_shadow(Some(load_with("misbehave", |r| {
+        r.grants(no_http()).settings(json!({"writeNow": true}))
+    })));
+    let cms: Api<ConfigMap> = t.api();
+    let differences = shadow_differences();
+    let writer = json!({"metadata": {"name": "writer", "labels": {"odh-test/misbehave": "true"}},
+                        "data": {"behaviour": "write-now", "write": "apply"}});
+    cms.create(&PostParams::default(), &serde_json::from_value(writer)?)
+        .await?;
+    eventually(
+        "the shadow wrote (a dry run) and decided differently",
+        Timing::default(),
+        || async {
+            anyhow::ensure!(shadow_differences() > differences, "no difference yet");
+            Ok(())
+        },
+    )
+    .await?;
+    consistently(
+        "the shadow's apply stored nothing",
+        Timing::within(Duration::from_secs(2)),
+        || async {
+            anyhow::ensure!(
+                cms.get_opt("writer-ok").await?.is_none(),
+                "writer-ok exists"
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    shutdown.cancel();
+    Ok(())
+}

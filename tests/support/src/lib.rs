@@ -24,6 +24,7 @@ pub mod namespace;
 pub mod net;
 pub mod process;
 pub mod proxy;
+pub mod refusal;
 pub mod service_account;
 mod wait;
 

@@ -112,12 +112,13 @@ impl Applier {
         }
     }
 
-    /// Reads `key` live: its API, and the object when it exists.
-    async fn read_live(
+    /// The API `key` lives in (a namespaced one without a namespace in `default_namespace`); a
+    /// kind the cluster does not serve is apimachinery's "no matches".
+    async fn api_of(
         &self,
         key: &ObjectKey,
         default_namespace: Option<&str>,
-    ) -> Result<Option<(Api<DynamicObject>, DynamicObject)>, ApplyError> {
+    ) -> Result<Api<DynamicObject>, ApplyError> {
         let Some(kind) = self.resolve(&key.gvk).await? else {
             return Err(ApplyError::Invalid(format!(
                 "no matches for kind {:?} in version {:?}",
@@ -130,7 +131,16 @@ impl Applier {
         } else {
             None
         };
-        let api = api_for(&self.client, &kind, namespace);
+        Ok(api_for(&self.client, &kind, namespace))
+    }
+
+    /// Reads `key` live: its API, and the object when it exists.
+    async fn read_live(
+        &self,
+        key: &ObjectKey,
+        default_namespace: Option<&str>,
+    ) -> Result<Option<(Api<DynamicObject>, DynamicObject)>, ApplyError> {
+        let api = self.api_of(key, default_namespace).await?;
         match api.get_opt(&key.name).await {
             Ok(found) => Ok(found.map(|o| (api, o))),
             Err(source) => Err(ApplyError::Kube {
@@ -169,19 +179,7 @@ impl Applier {
         mut metadata: serde_json::Value,
         mode: Mode,
     ) -> Result<DynamicObject, ApplyError> {
-        let Some(kind) = self.resolve(&key.gvk).await? else {
-            return Err(ApplyError::Invalid(format!(
-                "no matches for kind {:?} in version {:?}",
-                key.gvk.kind,
-                key.gvk.api_version()
-            )));
-        };
-        let namespace = if kind.namespaced {
-            key.namespace.as_deref().or(default_namespace)
-        } else {
-            None
-        };
-        let api = api_for(&self.client, &kind, namespace);
+        let api = self.api_of(key, default_namespace).await?;
         metadata["resourceVersion"] = json!(resource_version);
         let params = kube::api::PatchParams {
             dry_run: mode == Mode::DryRun,

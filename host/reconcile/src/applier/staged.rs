@@ -53,14 +53,15 @@ impl StagedWriter {
         }
     }
 
-    /// Runs `work` on the runtime within `within` (the plugin call waits on its thread).
+    /// Runs `work` on the runtime until `deadline` (the plugin call waits on its thread).
     fn block<T>(
         &self,
+        deadline: tokio::time::Instant,
         within: Duration,
         work: impl Future<Output = Result<T, ApplyError>>,
     ) -> Result<T, WriteError> {
         self.handle.block_on(async {
-            match tokio::time::timeout(within, work).await {
+            match tokio::time::timeout_at(deadline, work).await {
                 Ok(result) => result.map_err(write_error),
                 Err(_) => Err(WriteError::Failed(format!(
                     "no answer from the API server within {within:?}"
@@ -146,13 +147,14 @@ impl Writer for StagedWriter {
                 )),
             }
         };
-        // One after another, in the plugin's order: a step's objects are few, and a plugin that
-        // wants them at once asks for them in one call.
+        // One after another, in the plugin's order: a step's objects are few. All of them
+        // within `within`: what the first ones took is not the last one's to spend again.
+        let deadline = tokio::time::Instant::now() + within;
         self.handle.block_on(async {
             let mut answers = Vec::with_capacity(objects.len());
             for d in &objects {
                 answers.push(
-                    tokio::time::timeout(within, one(d))
+                    tokio::time::timeout_at(deadline, one(d))
                         .await
                         .unwrap_or_else(|_| {
                             Err(WriteError::Failed(format!(
@@ -173,9 +175,11 @@ impl Writer for StagedWriter {
     ) -> Vec<Result<bool, WriteError>> {
         let manager = field_manager(plugin);
         let primary = self.primary();
+        let deadline = tokio::time::Instant::now() + within;
         keys.iter()
             .map(|k| {
                 self.block(
+                    deadline,
                     within,
                     self.applier.delete_one(&manager, &primary, k, self.mode),
                 )
@@ -190,9 +194,11 @@ impl Writer for StagedWriter {
         within: Duration,
     ) -> Vec<Result<bool, WriteError>> {
         let ns = self.primary.namespace.as_deref();
+        let deadline = tokio::time::Instant::now() + within;
         keys.iter()
             .map(|k| {
                 self.block(
+                    deadline,
                     within,
                     self.applier.delete_matching(k, ns, selector, self.mode),
                 )
@@ -209,6 +215,7 @@ impl Writer for StagedWriter {
     ) -> Result<Value, WriteError> {
         let ns = self.primary.namespace.as_deref();
         let patched = self.block(
+            tokio::time::Instant::now() + within,
             within,
             self.applier
                 .patch_foreign_metadata(&key, ns, resource_version, patch, self.mode),

@@ -19,7 +19,7 @@
 //! | `http-get` / `http-post` | GETs / POSTs (`{"misbehave": "<name>"}`) `data.url`: the result of `http`; reconcile also applies ConfigMap `<name>-ok` and reports a failed request as the outcome's `error` (`Transient`) |
 //! | `error-invalid` / `error-transient` | `Error::Invalid` / `Error::Transient` |
 //! | `write` | reconcile writes as `data.write` says (below); mutate adds a `Secret` `<name>-stolen` as a side effect; validate allows |
-//! | `write-now` | reconcile and mutate write through the `writes` import as `data.write` says: `apply` (ConfigMap `<name>-ok`, owned), `apply-secret`, `delete-unmanaged` (ConfigMap `<name>-ok` if labelled `misbehave/owned=true`), `patch` (annotation `misbehave/patched` on the primary): `{"uid": ...}`, `{"deleted": ...}`, `{"patched": ...}` or `{"kind": "refused" \| "denied" \| "failed", "error": <message>}` |
+//! | `write-now` | with `settings.writeNow`, reconcile and mutate write through the `writes` import as `data.write` says: `apply` (ConfigMap `<name>-ok`, owned), `apply-secret`, `delete-unmanaged` (ConfigMap `<name>-ok` if labelled `misbehave/owned=true`), `patch` (annotation `misbehave/patched` on the primary): `{"uid": ...}`, `{"deleted": ...}`, `{"patched": ...}` or `{"kind": "refused" \| "denied" \| "failed", "error": <message>}` |
 //!
 //! `data.write` (reconcile): `apply-secret` applies Secret `<name>-stolen` (not in `writes`);
 //! `delete-secret` deletes it; `foreign-owner` applies ConfigMap `<name>-adopted` owned by
@@ -63,6 +63,10 @@ pub struct Settings {
     ok_label: Option<String>,
     #[serde(default)]
     deny_key: Option<String>,
+    /// `write-now` writes only in a version with this set: controllers of other tests watch the
+    /// same cluster, and their versions must not write for this one's objects.
+    #[serde(default)]
+    write_now: bool,
 }
 
 impl Validatable for Settings {}
@@ -254,6 +258,9 @@ fn write(mut plan: Plan, cm: &Object) -> Result<Outcome, Error> {
 fn write_now(cm: &Object, cx: &Ctx<Settings>) -> Value {
     use odh_plugin_sdk::Desired;
     use odh_plugin_sdk::writes::WriteError;
+    if !cx.settings.write_now {
+        return json!({"kind": "skipped", "error": "settings.writeNow is off"});
+    }
     let writes = match cx.writes() {
         Ok(w) => w,
         Err(e) => return json!({"kind": "none", "error": e.message()}),
@@ -438,6 +445,7 @@ mod tests {
         let settings = Settings {
             ok_label: Some("yes".into()),
             deny_key: None,
+            write_now: false,
         };
         let cluster = FakeCluster::new();
         let cx = Ctx::new(&settings, &cluster);
@@ -458,6 +466,7 @@ mod tests {
         let settings = Settings {
             ok_label: None,
             deny_key: Some("risky".into()),
+            write_now: false,
         };
         let cluster = FakeCluster::new();
         let cx = Ctx::new(&settings, &cluster);
