@@ -628,17 +628,17 @@ async fn ra_26_an_update_persists() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// RA-28: remove an existing one, then get: NotFound (auth turned on deletes it).
+/// RA-28: remove an existing one, then get: NotFound (auth turned on deletes it). Polled: on a
+/// loaded machine the annotation's watch event can reach the controller after a reconcile that
+/// read the service without it, and after the quiet period that followed (a workspace run under
+/// load saw the policy still there right after it).
 #[tokio::test]
 async fn ra_28_remove_then_get_is_not_found() -> anyhow::Result<()> {
     let t = TestContext::new("llm-ra28").await?;
     let running = start();
     anonymous_policy(&t).await?;
     reconciled_after(&t, running, ENABLE_AUTH, "true").await?;
-    anyhow::ensure!(
-        policies(&t).get_opt(POLICY).await?.is_none(),
-        "the policy is still there"
-    );
+    absent(&policies(&t), POLICY).await?;
     Ok(())
 }
 
