@@ -16,7 +16,8 @@
 //! summary. A benchmark, not a test.
 //!
 //! Environment: `ADMISSION_BENCH_REQUESTS` (20000), `ADMISSION_BENCH_CONCURRENCY` (16),
-//! `ADMISSION_BENCH_MAX_SECONDS` (120), as the `admission` bench.
+//! `ADMISSION_BENCH_MAX_SECONDS` (120), as the `admission` bench; `ODH_BENCH_PEER_ONLY`
+//! (comma-separated: `ours`, `go_production`, `go_info`, `floor`) runs only those.
 
 mod common;
 
@@ -275,6 +276,15 @@ fn main() -> anyhow::Result<()> {
         warm_up: 300,
     };
     let rounds = env_usize("ODH_BENCH_PEER_ROUNDS", 3);
+    // ODH_BENCH_PEER_ONLY=ours,floor: only those servers (a quick look at our own changes; the
+    // ratios then say NaN).
+    let only: Option<Vec<String>> = std::env::var("ODH_BENCH_PEER_ONLY")
+        .ok()
+        .map(|s| s.split(',').map(|n| n.trim().to_string()).collect());
+    let wanted = |s: Server| {
+        only.as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == s.label()))
+    };
     // <tmp>/k8s-webhook-server/serving-certs: where controller-runtime looks under $TMPDIR.
     let tmp = common::out_dir().join("peer-admission-tmp");
     let cert_dir = tmp.join("k8s-webhook-server/serving-certs");
@@ -297,7 +307,7 @@ fn main() -> anyhow::Result<()> {
         let mut runs: Vec<(Server, usize, serde_json::Map<String, Value>)> = Vec::new();
         for r in 1..=rounds {
             println!("round {r} of {rounds}");
-            for server in Server::ALL {
+            for server in Server::ALL.into_iter().filter(|s| wanted(*s)) {
                 let log = common::out_dir()
                     .join(format!("peer_admission_{}_r{r}.log", server.label()));
                 runs.push((server, r, round(&b, server, &log).await?));
@@ -395,6 +405,7 @@ fn main() -> anyhow::Result<()> {
             "ADMISSION_BENCH_REQUESTS",
             "ADMISSION_BENCH_CONCURRENCY",
             "ODH_BENCH_PEER_ROUNDS",
+            "ODH_BENCH_PEER_ONLY",
         ]
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")))

@@ -2,10 +2,11 @@
 //! nothing the host does not model is lost, and the object is passed on as the apiserver wrote
 //! it) and the response written back.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
 use base64::Engine as _;
 use hyper::body::Bytes;
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -32,7 +33,7 @@ fn bad(message: impl Into<String>) -> ReviewError {
 /// `userInfo` stay text, views of `body`'s own buffer ([`RawJson`]) that the plugin receives
 /// as they came. An 8 MiB object is neither copied nor turned into a tree here.
 pub fn parse_review(body: &Bytes, path: &str) -> Result<AdmissionInput, ReviewError> {
-    let review: BTreeMap<String, &RawValue> = match serde_json::from_slice(body) {
+    let review: Members<'_> = match serde_json::from_slice(body) {
         Ok(review) => review,
         Err(_) => return Err(not_a_review_object(body)),
     };
@@ -50,7 +51,7 @@ pub fn parse_review(body: &Bytes, path: &str) -> Result<AdmissionInput, ReviewEr
             shown(kind)
         )));
     }
-    let raw_request: BTreeMap<String, &RawValue> = match review.get("request") {
+    let raw_request: Members<'_> = match review.get("request") {
         Some(r) if r.get().starts_with('{') => {
             serde_json::from_str(r.get()).map_err(|e| bad(format!("the body is not JSON: {e}")))?
         }
@@ -133,8 +134,70 @@ fn not_a_review_object(body: &[u8]) -> ReviewError {
     }
 }
 
+/// The members of a JSON object as written, parsed without building a map: keys borrowed from
+/// the body unless they hold an escape, values left as text. A key written twice keeps its last
+/// value, as a map would.
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'a> Members<'a> {
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = Members<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(12));
+                while let Some(Key(key)) = map.next_key()? {
+                    members.push((key, map.next_value()?));
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Object)
+    }
+}
+
+/// An object's key: borrowed from the input when it can be.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(Text)
+    }
+}
+
 /// The member `key` of `object` as a value (a small field).
-fn small(object: &BTreeMap<String, &RawValue>, key: &str) -> Result<Option<Value>, ReviewError> {
+fn small(object: &Members<'_>, key: &str) -> Result<Option<Value>, ReviewError> {
     object
         .get(key)
         .map(|raw| serde_json::from_str(raw.get()))
@@ -176,43 +239,77 @@ fn non_empty(m: &Map<String, Value>, key: &str) -> Option<String> {
 
 /// The AdmissionReview v1 response to the request `uid`.
 pub fn review_response(uid: &str, verdict: &Verdict) -> Value {
-    let mut response = Map::new();
-    response.insert("uid".into(), json!(uid));
-    response.insert("allowed".into(), json!(verdict.allowed));
-    if verdict.message.is_some() || !verdict.allowed {
-        let mut status = Map::new();
-        status.insert("code".into(), json!(verdict.code));
-        if let Some(m) = &verdict.message {
-            status.insert("message".into(), json!(m));
+    serde_json::to_value(Answer::of(uid, verdict)).unwrap_or(Value::Null)
+}
+
+/// [`review_response`] written out: the same bytes as serialising it, without building the
+/// value first (the webhook server's answer).
+pub fn review_response_bytes(uid: &str, verdict: &Verdict) -> Vec<u8> {
+    serde_json::to_vec(&Answer::of(uid, verdict)).unwrap_or_default()
+}
+
+/// The answer as written: members in the order a `serde_json::Value` writes them (sorted), so
+/// both ways give the same text.
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
+    response: AnswerResponse<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct AnswerResponse<'a> {
+    allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+    #[serde(rename = "patchType", skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Value>,
+    uid: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+}
+
+impl<'a> Answer<'a> {
+    fn of(uid: &'a str, verdict: &'a Verdict) -> Self {
+        let status = (verdict.message.is_some() || !verdict.allowed).then(|| {
+            let mut status = Map::new();
+            status.insert("code".into(), json!(verdict.code));
+            if let Some(m) = &verdict.message {
+                status.insert("message".into(), json!(m));
+            }
+            let (reason, details) = verdict.status_reason();
+            if let Some(r) = reason {
+                status.insert("reason".into(), json!(r));
+            }
+            if let Some(d) = details {
+                status.insert("details".into(), d);
+            }
+            Value::Object(status)
+        });
+        let patch = verdict
+            .patch
+            .as_ref()
+            .filter(|patch| verdict.allowed && has_patch(Some(patch)))
+            .map(|patch| {
+                let bytes = serde_json::to_vec(patch).unwrap_or_default();
+                base64::engine::general_purpose::STANDARD.encode(bytes)
+            });
+        Answer {
+            api_version: ADMISSION_API_VERSION,
+            kind: ADMISSION_REVIEW_KIND,
+            response: AnswerResponse {
+                allowed: verdict.allowed,
+                patch_type: patch.is_some().then_some("JSONPatch"),
+                patch,
+                status,
+                uid,
+                warnings: &verdict.warnings,
+            },
         }
-        let (reason, details) = verdict.status_reason();
-        if let Some(r) = reason {
-            status.insert("reason".into(), json!(r));
-        }
-        if let Some(d) = details {
-            status.insert("details".into(), d);
-        }
-        response.insert("status".into(), Value::Object(status));
     }
-    if !verdict.warnings.is_empty() {
-        response.insert("warnings".into(), json!(verdict.warnings));
-    }
-    if verdict.allowed
-        && let Some(patch) = &verdict.patch
-        && has_patch(Some(patch))
-    {
-        response.insert("patchType".into(), json!("JSONPatch"));
-        let bytes = serde_json::to_vec(patch).unwrap_or_default();
-        response.insert(
-            "patch".into(),
-            json!(base64::engine::general_purpose::STANDARD.encode(bytes)),
-        );
-    }
-    json!({
-        "apiVersion": ADMISSION_API_VERSION,
-        "kind": ADMISSION_REVIEW_KIND,
-        "response": Value::Object(response),
-    })
 }
 
 #[cfg(test)]
@@ -334,6 +431,35 @@ mod tests {
             assert!(
                 err.contains(expected),
                 "{err:?} should contain {expected:?}"
+            );
+        }
+    }
+
+    /// The server writes the answer without building a value: the same text either way.
+    #[test]
+    fn the_written_answer_is_the_value_written_out() {
+        let verdicts = [
+            Verdict::allow(),
+            Verdict::deny(403, "no"),
+            Verdict::deny(
+                422,
+                r#"Widget.example.com "m" is invalid: metadata.name: Invalid value: "m": too long"#,
+            ),
+            Verdict::deny(500, "boom"),
+            Verdict {
+                warnings: vec!["w".into(), "\"quoted\"".into()],
+                patch: Some(json!([{"op": "add", "path": "/a", "value": {"z": 1, "b": [2]}}])),
+                ..Verdict::allow()
+            },
+            Verdict {
+                patch: Some(json!([])),
+                ..Verdict::allow()
+            },
+        ];
+        for verdict in &verdicts {
+            assert_eq!(
+                String::from_utf8(review_response_bytes("u-\u{e9}", verdict)).unwrap(),
+                serde_json::to_string(&review_response("u-\u{e9}", verdict)).unwrap()
             );
         }
     }
