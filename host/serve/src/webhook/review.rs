@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use base64::Engine as _;
 use hyper::body::Bytes;
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -33,12 +33,13 @@ fn bad(message: impl Into<String>) -> ReviewError {
 /// `userInfo` stay text, views of `body`'s own buffer ([`RawJson`]) that the plugin receives
 /// as they came. An 8 MiB object is neither copied nor turned into a tree here.
 pub fn parse_review(body: &Bytes, path: &str) -> Result<AdmissionInput, ReviewError> {
-    let review: Members<'_> = match serde_json::from_slice(body) {
+    // One pass over the body: the request's members are read where they stand.
+    let review: Envelope<'_> = match serde_json::from_slice(body) {
         Ok(review) => review,
         Err(_) => return Err(not_a_review_object(body)),
     };
-    let api_version = small(&review, "apiVersion")?;
-    let kind = small(&review, "kind")?;
+    let api_version = small(review.api_version)?;
+    let kind = small(review.kind)?;
     let (api_version, kind) = (
         api_version.as_ref().and_then(Value::as_str),
         kind.as_ref().and_then(Value::as_str),
@@ -51,11 +52,9 @@ pub fn parse_review(body: &Bytes, path: &str) -> Result<AdmissionInput, ReviewEr
             shown(kind)
         )));
     }
-    let raw_request: Members<'_> = match review.get("request") {
-        Some(r) if r.get().starts_with('{') => {
-            serde_json::from_str(r.get()).map_err(|e| bad(format!("the body is not JSON: {e}")))?
-        }
-        Some(_) => return Err(bad("request is not a JSON object")),
+    let raw_request = match review.request {
+        Some(RequestMember::Object(members)) => members,
+        Some(RequestMember::Other) => return Err(bad("request is not a JSON object")),
         None => return Err(bad("the AdmissionReview has no request")),
     };
     // The small fields as values, so they are checked as before; the objects stay text.
@@ -70,7 +69,7 @@ pub fn parse_review(body: &Bytes, path: &str) -> Result<AdmissionInput, ReviewEr
         "name",
         "dryRun",
     ] {
-        if let Some(value) = small(&raw_request, key)? {
+        if let Some(value) = small(raw_request.get(key))? {
             request.insert(key.to_string(), value);
         }
     }
@@ -134,6 +133,101 @@ fn not_a_review_object(body: &[u8]) -> ReviewError {
     }
 }
 
+/// An AdmissionReview's top level as written: `apiVersion` and `kind` as text, `request`'s
+/// members when it is an object; a key written twice keeps its last value.
+struct Envelope<'a> {
+    api_version: Option<&'a RawValue>,
+    kind: Option<&'a RawValue>,
+    request: Option<RequestMember<'a>>,
+}
+
+/// What `request` holds.
+enum RequestMember<'a> {
+    Object(Members<'a>),
+    /// Any other JSON value.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Envelope<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = Envelope<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut envelope = Envelope {
+                    api_version: None,
+                    kind: None,
+                    request: None,
+                };
+                while let Some(Key(key)) = map.next_key()? {
+                    match &*key {
+                        "apiVersion" => envelope.api_version = Some(map.next_value()?),
+                        "kind" => envelope.kind = Some(map.next_value()?),
+                        "request" => envelope.request = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(envelope)
+            }
+        }
+        deserializer.deserialize_map(Object)
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestMember<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Any;
+        impl<'de> Visitor<'de> for Any {
+            type Value = RequestMember<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                members(map).map(RequestMember::Object)
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+        }
+        deserializer.deserialize_any(Any)
+    }
+}
+
 /// The members of a JSON object as written, parsed without building a map: keys borrowed from
 /// the body unless they hold an escape, values left as text. A key written twice keeps its last
 /// value, as a map would.
@@ -155,16 +249,20 @@ impl<'de> Deserialize<'de> for Members<'de> {
                 f.write_str("a JSON object")
             }
 
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(12));
-                while let Some(Key(key)) = map.next_key()? {
-                    members.push((key, map.next_value()?));
-                }
-                Ok(Members(members))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                members(map)
             }
         }
         deserializer.deserialize_map(Object)
     }
+}
+
+fn members<'de, A: MapAccess<'de>>(mut map: A) -> Result<Members<'de>, A::Error> {
+    let mut members = Vec::with_capacity(map.size_hint().unwrap_or(12));
+    while let Some(Key(key)) = map.next_key()? {
+        members.push((key, map.next_value()?));
+    }
+    Ok(Members(members))
 }
 
 /// An object's key: borrowed from the input when it can be.
@@ -196,11 +294,9 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
-/// The member `key` of `object` as a value (a small field).
-fn small(object: &Members<'_>, key: &str) -> Result<Option<Value>, ReviewError> {
-    object
-        .get(key)
-        .map(|raw| serde_json::from_str(raw.get()))
+/// A member's text as a value (a small field).
+fn small(raw: Option<&RawValue>) -> Result<Option<Value>, ReviewError> {
+    raw.map(|raw| serde_json::from_str(raw.get()))
         .transpose()
         .map_err(|e| bad(format!("the body is not JSON: {e}")))
 }
@@ -399,6 +495,32 @@ mod tests {
         );
         assert!(!input.dry_run);
         assert_eq!(input.user_info.to_value().unwrap(), json!({}));
+    }
+
+    /// Read in one pass as a map would read it: the last of a key written twice counts, a key
+    /// written with escapes is the same key, and a request of any other JSON type is refused.
+    #[test]
+    fn the_envelope_reads_as_a_map_would() {
+        let request = r#"{"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": "CREATE"}"#;
+        let body = format!(
+            r#"{{"apiVersion": "v0", "ignored": [1, {{"a": null}}], "kind": "AdmissionReview",
+                "request": 7, "apiVersion": "admission.k8s.io/v1", "req\u0075est": {request}}}"#
+        );
+        let input = parse_review(&Bytes::from(body), "/p").unwrap();
+        assert_eq!((input.uid.as_str(), input.operation), ("u", Operation::Create));
+        let twice = request.replace(r#""uid": "u""#, r#""uid": "first", "uid": "u""#);
+        let body = format!(
+            r#"{{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {twice}}}"#
+        );
+        assert_eq!(parse_review(&Bytes::from(body), "/p").unwrap().uid, "u");
+        for other in ["null", "[1, 2]", "\"x\"", "5", "-1.5", "true"] {
+            let body = format!(
+                r#"{{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {other}}}"#
+            );
+            let err = parse_review(&Bytes::from(body), "/p").unwrap_err();
+            assert_eq!(err.to_string(), "request is not a JSON object", "{other}");
+        }
     }
 
     #[test]
