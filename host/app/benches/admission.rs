@@ -595,7 +595,10 @@ fn main() {
         );
         let mut recording = Value::Null;
         if let Some((config, base)) = sc.record {
-            let base_rps = results.get(base).and_then(|b| b["requests_per_s"].as_f64()).unwrap_or(f64::NAN);
+            let base_rps = results
+                .get(base)
+                .and_then(|b| b["requests_per_s"].as_f64())
+                .unwrap_or(f64::NAN);
             let cost = (1.0 - rps / base_rps) * 100.0;
             println!(
                 "  recording {:.0}% of calls: {cost:+.1}% throughput cost against {base} ({base_rps:.0} req/s, same run)",

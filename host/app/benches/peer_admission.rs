@@ -308,8 +308,8 @@ fn main() -> anyhow::Result<()> {
         for r in 1..=rounds {
             println!("round {r} of {rounds}");
             for server in Server::ALL.into_iter().filter(|s| wanted(*s)) {
-                let log = common::out_dir()
-                    .join(format!("peer_admission_{}_r{r}.log", server.label()));
+                let log =
+                    common::out_dir().join(format!("peer_admission_{}_r{r}.log", server.label()));
                 runs.push((server, r, round(&b, server, &log).await?));
             }
         }
@@ -353,7 +353,12 @@ fn main() -> anyhow::Result<()> {
         for go in [Contender::GoProduction, Contender::GoInfo] {
             let r: serde_json::Map<String, Value> = figures
                 .iter()
-                .map(|f| ((*f).to_string(), json!(get(OURS, f) / get(Server::Peer(go), f))))
+                .map(|f| {
+                    (
+                        (*f).to_string(),
+                        json!(get(OURS, f) / get(Server::Peer(go), f)),
+                    )
+                })
                 .collect();
             ratios.insert(format!("ours_over_{}", go.label()), r.into());
         }

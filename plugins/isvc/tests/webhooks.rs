@@ -176,7 +176,10 @@ fn mutate_leaves_a_deleting_inference_service_alone() {
 fn an_inference_service_left_as_it_was_is_answered_without_it() {
     let v = isvc("m").build();
     let d = webhooks::mutate(&mutation(Operation::Create, &v), &cluster()).unwrap();
-    assert!(d.allowed && d.mutated.is_none() && d.patch.is_none(), "{d:?}");
+    assert!(
+        d.allowed && d.mutated.is_none() && d.patch.is_none(),
+        "{d:?}"
+    );
     let cluster = cluster();
     let d = Isvc::mutate(
         &mutation(Operation::Create, &v),

@@ -37,11 +37,9 @@ pub fn router() -> Router {
         let answer = answer.clone();
         async move {
             match body {
-                Ok(_) => (
-                    [(header::CONTENT_TYPE, "application/json")],
-                    answer.clone(),
-                )
-                    .into_response(),
+                Ok(_) => {
+                    ([(header::CONTENT_TYPE, "application/json")], answer.clone()).into_response()
+                }
                 Err(rejection) => (rejection.status(), rejection.body_text()).into_response(),
             }
         }
@@ -71,7 +69,8 @@ pub async fn serve(
 
 /// When this process was started by [`spawn`]: serves the floor until killed (never returns).
 pub fn serve_if_asked() {
-    let (Some(addr), Some(cert_dir)) = (std::env::var_os(SERVE_ENV), std::env::var_os(CERT_DIR_ENV))
+    let (Some(addr), Some(cert_dir)) =
+        (std::env::var_os(SERVE_ENV), std::env::var_os(CERT_DIR_ENV))
     else {
         return;
     };

@@ -508,7 +508,10 @@ mod tests {
                 "request": 7, "apiVersion": "admission.k8s.io/v1", "req\u0075est": {request}}}"#
         );
         let input = parse_review(&Bytes::from(body), "/p").unwrap();
-        assert_eq!((input.uid.as_str(), input.operation), ("u", Operation::Create));
+        assert_eq!(
+            (input.uid.as_str(), input.operation),
+            ("u", Operation::Create)
+        );
         let twice = request.replace(r#""uid": "u""#, r#""uid": "first", "uid": "u""#);
         let body = format!(
             r#"{{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {twice}}}"#
