@@ -30,7 +30,8 @@ const CERT_DIR_ENV: &str = "ODH_BENCH_FLOOR_CERT_DIR";
 pub const ANSWER: &[u8] = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"00000000-0000-0000-0000-000000000000","allowed":true}}"#;
 
 /// The floor's router: every path, the body read in full, [`ANSWER`] returned; behind an
-/// admission gate as the webhook router is (room for 64 requests: the load never waits).
+/// admission gate as the webhook router is (room for 64 requests, above the 16 the benches keep
+/// in flight).
 pub fn router() -> Router {
     let handler = |body: Result<Bytes, BytesRejection>| async move {
         match body {
