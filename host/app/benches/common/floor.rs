@@ -45,7 +45,7 @@ pub fn router() -> Router {
     };
     let gate = AdmissionGate::new(InFlightLimit::new(64));
     Router::new()
-        .route("/", any(handler.clone()))
+        .route("/", any(handler))
         .route("/{*path}", any(handler))
         .layer(axum::middleware::from_fn(move |request, next| {
             gate.clone().admit(request, next)
