@@ -24,6 +24,11 @@ fn main() -> anyhow::Result<()> {
     println!("cargo:rerun-if-changed={}", root.join("plugins").display());
     println!("cargo:rerun-if-changed=src/builtins/list.rs");
     println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    // The plugins' link flags (their initial memory) live there.
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join(".cargo/config.toml").display()
+    );
     println!("cargo:rerun-if-env-changed=ODH_BUILTIN_PLUGIN_DIR");
 
     let dir = match std::env::var_os("ODH_BUILTIN_PLUGIN_DIR") {

@@ -1,16 +1,19 @@
 //! `make bench`: the admission webhook server end to end on loopback. For each scenario, starts
 //! the HTTPS server with one built-in plugin on 127.0.0.1 and drives one AdmissionReview
 //! through a fixed number of keep-alive TLS connections: `hello` mutating a small ConfigMap,
-//! the InferenceService validating webhook, and the Pod mutating webhook (the hottest path in
+//! the InferenceService validating and mutating webhooks, and the Pod mutating webhook (the hottest path in
 //! a cluster: every Pod of an InferenceService is created through it), once for a plain
 //! predictor Pod (allowed unchanged) and once for a Ray TLS Pod (mutated); and `hello`
 //! validating the UPDATE of a ConfigMap holding 1 MiB of data (a 2 MiB review, at most 400
-//! requests), where the host's handling of a large body shows. Writes
+//! requests), where the host's handling of a large body shows. First of all the `floor`: the
+//! same TLS server and admission gate answering a fixed review without parsing it or calling a
+//! plugin (common::floor); every webhook's figures are also given against it. Writes
 //! target/bench/admission.json and prints a summary. A benchmark, not a test.
 //!
 //! Environment: `ADMISSION_BENCH_REQUESTS` (default 20000), `ADMISSION_BENCH_CONCURRENCY`
 //! (connections, default 16), `ADMISSION_BENCH_MAX_SECONDS` (stop early after this long,
-//! default 120).
+//! default 120), `ADMISSION_BENCH_ONLY` (comma-separated scenario names: only those, e.g. to
+//! profile one; the recording scenarios need their base).
 
 mod common;
 
@@ -104,7 +107,8 @@ enum Expect {
 
 struct Scenario {
     name: &'static str,
-    plugin: LoadedPlugin,
+    /// None: the floor (common::floor), the same server answering a fixed review.
+    plugin: Option<LoadedPlugin>,
     path: &'static str,
     body: Bytes,
     cluster: Arc<dyn ClusterView>,
@@ -178,7 +182,7 @@ fn scenarios() -> Vec<Scenario> {
                      cluster: &Arc<dyn ClusterView>,
                      expect| Scenario {
         name,
-        plugin: self::plugin(plugin),
+        plugin: Some(self::plugin(plugin)),
         path,
         body,
         cluster: cluster.clone(),
@@ -224,10 +228,29 @@ fn scenarios() -> Vec<Scenario> {
             Expect::Patch,
         ),
     ];
+    let isvc_review = review(
+        "serving.kserve.io",
+        "v1beta1",
+        "InferenceService",
+        "inferenceservices",
+        isvc,
+    );
     let mut all = vec![
+        // First, so the webhooks' figures can be read against it: the same TLS server and
+        // gate answering a fixed review, with the InferenceService review's bytes posted.
+        Scenario {
+            name: "floor",
+            plugin: None,
+            path: "/validate-serving-kserve-io-v1beta1-inferenceservice",
+            body: isvc_review.clone(),
+            cluster: none.clone(),
+            expect: Expect::Allowed,
+            max_requests: None,
+            record: None,
+        },
         Scenario {
             name: "hello_mutate_configmap",
-            plugin: plugin("hello"),
+            plugin: Some(plugin("hello")),
             path: "/mutate-hello-configmap",
             body: review("", "v1", "ConfigMap", "configmaps", hello_object.clone()),
             cluster: none.clone(),
@@ -237,15 +260,19 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "isvc_validate",
-            plugin: plugin("isvc"),
+            plugin: Some(plugin("isvc")),
             path: "/validate-serving-kserve-io-v1beta1-inferenceservice",
-            body: review(
-                "serving.kserve.io",
-                "v1beta1",
-                "InferenceService",
-                "inferenceservices",
-                isvc,
-            ),
+            body: isvc_review.clone(),
+            cluster: none.clone(),
+            expect: Expect::Allowed,
+            max_requests: None,
+            record: None,
+        },
+        Scenario {
+            name: "isvc_mutate",
+            plugin: Some(plugin("isvc")),
+            path: "/mutate-serving-kserve-io-v1beta1-inferenceservice",
+            body: isvc_review.clone(),
             cluster: none.clone(),
             expect: Expect::Allowed,
             max_requests: None,
@@ -253,7 +280,7 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "pod_mutate_plain",
-            plugin: plugin("pod-mutator"),
+            plugin: Some(plugin("pod-mutator")),
             path: "/mutate--v1-pod",
             body: review("", "v1", "Pod", "pods", pod("demo-predictor-1", false)),
             cluster: parameters.clone(),
@@ -263,7 +290,7 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "pod_mutate_ray_tls",
-            plugin: plugin("pod-mutator"),
+            plugin: Some(plugin("pod-mutator")),
             path: "/mutate--v1-pod",
             body: review("", "v1", "Pod", "pods", pod("demo-predictor-2", true)),
             cluster: parameters.clone(),
@@ -273,7 +300,7 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "hello_validate_configmap_update_1mib",
-            plugin: plugin("hello"),
+            plugin: Some(plugin("hello")),
             path: "/validate-hello-configmap",
             body: large_update_review(),
             cluster: none,
@@ -397,17 +424,22 @@ async fn drive(
     cert_dir: &std::path::Path,
     ca: &CertificateDer<'static>,
 ) -> (Vec<Duration>, usize, Duration, String) {
-    let slot = PluginSlot::new(sc.plugin.clone());
+    let slot = sc.plugin.clone().map(PluginSlot::new);
     let record_dir = std::env::temp_dir().join(format!(
         "odh-admission-bench-records-{}-{}",
         std::process::id(),
         sc.name
     ));
-    if let Some((config, _)) = sc.record {
+    if let (Some((config, _)), Some(slot)) = (sc.record, &slot) {
         slot.set_recorder(Some(Recorder::new(config, Some(&record_dir)).unwrap()));
     }
-    let table = WebhookTable::from_slots(std::slice::from_ref(&slot)).unwrap();
-    let router = webhook_router(&table, sc.cluster.clone(), Arc::new(NoSideEffects));
+    let router = match &slot {
+        Some(slot) => {
+            let table = WebhookTable::from_slots(std::slice::from_ref(slot)).unwrap();
+            webhook_router(&table, sc.cluster.clone(), Arc::new(NoSideEffects))
+        }
+        None => common::floor::router(),
+    };
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = TlsServerConfig {
@@ -483,15 +515,16 @@ async fn drive(
     let elapsed = started.elapsed();
     let _ = stop.send(());
     server.await.unwrap().unwrap();
-    if let Some(recorder) = slot.recorder() {
+    if let Some(recorder) = slot.as_ref().and_then(PluginSlot::recorder) {
         let stats = recorder.stats();
         println!(
             "  recorded {} calls ({} dropped before a flush)",
             stats.recorded, stats.dropped
         );
     }
-    slot.set_recorder(None);
-    drop(slot);
+    if let Some(slot) = slot {
+        slot.set_recorder(None);
+    }
     let _ = std::fs::remove_dir_all(&record_dir);
     (samples, errors, elapsed, tls_version)
 }
@@ -507,6 +540,7 @@ fn main() {
             "ADMISSION_BENCH_REQUESTS",
             "ADMISSION_BENCH_CONCURRENCY",
             "ADMISSION_BENCH_MAX_SECONDS",
+            "ADMISSION_BENCH_ONLY",
         ]
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")))
@@ -523,7 +557,14 @@ fn main() {
         .unwrap();
 
     let mut results = serde_json::Map::new();
-    for sc in scenarios() {
+    let only: Option<Vec<String>> = std::env::var("ADMISSION_BENCH_ONLY")
+        .ok()
+        .map(|s| s.split(',').map(|n| n.trim().to_string()).collect());
+    let wanted = |sc: &Scenario| {
+        only.as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == sc.name))
+    };
+    for sc in scenarios().into_iter().filter(|sc| wanted(sc)) {
         let (mut samples, errors, elapsed, tls_version) =
             rt.block_on(drive(&sc, &load, &cert_dir, &ca));
         samples.sort();
@@ -539,7 +580,7 @@ fn main() {
         println!(
             "admission {} ({} {}, {} B AdmissionReview, {} keep-alive {tls_version} connections, loopback)",
             sc.name,
-            sc.plugin.name(),
+            sc.plugin.as_ref().map_or("none", LoadedPlugin::name),
             sc.path,
             sc.body.len(),
             load.concurrency
@@ -554,7 +595,10 @@ fn main() {
         );
         let mut recording = Value::Null;
         if let Some((config, base)) = sc.record {
-            let base_rps = results[base]["requests_per_s"].as_f64().unwrap_or(f64::NAN);
+            let base_rps = results
+                .get(base)
+                .and_then(|b| b["requests_per_s"].as_f64())
+                .unwrap_or(f64::NAN);
             let cost = (1.0 - rps / base_rps) * 100.0;
             println!(
                 "  recording {:.0}% of calls: {cost:+.1}% throughput cost against {base} ({base_rps:.0} req/s, same run)",
@@ -563,13 +607,32 @@ fn main() {
             recording = json!({"sample_rate": config.sample_rate, "compared_with": base,
                                "throughput_cost_percent": cost});
         }
+        // The distance from the floor (the same server answering a fixed review), same run.
+        let mut from_floor = Value::Null;
+        if sc.plugin.is_some()
+            && let Some(floor) = results.get("floor")
+        {
+            let floor_rps = floor["requests_per_s"].as_f64().unwrap_or(f64::NAN);
+            let floor_p50 = floor["latency_ms"]["p50"].as_f64().unwrap_or(f64::NAN);
+            // Time per request the server spends beyond the floor's, at this concurrency.
+            let extra_us = (1.0 / rps - 1.0 / floor_rps) * 1e6;
+            println!(
+                "  against the floor: {:.2}x its req/s ({floor_rps:.0}), p50 {:+.2} ms, {extra_us:+.1} µs of wall time per request",
+                rps / floor_rps,
+                millis(p50) - floor_p50,
+            );
+            from_floor = json!({"requests_per_s_ratio": rps / floor_rps,
+                                "p50_extra_ms": millis(p50) - floor_p50,
+                                "wall_us_per_request_extra": extra_us});
+        }
         results.insert(
             sc.name.into(),
             json!({
                 "recording": recording,
+                "against_floor": from_floor,
                 "server": {"address": "127.0.0.1 (loopback)", "protocol": "HTTP/1.1", "tls": tls_version,
-                           "plugin": sc.plugin.name(), "path": sc.path,
-                           "plugin_concurrency": sc.plugin.limits().concurrency},
+                           "plugin": sc.plugin.as_ref().map(LoadedPlugin::name), "path": sc.path,
+                           "plugin_concurrency": sc.plugin.as_ref().map(|p| p.limits().concurrency)},
                 "requests": load.requests,
                 "completed": completed,
                 "errors": errors,

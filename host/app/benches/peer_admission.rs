@@ -5,13 +5,19 @@
 //! info level. Each round starts them in turn (ours, Go production, Go info) and drives the same
 //! AdmissionReview bytes through the same client loop (16 keep-alive TLS connections, 20,000
 //! requests) for the InferenceService validating webhook, the InferenceService mutating webhook
-//! and the Pod mutating webhook; `ODH_BENCH_PEER_ROUNDS` (3) rounds. Figures: req/s, p50/p99
-//! latency, CPU per request (user + system time of the server process over the run, from
+//! and the Pod mutating webhook; `ODH_BENCH_PEER_ROUNDS` (3) rounds. Each round ends with the
+//! `floor`: this bench binary run again as a server of its own, the webhook server's TLS server
+//! and admission gate answering a fixed review without parsing it or calling a plugin
+//! (common::floor), driven through the same loop: what the transport alone costs, so ours'
+//! distance from it is what the review handling and the plugin call cost. Figures: req/s,
+//! p50/p99 latency, CPU per request (user + system time of the server process over the run, from
 //! /proc/<pid>/stat, divided by the requests answered). Writes target/bench/peer_admission.json
-//! (every run, the medians, the ratios ours/Go) and prints a summary. A benchmark, not a test.
+//! (every run, the medians, the ratios ours/Go, ours' distance from the floor) and prints a
+//! summary. A benchmark, not a test.
 //!
 //! Environment: `ADMISSION_BENCH_REQUESTS` (20000), `ADMISSION_BENCH_CONCURRENCY` (16),
-//! `ADMISSION_BENCH_MAX_SECONDS` (120), as the `admission` bench.
+//! `ADMISSION_BENCH_MAX_SECONDS` (120), as the `admission` bench; `ODH_BENCH_PEER_ONLY`
+//! (comma-separated: `ours`, `go_production`, `go_info`, `floor`) runs only those.
 
 mod common;
 
@@ -123,10 +129,33 @@ struct Bench {
     ca: rustls::pki_types::CertificateDer<'static>,
 }
 
-/// One contender's round: started, each scenario driven, stopped.
+/// What serves a round: a controller, or the floor.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Server {
+    Peer(Contender),
+    Floor,
+}
+
+impl Server {
+    const ALL: [Server; 4] = [
+        Server::Peer(Contender::Ours),
+        Server::Peer(Contender::GoProduction),
+        Server::Peer(Contender::GoInfo),
+        Server::Floor,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Server::Peer(c) => c.label(),
+            Server::Floor => "floor",
+        }
+    }
+}
+
+/// One server's round: started, each scenario driven, stopped.
 async fn round(
     b: &Bench,
-    contender: Contender,
+    server: Server,
     log: &std::path::Path,
 ) -> anyhow::Result<serde_json::Map<String, Value>> {
     let Bench {
@@ -137,9 +166,9 @@ async fn round(
         cert_dir,
         ca,
     } = b;
-    let addr: SocketAddr = match contender {
-        Contender::Ours => common::free_addr().parse()?,
-        _ => {
+    let addr: SocketAddr = match server {
+        Server::Peer(Contender::Ours) | Server::Floor => common::free_addr().parse()?,
+        Server::Peer(_) => {
             let addr: SocketAddr = ([127, 0, 0, 1], GO_WEBHOOK_PORT).into();
             anyhow::ensure!(
                 std::net::TcpStream::connect(addr).is_err(),
@@ -149,19 +178,24 @@ async fn round(
         }
     };
     let bind = addr.to_string();
-    let log_file = std::fs::File::create(log)?;
-    let mut child = contender
-        .command(
-            kubeconfig,
-            controller_namespace,
-            &common::free_addr(),
-            &common::free_addr(),
-            Some((bind.as_str(), cert_dir.as_path())),
-        )
-        .stdin(std::process::Stdio::null())
-        .stdout(log_file.try_clone()?)
-        .stderr(log_file)
-        .spawn()?;
+    let mut child = match server {
+        Server::Peer(contender) => {
+            let log_file = std::fs::File::create(log)?;
+            contender
+                .command(
+                    kubeconfig,
+                    controller_namespace,
+                    &common::free_addr(),
+                    &common::free_addr(),
+                    Some((bind.as_str(), cert_dir.as_path())),
+                )
+                .stdin(std::process::Stdio::null())
+                .stdout(log_file.try_clone()?)
+                .stderr(log_file)
+                .spawn()?
+        }
+        Server::Floor => common::floor::spawn(addr, cert_dir, log)?,
+    };
     let pid = child.id();
     let result = async {
         let mut answers = serde_json::Map::new();
@@ -171,11 +205,11 @@ async fn round(
                 common::peer::running(pid)
             })
             .await
-            .map_err(|e| e.context(format!("{} {} (log: {})", contender.label(), sc.name, log.display())))?;
+            .map_err(|e| e.context(format!("{} {} (log: {})", server.label(), sc.name, log.display())))?;
             if answers.is_empty() {
                 println!(
                     "  {} serving after {:.1} s",
-                    contender.label(),
+                    server.label(),
                     started.elapsed().as_secs_f64()
                 );
             }
@@ -190,7 +224,7 @@ async fn round(
             );
             println!(
                 "  {:<14} {:<14} {rps:>8.0} req/s   p50 {:>6.2} ms   p99 {:>6.2} ms   CPU {cpu_us:>6.1} µs/request   ({completed} requests, {} errors, {:.2} s, {})",
-                contender.label(),
+                server.label(),
                 sc.name,
                 millis(p50),
                 millis(p99),
@@ -223,6 +257,8 @@ async fn round(
 }
 
 fn main() -> anyhow::Result<()> {
+    // Run again by itself as the floor's server (common::floor::spawn)?
+    common::floor::serve_if_asked();
     let Some(upstream) = upstream_binary() else {
         println!("peer_admission: ODH_BENCH_UPSTREAM_BIN is not set; nothing to compare with");
         return Ok(());
@@ -240,6 +276,15 @@ fn main() -> anyhow::Result<()> {
         warm_up: 300,
     };
     let rounds = env_usize("ODH_BENCH_PEER_ROUNDS", 3);
+    // ODH_BENCH_PEER_ONLY=ours,floor: only those servers (a quick look at our own changes; the
+    // ratios then say NaN).
+    let only: Option<Vec<String>> = std::env::var("ODH_BENCH_PEER_ONLY")
+        .ok()
+        .map(|s| s.split(',').map(|n| n.trim().to_string()).collect());
+    let wanted = |s: Server| {
+        only.as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == s.label()))
+    };
     // <tmp>/k8s-webhook-server/serving-certs: where controller-runtime looks under $TMPDIR.
     let tmp = common::out_dir().join("peer-admission-tmp");
     let cert_dir = tmp.join("k8s-webhook-server/serving-certs");
@@ -259,13 +304,13 @@ fn main() -> anyhow::Result<()> {
             cert_dir,
             ca,
         };
-        let mut runs: Vec<(Contender, usize, serde_json::Map<String, Value>)> = Vec::new();
+        let mut runs: Vec<(Server, usize, serde_json::Map<String, Value>)> = Vec::new();
         for r in 1..=rounds {
             println!("round {r} of {rounds}");
-            for contender in Contender::ALL {
-                let log = common::out_dir()
-                    .join(format!("peer_admission_{}_r{r}.log", contender.label()));
-                runs.push((contender, r, round(&b, contender, &log).await?));
+            for server in Server::ALL.into_iter().filter(|s| wanted(*s)) {
+                let log =
+                    common::out_dir().join(format!("peer_admission_{}_r{r}.log", server.label()));
+                runs.push((server, r, round(&b, server, &log).await?));
             }
         }
         anyhow::Ok((runs, b))
@@ -279,10 +324,11 @@ fn main() -> anyhow::Result<()> {
     let figures = ["requests_per_s", "p50_ms", "p99_ms", "cpu_us_per_request"];
     let mut summary = serde_json::Map::new();
     println!(
-        "admission side by side, medians of {rounds} rounds (ratio ours/Go production, ours/Go info):"
+        "admission side by side, medians of {rounds} rounds (ratio ours/Go production, ours/Go info; the floor: the same TLS server answering a fixed review):"
     );
+    const OURS: Server = Server::Peer(Contender::Ours);
     for sc in scenarios {
-        let of = |c: Contender, figure: &str| -> Vec<f64> {
+        let of = |c: Server, figure: &str| -> Vec<f64> {
             runs.iter()
                 .filter(|(k, _, _)| *k == c)
                 .filter_map(|(_, _, a)| a.get(sc.name)?.get(figure)?.as_f64())
@@ -290,7 +336,7 @@ fn main() -> anyhow::Result<()> {
         };
         let mut medians = serde_json::Map::new();
         let mut each = serde_json::Map::new();
-        for c in Contender::ALL {
+        for c in Server::ALL {
             let m: serde_json::Map<String, Value> = figures
                 .iter()
                 .map(|f| ((*f).to_string(), json!(median(&of(c, f)))))
@@ -302,7 +348,7 @@ fn main() -> anyhow::Result<()> {
             medians.insert(c.label().into(), m.into());
             each.insert(c.label().into(), e.into());
         }
-        let get = |c: Contender, f: &str| medians[c.label()][f].as_f64().unwrap_or(f64::NAN);
+        let get = |c: Server, f: &str| medians[c.label()][f].as_f64().unwrap_or(f64::NAN);
         let mut ratios = serde_json::Map::new();
         for go in [Contender::GoProduction, Contender::GoInfo] {
             let r: serde_json::Map<String, Value> = figures
@@ -310,13 +356,24 @@ fn main() -> anyhow::Result<()> {
                 .map(|f| {
                     (
                         (*f).to_string(),
-                        json!(get(Contender::Ours, f) / get(go, f)),
+                        json!(get(OURS, f) / get(Server::Peer(go), f)),
                     )
                 })
                 .collect();
             ratios.insert(format!("ours_over_{}", go.label()), r.into());
         }
-        let patched: serde_json::Map<String, Value> = Contender::ALL
+        // Ours' distance from the floor: what the review handling and the plugin call add.
+        let from_floor: serde_json::Map<String, Value> = figures
+            .iter()
+            .map(|f| {
+                let (ours, floor) = (get(OURS, f), get(Server::Floor, f));
+                (
+                    (*f).to_string(),
+                    json!({"ours_minus_floor": ours - floor, "ours_over_floor": ours / floor}),
+                )
+            })
+            .collect();
+        let patched: serde_json::Map<String, Value> = Server::ALL
             .iter()
             .map(|c| {
                 let p = runs
@@ -329,20 +386,23 @@ fn main() -> anyhow::Result<()> {
             .collect();
         println!("  {} ({}, {} B review)", sc.name, sc.path, sc.body.len());
         for f in figures {
-            let ratio = |go: Contender| get(Contender::Ours, f) / get(go, f);
+            let ratio = |go: Contender| get(OURS, f) / get(Server::Peer(go), f);
             println!(
-                "    {f:<20} ours {:>9.2}   Go production {:>9.2}   Go info {:>9.2}   ({:.2}x, {:.2}x)",
-                get(Contender::Ours, f),
-                get(Contender::GoProduction, f),
-                get(Contender::GoInfo, f),
+                "    {f:<20} ours {:>9.2}   Go production {:>9.2}   Go info {:>9.2}   ({:.2}x, {:.2}x)   floor {:>9.2} (ours {:+.2})",
+                get(OURS, f),
+                get(Server::Peer(Contender::GoProduction), f),
+                get(Server::Peer(Contender::GoInfo), f),
                 ratio(Contender::GoProduction),
                 ratio(Contender::GoInfo),
+                get(Server::Floor, f),
+                get(OURS, f) - get(Server::Floor, f),
             );
         }
         summary.insert(
             sc.name.into(),
             json!({"path": sc.path, "request_bytes": sc.body.len(), "patched": patched,
-                   "runs": each, "medians": medians, "ratios": ratios}),
+                   "runs": each, "medians": medians, "ratios": ratios,
+                   "ours_against_floor": from_floor}),
         );
     }
     let command = {
@@ -350,6 +410,7 @@ fn main() -> anyhow::Result<()> {
             "ADMISSION_BENCH_REQUESTS",
             "ADMISSION_BENCH_CONCURRENCY",
             "ODH_BENCH_PEER_ROUNDS",
+            "ODH_BENCH_PEER_ONLY",
         ]
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")))
@@ -363,6 +424,7 @@ fn main() -> anyhow::Result<()> {
         "upstream_binary": upstream.display().to_string(),
         "host_binary": common::host_binary_info(),
         "contenders": common::peer::describe_all(),
+        "floor": "this bench binary serving the webhook server's TLS server and admission gate, answering a fixed review without parsing it or calling a plugin (host/app/benches/common/floor.rs)",
         "rounds": rounds,
         "requests": load.requests,
         "concurrency": load.concurrency,

@@ -105,14 +105,20 @@ impl Plugin for Isvc {
     }
 
     fn mutate(request: &AdmissionRequest, cx: &Ctx<Settings>) -> Result<AdmissionDecision, Error> {
-        if let Err(bad) = request.decode_as(&EXPECT) {
-            return Ok(bad);
-        }
+        let decoded = match request.decode_as(&EXPECT) {
+            Ok(decoded) => decoded,
+            Err(bad) => return Ok(bad),
+        };
         if inference_graph::is_for(request) {
             return Ok(inference_graph::mutate());
         }
-        Ok(AdmissionDecision::or_forbidden(webhooks::mutate(
-            request, cx.cluster,
+        // The objects as decoded above: parsed once per call.
+        let (object, old) = match decoded {
+            Some(d) => (Some(d.object), d.old_object),
+            None => (None, None),
+        };
+        Ok(AdmissionDecision::or_forbidden(webhooks::mutate_objects(
+            request, object, old, cx.cluster,
         )))
     }
 
@@ -120,17 +126,19 @@ impl Plugin for Isvc {
         request: &AdmissionRequest,
         cx: &Ctx<Settings>,
     ) -> Result<AdmissionDecision, Error> {
-        if let Err(bad) = request.decode_as(&EXPECT) {
-            return Ok(bad);
-        }
+        let decoded = match request.decode_as(&EXPECT) {
+            Ok(decoded) => decoded,
+            Err(bad) => return Ok(bad),
+        };
         if inference_graph::is_for(request) {
             return Ok(AdmissionDecision::or_forbidden(inference_graph::validate(
                 request,
                 cx.settings.cluster_domain(),
             )));
         }
-        Ok(AdmissionDecision::or_forbidden(webhooks::validate(
+        Ok(AdmissionDecision::or_forbidden(webhooks::validate_object(
             request,
+            decoded.map(|d| d.object),
             cx.settings,
             cx.cluster,
         )))

@@ -51,7 +51,17 @@ pub fn validate(
     settings: &Settings,
     cluster: &dyn Cluster,
 ) -> Result<AdmissionDecision, Error> {
-    let Some(isvc) = request.object()? else {
+    validate_object(request, request.object()?, settings, cluster)
+}
+
+/// [`validate`] of the request's object parsed already (the plugin's entry point decoded it).
+pub fn validate_object(
+    request: &AdmissionRequest,
+    object: Option<Object>,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> Result<AdmissionDecision, Error> {
+    let Some(isvc) = object else {
         return Ok(AdmissionDecision::allow());
     };
     if request.operation == Operation::Create {
@@ -93,13 +103,24 @@ pub fn mutate(
     request: &AdmissionRequest,
     cluster: &dyn Cluster,
 ) -> Result<AdmissionDecision, Error> {
-    let Some(isvc) = request.object()? else {
+    mutate_objects(request, request.object()?, request.old_object()?, cluster)
+}
+
+/// [`mutate`] of the request's objects parsed already (the plugin's entry point decoded them).
+/// An object the defaulting leaves as it was is answered without it: the host would only find
+/// an empty patch after parsing it back and diffing, the answer the apiserver gets either way.
+pub fn mutate_objects(
+    request: &AdmissionRequest,
+    object: Option<Object>,
+    old: Option<Object>,
+    cluster: &dyn Cluster,
+) -> Result<AdmissionDecision, Error> {
+    let Some(isvc) = object else {
         return Ok(AdmissionDecision::allow());
     };
     if isvc.is_deleting() {
         return Ok(AdmissionDecision::allow());
     }
-    let old = request.old_object()?;
     let namespace = request.namespace_of(&isvc);
     let admission = IsvcAdmission {
         operation: request.operation,
@@ -107,7 +128,11 @@ pub fn mutate(
         namespace: &namespace,
         dry_run: request.dry_run,
     };
+    let original = isvc.as_value().clone();
     let mut object = isvc.into_value();
     let defaulted = default_inference_service(&mut object, &admission, cluster)?;
+    if object == original {
+        return Ok(AdmissionDecision::from_defaulted_unchanged(defaulted));
+    }
     Ok(AdmissionDecision::from_defaulted(object, defaulted))
 }

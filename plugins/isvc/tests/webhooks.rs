@@ -169,6 +169,35 @@ fn mutate_leaves_a_deleting_inference_service_alone() {
     assert!(d.allowed && d.mutated.is_none() && d.patch.is_none());
 }
 
+/// An InferenceService the defaulting leaves as it was is allowed without the object: the host
+/// has nothing to diff, the apiserver gets no patch either way. Through the plugin's own entry
+/// point too, which decodes the objects once and hands them on.
+#[test]
+fn an_inference_service_left_as_it_was_is_answered_without_it() {
+    let v = isvc("m").build();
+    let d = webhooks::mutate(&mutation(Operation::Create, &v), &cluster()).unwrap();
+    assert!(
+        d.allowed && d.mutated.is_none() && d.patch.is_none(),
+        "{d:?}"
+    );
+    let cluster = cluster();
+    let d = Isvc::mutate(
+        &mutation(Operation::Create, &v),
+        &Ctx::new(&app_ns_settings(), &cluster),
+    )
+    .unwrap();
+    assert!(d.allowed && d.mutated.is_none(), "{d:?}");
+    // A change still comes back as the object: the ServiceAccount of an S3 connection.
+    let v = isvc("m").annotation(CONNECTIONS, "s3-secret").build();
+    let cluster = cluster.with(connection_secret("s3-secret", "s3"));
+    let d = Isvc::mutate(
+        &mutation(Operation::Create, &v),
+        &Ctx::new(&app_ns_settings(), &cluster),
+    )
+    .unwrap();
+    assert!(d.allowed && d.mutated.is_some(), "{d:?}");
+}
+
 #[test]
 fn mutate_creates_the_s3_service_account_as_a_side_effect() {
     let v = isvc("m").annotation(CONNECTIONS, "s3-secret").build();

@@ -192,12 +192,22 @@ impl AdmissionDecision {
     /// A defaulting webhook's answer: the warnings logged, then the defaulted `object` (or a
     /// 403 with the failed step's message), with the side effects applied unowned either way.
     pub fn from_defaulted(object: impl Serialize, defaulted: Defaulted) -> AdmissionDecision {
+        Self::from_defaulted_with(defaulted, || Self::mutated(object))
+    }
+
+    /// [`from_defaulted`](Self::from_defaulted) when the defaulting left the object as it came:
+    /// the same answer (no patch) without the object written out for the host to diff.
+    pub fn from_defaulted_unchanged(defaulted: Defaulted) -> AdmissionDecision {
+        Self::from_defaulted_with(defaulted, Self::allow)
+    }
+
+    fn from_defaulted_with(defaulted: Defaulted, answer: impl FnOnce() -> Self) -> Self {
         for warning in &defaulted.warnings {
             log(Level::Warn, warning);
         }
         let mut decision = match &defaulted.denied {
             Some(e) => Self::forbidden(e.message()),
-            None => Self::mutated(object),
+            None => answer(),
         };
         for object in defaulted.side_effects {
             decision = decision.side_effect(object, Ownership::None);

@@ -186,6 +186,7 @@ pub fn stop_apiserver(dir: &std::path::Path) {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+pub mod floor;
 pub mod load;
 pub mod peer;
 pub mod storm;

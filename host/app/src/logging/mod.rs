@@ -127,7 +127,13 @@ fn install(fmt: BoxedLayer, level: &str, traces: Option<crate::traces::OtlpLayer
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter(level));
     // Per-layer filters: without the exporter no layer wants a trace span, so their callsites
     // stay disabled and cost nothing.
-    let logged = filter.and(filter_fn(|m| m.target() != crate::traces::TARGET));
+    // The hint keeps the filter's own level as the process's maximum (a filter without one makes
+    // it TRACE): `log` records below it (wasmtime writes some on every instantiation) are then
+    // skipped where they are written instead of reaching the subscriber to be dropped there.
+    let logged = filter.and(
+        filter_fn(|m| m.target() != crate::traces::TARGET)
+            .with_max_level_hint(tracing::level_filters::LevelFilter::TRACE),
+    );
     let traced = Targets::new().with_target(crate::traces::TARGET, tracing::Level::INFO);
     // A second init (e.g. from tests) keeps the first subscriber.
     let _ = tracing_subscriber::registry()

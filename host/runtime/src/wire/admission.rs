@@ -85,6 +85,10 @@ pub fn patch_for(
     patch.or_else(|| {
         let mutated = mutated?;
         let original = original.unwrap_or(&Value::Null);
+        // The empty patch the diff would find, without walking both trees building pointers.
+        if &mutated == original {
+            return Some(Value::Array(Vec::new()));
+        }
         Some(
             serde_json::to_value(json_patch::diff(original, &mutated))
                 .unwrap_or(Value::Array(vec![])),

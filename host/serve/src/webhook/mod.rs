@@ -17,7 +17,9 @@ pub mod verdict;
 
 pub use in_flight::{AdmissionGate, InFlightLimit, MAX_WAIT, MIN_WEIGHT};
 pub use registration::{Registration, WebhookNames};
-pub use review::{ADMISSION_API_VERSION, ReviewError, parse_review, review_response};
+pub use review::{
+    ADMISSION_API_VERSION, ReviewError, parse_review, review_response, review_response_bytes,
+};
 pub use router::{gated_webhook_router, live_webhook_router, webhook_router};
 pub use table::{
     LiveWebhookTable, WebhookRoute, WebhookTable, WebhookTableError, routable, selector_admits,

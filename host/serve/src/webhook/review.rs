@@ -2,10 +2,11 @@
 //! nothing the host does not model is lost, and the object is passed on as the apiserver wrote
 //! it) and the response written back.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
 use base64::Engine as _;
 use hyper::body::Bytes;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -32,12 +33,13 @@ fn bad(message: impl Into<String>) -> ReviewError {
 /// `userInfo` stay text, views of `body`'s own buffer ([`RawJson`]) that the plugin receives
 /// as they came. An 8 MiB object is neither copied nor turned into a tree here.
 pub fn parse_review(body: &Bytes, path: &str) -> Result<AdmissionInput, ReviewError> {
-    let review: BTreeMap<String, &RawValue> = match serde_json::from_slice(body) {
+    // One pass over the body: the request's members are read where they stand.
+    let review: Envelope<'_> = match serde_json::from_slice(body) {
         Ok(review) => review,
         Err(_) => return Err(not_a_review_object(body)),
     };
-    let api_version = small(&review, "apiVersion")?;
-    let kind = small(&review, "kind")?;
+    let api_version = small(review.api_version)?;
+    let kind = small(review.kind)?;
     let (api_version, kind) = (
         api_version.as_ref().and_then(Value::as_str),
         kind.as_ref().and_then(Value::as_str),
@@ -50,11 +52,9 @@ pub fn parse_review(body: &Bytes, path: &str) -> Result<AdmissionInput, ReviewEr
             shown(kind)
         )));
     }
-    let raw_request: BTreeMap<String, &RawValue> = match review.get("request") {
-        Some(r) if r.get().starts_with('{') => {
-            serde_json::from_str(r.get()).map_err(|e| bad(format!("the body is not JSON: {e}")))?
-        }
-        Some(_) => return Err(bad("request is not a JSON object")),
+    let raw_request = match review.request {
+        Some(RequestMember::Object(members)) => members,
+        Some(RequestMember::Other) => return Err(bad("request is not a JSON object")),
         None => return Err(bad("the AdmissionReview has no request")),
     };
     // The small fields as values, so they are checked as before; the objects stay text.
@@ -69,7 +69,7 @@ pub fn parse_review(body: &Bytes, path: &str) -> Result<AdmissionInput, ReviewEr
         "name",
         "dryRun",
     ] {
-        if let Some(value) = small(&raw_request, key)? {
+        if let Some(value) = small(raw_request.get(key))? {
             request.insert(key.to_string(), value);
         }
     }
@@ -133,11 +133,170 @@ fn not_a_review_object(body: &[u8]) -> ReviewError {
     }
 }
 
-/// The member `key` of `object` as a value (a small field).
-fn small(object: &BTreeMap<String, &RawValue>, key: &str) -> Result<Option<Value>, ReviewError> {
-    object
-        .get(key)
-        .map(|raw| serde_json::from_str(raw.get()))
+/// An AdmissionReview's top level as written: `apiVersion` and `kind` as text, `request`'s
+/// members when it is an object; a key written twice keeps its last value.
+struct Envelope<'a> {
+    api_version: Option<&'a RawValue>,
+    kind: Option<&'a RawValue>,
+    request: Option<RequestMember<'a>>,
+}
+
+/// What `request` holds.
+enum RequestMember<'a> {
+    Object(Members<'a>),
+    /// Any other JSON value.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Envelope<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = Envelope<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut envelope = Envelope {
+                    api_version: None,
+                    kind: None,
+                    request: None,
+                };
+                while let Some(Key(key)) = map.next_key()? {
+                    match &*key {
+                        "apiVersion" => envelope.api_version = Some(map.next_value()?),
+                        "kind" => envelope.kind = Some(map.next_value()?),
+                        "request" => envelope.request = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(envelope)
+            }
+        }
+        deserializer.deserialize_map(Object)
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestMember<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Any;
+        impl<'de> Visitor<'de> for Any {
+            type Value = RequestMember<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                members(map).map(RequestMember::Object)
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(RequestMember::Other)
+            }
+        }
+        deserializer.deserialize_any(Any)
+    }
+}
+
+/// The members of a JSON object as written, parsed without building a map: keys borrowed from
+/// the body unless they hold an escape, values left as text. A key written twice keeps its last
+/// value, as a map would.
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'a> Members<'a> {
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = Members<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                members(map)
+            }
+        }
+        deserializer.deserialize_map(Object)
+    }
+}
+
+fn members<'de, A: MapAccess<'de>>(mut map: A) -> Result<Members<'de>, A::Error> {
+    let mut members = Vec::with_capacity(map.size_hint().unwrap_or(12));
+    while let Some(Key(key)) = map.next_key()? {
+        members.push((key, map.next_value()?));
+    }
+    Ok(Members(members))
+}
+
+/// An object's key: borrowed from the input when it can be.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(Text)
+    }
+}
+
+/// A member's text as a value (a small field).
+fn small(raw: Option<&RawValue>) -> Result<Option<Value>, ReviewError> {
+    raw.map(|raw| serde_json::from_str(raw.get()))
         .transpose()
         .map_err(|e| bad(format!("the body is not JSON: {e}")))
 }
@@ -176,43 +335,77 @@ fn non_empty(m: &Map<String, Value>, key: &str) -> Option<String> {
 
 /// The AdmissionReview v1 response to the request `uid`.
 pub fn review_response(uid: &str, verdict: &Verdict) -> Value {
-    let mut response = Map::new();
-    response.insert("uid".into(), json!(uid));
-    response.insert("allowed".into(), json!(verdict.allowed));
-    if verdict.message.is_some() || !verdict.allowed {
-        let mut status = Map::new();
-        status.insert("code".into(), json!(verdict.code));
-        if let Some(m) = &verdict.message {
-            status.insert("message".into(), json!(m));
+    serde_json::to_value(Answer::of(uid, verdict)).unwrap_or(Value::Null)
+}
+
+/// [`review_response`] written out: the same bytes as serialising it, without building the
+/// value first (the webhook server's answer).
+pub fn review_response_bytes(uid: &str, verdict: &Verdict) -> Vec<u8> {
+    serde_json::to_vec(&Answer::of(uid, verdict)).unwrap_or_default()
+}
+
+/// The answer as written: members in the order a `serde_json::Value` writes them (sorted), so
+/// both ways give the same text.
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
+    response: AnswerResponse<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct AnswerResponse<'a> {
+    allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+    #[serde(rename = "patchType", skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Value>,
+    uid: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+}
+
+impl<'a> Answer<'a> {
+    fn of(uid: &'a str, verdict: &'a Verdict) -> Self {
+        let status = (verdict.message.is_some() || !verdict.allowed).then(|| {
+            let mut status = Map::new();
+            status.insert("code".into(), json!(verdict.code));
+            if let Some(m) = &verdict.message {
+                status.insert("message".into(), json!(m));
+            }
+            let (reason, details) = verdict.status_reason();
+            if let Some(r) = reason {
+                status.insert("reason".into(), json!(r));
+            }
+            if let Some(d) = details {
+                status.insert("details".into(), d);
+            }
+            Value::Object(status)
+        });
+        let patch = verdict
+            .patch
+            .as_ref()
+            .filter(|patch| verdict.allowed && has_patch(Some(patch)))
+            .map(|patch| {
+                let bytes = serde_json::to_vec(patch).unwrap_or_default();
+                base64::engine::general_purpose::STANDARD.encode(bytes)
+            });
+        Answer {
+            api_version: ADMISSION_API_VERSION,
+            kind: ADMISSION_REVIEW_KIND,
+            response: AnswerResponse {
+                allowed: verdict.allowed,
+                patch_type: patch.is_some().then_some("JSONPatch"),
+                patch,
+                status,
+                uid,
+                warnings: &verdict.warnings,
+            },
         }
-        let (reason, details) = verdict.status_reason();
-        if let Some(r) = reason {
-            status.insert("reason".into(), json!(r));
-        }
-        if let Some(d) = details {
-            status.insert("details".into(), d);
-        }
-        response.insert("status".into(), Value::Object(status));
     }
-    if !verdict.warnings.is_empty() {
-        response.insert("warnings".into(), json!(verdict.warnings));
-    }
-    if verdict.allowed
-        && let Some(patch) = &verdict.patch
-        && has_patch(Some(patch))
-    {
-        response.insert("patchType".into(), json!("JSONPatch"));
-        let bytes = serde_json::to_vec(patch).unwrap_or_default();
-        response.insert(
-            "patch".into(),
-            json!(base64::engine::general_purpose::STANDARD.encode(bytes)),
-        );
-    }
-    json!({
-        "apiVersion": ADMISSION_API_VERSION,
-        "kind": ADMISSION_REVIEW_KIND,
-        "response": Value::Object(response),
-    })
 }
 
 #[cfg(test)]
@@ -304,6 +497,35 @@ mod tests {
         assert_eq!(input.user_info.to_value().unwrap(), json!({}));
     }
 
+    /// Read in one pass as a map would read it: the last of a key written twice counts, a key
+    /// written with escapes is the same key, and a request of any other JSON type is refused.
+    #[test]
+    fn the_envelope_reads_as_a_map_would() {
+        let request = r#"{"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": "CREATE"}"#;
+        let body = format!(
+            r#"{{"apiVersion": "v0", "ignored": [1, {{"a": null}}], "kind": "AdmissionReview",
+                "request": 7, "apiVersion": "admission.k8s.io/v1", "req\u0075est": {request}}}"#
+        );
+        let input = parse_review(&Bytes::from(body), "/p").unwrap();
+        assert_eq!(
+            (input.uid.as_str(), input.operation),
+            ("u", Operation::Create)
+        );
+        let twice = request.replace(r#""uid": "u""#, r#""uid": "first", "uid": "u""#);
+        let body = format!(
+            r#"{{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {twice}}}"#
+        );
+        assert_eq!(parse_review(&Bytes::from(body), "/p").unwrap().uid, "u");
+        for other in ["null", "[1, 2]", "\"x\"", "5", "-1.5", "true"] {
+            let body = format!(
+                r#"{{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {other}}}"#
+            );
+            let err = parse_review(&Bytes::from(body), "/p").unwrap_err();
+            assert_eq!(err.to_string(), "request is not a JSON object", "{other}");
+        }
+    }
+
     #[test]
     fn malformed_reviews_are_explained() {
         let cases: [(&[u8], &str); 6] = [
@@ -334,6 +556,35 @@ mod tests {
             assert!(
                 err.contains(expected),
                 "{err:?} should contain {expected:?}"
+            );
+        }
+    }
+
+    /// The server writes the answer without building a value: the same text either way.
+    #[test]
+    fn the_written_answer_is_the_value_written_out() {
+        let verdicts = [
+            Verdict::allow(),
+            Verdict::deny(403, "no"),
+            Verdict::deny(
+                422,
+                r#"Widget.example.com "m" is invalid: metadata.name: Invalid value: "m": too long"#,
+            ),
+            Verdict::deny(500, "boom"),
+            Verdict {
+                warnings: vec!["w".into(), "\"quoted\"".into()],
+                patch: Some(json!([{"op": "add", "path": "/a", "value": {"z": 1, "b": [2]}}])),
+                ..Verdict::allow()
+            },
+            Verdict {
+                patch: Some(json!([])),
+                ..Verdict::allow()
+            },
+        ];
+        for verdict in &verdicts {
+            assert_eq!(
+                String::from_utf8(review_response_bytes("u-\u{e9}", verdict)).unwrap(),
+                serde_json::to_string(&review_response("u-\u{e9}", verdict)).unwrap()
             );
         }
     }

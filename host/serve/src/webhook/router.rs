@@ -3,17 +3,16 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use tracing::{Instrument as _, debug, warn};
 
 use super::in_flight::{AdmissionGate, InFlightLimit};
-use super::review::{parse_review, review_response};
+use super::review::{parse_review, review_response_bytes};
 use super::table::{LiveWebhookTable, WebhookRoute, WebhookTable};
 use super::verdict::Verdict;
 use odh_host_metrics::Metrics;
@@ -135,7 +134,7 @@ fn retired(path: &str, body: Result<Bytes, BytesRejection>) -> Response {
                 uid = input.uid,
                 "admitting a request to a removed plugin's webhook"
             );
-            Json(review_response(&input.uid, &Verdict::allow())).into_response()
+            answer(review_response_bytes(&input.uid, &Verdict::allow()))
         }
         Err(e) => (
             StatusCode::BAD_REQUEST,
@@ -175,7 +174,19 @@ async fn handle(
     if !verdict.allowed {
         debug!(plugin, path = %route.path, uid, code = verdict.code, message = verdict.message.as_deref().unwrap_or(""), "admission denied");
     }
-    Json(review_response(&uid, &verdict)).into_response()
+    answer(review_response_bytes(&uid, &verdict))
+}
+
+/// An AdmissionReview answer as axum's `Json` sends one (200, `application/json`).
+fn answer(body: Vec<u8>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 /// The object under review as a value, when the verdict needs it: a mutation that returned the

@@ -192,6 +192,22 @@ mod tests {
         );
     }
 
+    /// An object returned as it came is the empty patch the diff would give, found without it;
+    /// one changed deep down still gets its patch.
+    #[test]
+    fn an_unchanged_object_is_the_empty_patch() {
+        let original = json!({"metadata": {"name": "p"}, "spec": {"a": [1, {"b": null}]}});
+        let same = patch_for(None, Some(original.clone()), Some(&original)).unwrap();
+        assert_eq!(same, json!([]));
+        assert!(!has_patch(Some(&same)));
+        let mut changed = original.clone();
+        changed["spec"]["a"][1]["b"] = json!(0);
+        assert_eq!(
+            patch_for(None, Some(changed), Some(&original)).unwrap(),
+            json!([{"op": "replace", "path": "/spec/a/1/b", "value": 0}])
+        );
+    }
+
     #[test]
     fn denial_codes_default_to_403_and_validating_webhooks_never_patch() {
         let v = Verdict::from_decision(WebhookType::Validating, decision(false, None), None);
