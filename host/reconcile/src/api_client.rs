@@ -211,6 +211,16 @@ where
     }
 }
 
+/// An API server's refusal as a plugin sees it (a failed write's answer, or the status a
+/// webhook denial wrapping a failed read passes on).
+pub fn api_status(s: kube::core::Status) -> odh_plugin_runtime::writes::ApiStatus {
+    odh_plugin_runtime::writes::ApiStatus {
+        code: s.code,
+        reason: s.reason,
+        message: s.message,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

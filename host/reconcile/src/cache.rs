@@ -529,11 +529,7 @@ async fn discover(client: &Client, gvk: &Gvk) -> anyhow::Result<Option<ResolvedK
 /// [`ApiStatus`]: odh_plugin_runtime::writes::ApiStatus
 fn api_status(e: anyhow::Error) -> anyhow::Error {
     match e.downcast::<kube::Error>() {
-        Ok(kube::Error::Api(s)) => anyhow::Error::new(odh_plugin_runtime::writes::ApiStatus {
-            code: s.code,
-            reason: s.reason,
-            message: s.message,
-        }),
+        Ok(kube::Error::Api(s)) => anyhow::Error::new(crate::api_client::api_status(*s)),
         Ok(other) => other.into(),
         Err(e) => e,
     }

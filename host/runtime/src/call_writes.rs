@@ -71,6 +71,21 @@ impl CallState {
         Ok(())
     }
 
+    /// Keys of kinds the plugin may write (`foreign`: objects it does not manage too), each
+    /// checked alone.
+    fn checked_keys(
+        &self,
+        keys: Vec<types::ObjectKey>,
+        foreign: bool,
+    ) -> Vec<Result<ObjectKey, WriteError>> {
+        keys.into_iter()
+            .map(|k| {
+                let k = ObjectKey::from(k);
+                self.may_write(&k.gvk, foreign).map(|()| k)
+            })
+            .collect()
+    }
+
     /// One desired object, checked: JSON object, a kind it may write, owner references (on an
     /// unowned object) only to the primary.
     fn checked_desired(
@@ -159,13 +174,7 @@ impl wit::Host for CallState {
             Ok(w) => w,
             Err(e) => return all_failed(keys.len(), e),
         };
-        let checked = keys
-            .into_iter()
-            .map(|k| {
-                let k = ObjectKey::from(k);
-                self.may_write(&k.gvk, false).map(|()| k)
-            })
-            .collect();
+        let checked = self.checked_keys(keys, false);
         let plugin = self.plugin.clone();
         partial(checked, |ok| writer.delete(&plugin, ok, within))
     }
@@ -189,13 +198,7 @@ impl wit::Host for CallState {
             Ok(w) => w,
             Err(e) => return all_failed(keys.len(), e),
         };
-        let checked = keys
-            .into_iter()
-            .map(|k| {
-                let k = ObjectKey::from(k);
-                self.may_write(&k.gvk, true).map(|()| k)
-            })
-            .collect();
+        let checked = self.checked_keys(keys, true);
         partial(checked, |ok| writer.delete_unmanaged(ok, &selector, within))
     }
 

@@ -13,8 +13,8 @@ use super::apply::{Applied, Mode};
 use super::{Applier, ApplyError, Primary, field_manager};
 use crate::cache::ResolvedKind;
 use odh_label_selector::LabelSelector;
-use odh_plugin_runtime::wire::{Desired, ObjectKey, Ownership};
-use odh_plugin_runtime::writes::{ApiStatus, WriteError, Writer};
+use odh_plugin_runtime::wire::{Desired, ObjectKey};
+use odh_plugin_runtime::writes::{WriteError, Writer};
 
 /// The primary of one reconcile, owned (a writer outlives the borrow a [`Primary`] is).
 #[derive(Clone)]
@@ -58,11 +58,11 @@ impl StagedWriter {
         &self,
         deadline: tokio::time::Instant,
         within: Duration,
-        work: impl Future<Output = Result<T, ApplyError>>,
+        work: impl Future<Output = Result<T, impl Into<WriteError>>>,
     ) -> Result<T, WriteError> {
         self.handle.block_on(async {
             match tokio::time::timeout_at(deadline, work).await {
-                Ok(result) => result.map_err(write_error),
+                Ok(result) => result.map_err(Into::into),
                 Err(_) => Err(WriteError::Failed(format!(
                     "no answer from the API server within {within:?}"
                 ))),
@@ -98,18 +98,16 @@ impl StagedWriter {
 }
 
 /// The plugin's view of a failed write: the API server's status when it answered.
-fn write_error(e: ApplyError) -> WriteError {
-    match e {
-        ApplyError::Kube {
-            source: kube::Error::Api(s),
-            ..
-        } => WriteError::Refused(ApiStatus {
-            code: s.code,
-            reason: s.reason,
-            message: s.message,
-        }),
-        ApplyError::Kube { what, source } => WriteError::Failed(format!("{what}: {source}")),
-        ApplyError::Invalid(m) => WriteError::Denied(m),
+impl From<ApplyError> for WriteError {
+    fn from(e: ApplyError) -> Self {
+        match e {
+            ApplyError::Kube {
+                source: kube::Error::Api(s),
+                ..
+            } => WriteError::Refused(crate::api_client::api_status(*s)),
+            ApplyError::Kube { what, source } => WriteError::Failed(format!("{what}: {source}")),
+            ApplyError::Invalid(m) => WriteError::Denied(m),
+        }
     }
 }
 
@@ -127,21 +125,15 @@ impl Writer for StagedWriter {
         let manager = field_manager(plugin);
         let primary = self.primary();
         let one = async |d: &Desired| -> Result<Value, WriteError> {
-            if d.ownership != Ownership::None && self.primary.object.is_none() {
-                return Err(WriteError::Denied(
-                    "an owned object of a primary that is gone is not applied".into(),
-                ));
-            }
-            let applied = self
+            match self
                 .applier
                 .apply_one(plugin, &manager, Some(&primary), d, self.mode)
-                .await
-                .map_err(write_error)?;
-            match applied {
+                .await?
+            {
                 Applied::Written(o) => {
                     serde_json::to_value(o).map_err(|e| WriteError::Failed(e.to_string()))
                 }
-                Applied::Unchanged(target) => self.current(&target).await.map_err(write_error),
+                Applied::Unchanged(target) => Ok(self.current(&target).await?),
                 Applied::Skipped => Err(WriteError::Denied(
                     "an owned object of a primary that is gone is not applied".into(),
                 )),
@@ -150,21 +142,10 @@ impl Writer for StagedWriter {
         // One after another, in the plugin's order: a step's objects are few. All of them
         // within `within`: what the first ones took is not the last one's to spend again.
         let deadline = tokio::time::Instant::now() + within;
-        self.handle.block_on(async {
-            let mut answers = Vec::with_capacity(objects.len());
-            for d in &objects {
-                answers.push(
-                    tokio::time::timeout_at(deadline, one(d))
-                        .await
-                        .unwrap_or_else(|_| {
-                            Err(WriteError::Failed(format!(
-                                "no answer from the API server within {within:?}"
-                            )))
-                        }),
-                );
-            }
-            answers
-        })
+        objects
+            .iter()
+            .map(|d| self.block(deadline, within, one(d)))
+            .collect()
     }
 
     fn delete(
