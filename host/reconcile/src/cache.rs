@@ -567,13 +567,12 @@ impl Caches {
             };
             read(api, types_of(&kind.resource)).await
         };
-        handle
-            .block_on(async move {
-                tokio::time::timeout(within, work).await.map_err(|_| {
-                    anyhow::anyhow!("no answer from the API server within {within:?}")
-                })?
-            })
-            .map_err(api_status)
+        odh_plugin_runtime::host_wait::block_on(&handle, async move {
+            tokio::time::timeout(within, work)
+                .await
+                .map_err(|_| anyhow::anyhow!("no answer from the API server within {within:?}"))?
+        })
+        .map_err(api_status)
     }
 
     fn live_get(

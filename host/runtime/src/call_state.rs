@@ -341,7 +341,8 @@ impl bindings::keys::Host for CallState {
             KeyAlgorithm::Rsa4096 => crate::keys::Algorithm::Rsa4096,
             KeyAlgorithm::EcdsaP256 => crate::keys::Algorithm::EcdsaP256,
         };
-        let pair = crate::keys::generate(algorithm).map_err(key_error)?;
+        let pair =
+            crate::host_wait::compute(|| crate::keys::generate(algorithm)).map_err(key_error)?;
         Ok(bindings::keys::KeyPair {
             private_key_pem: pair.private_key_pem,
             public_key_der: pair.public_key_der,
@@ -350,7 +351,7 @@ impl bindings::keys::Host for CallState {
 
     fn sign(&mut self, private_key_pem: String, data: Vec<u8>) -> Result<Vec<u8>, types::Error> {
         self.check_keys("keys.sign")?;
-        crate::keys::sign(&private_key_pem, &data).map_err(key_error)
+        crate::host_wait::compute(|| crate::keys::sign(&private_key_pem, &data)).map_err(key_error)
     }
 }
 

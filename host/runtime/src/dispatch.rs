@@ -4,6 +4,8 @@
 //! and only the difference of its answer is recorded. Every call is metered here, a shadow's
 //! in series of its own.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -54,7 +56,12 @@ pub async fn reconcile(
         subject,
         input,
         env,
-        |p, i, e| p.reconcile_blocking(i, e),
+        |p, i, e| {
+            Box::pin(async move {
+                p.offload(Export::Reconcile, move |p| p.reconcile_blocking(&i, &e))
+                    .await
+            })
+        },
         RecordLine::reconcile,
     )
     .await
@@ -81,7 +88,7 @@ pub async fn admit(
         subject,
         input,
         env,
-        move |p, i, e| p.admit_blocking(kind, i, e),
+        move |p, i, e| Box::pin(async move { p.admit(kind, i, e).await }),
         move |p, i, reads, result, latency| {
             RecordLine::admission(p, kind, i, reads, result, latency)
         },
@@ -97,7 +104,8 @@ pub async fn map(
     env: CallEnv,
 ) -> Result<Vec<RequestKey>, CallError> {
     let plugin = slot.current();
-    metered(&plugin, Export::Map, move |p| p.map_blocking(&input, &env)).await
+    let call = plugin.offload(Export::Map, move |p| p.map_blocking(&input, &env));
+    metered(&plugin, Export::Map, call).await
 }
 
 /// Answers an API request with the slot's active version (no shadow: a second call could
@@ -108,19 +116,20 @@ pub async fn handle(
     env: CallEnv,
 ) -> Result<ApiResponse, CallError> {
     let plugin = slot.current();
-    metered(&plugin, Export::Handle, move |p| {
-        p.handle_blocking(&request, &env)
-    })
-    .await
+    let call = plugin.offload(Export::Handle, move |p| p.handle_blocking(&request, &env));
+    metered(&plugin, Export::Handle, call).await
 }
 
-async fn metered<R: Send + 'static>(
+/// One call in flight, however it runs.
+type Called<R> = Pin<Box<dyn Future<Output = Result<R, CallError>> + Send>>;
+
+async fn metered<R>(
     plugin: &LoadedPlugin,
     op: Export,
-    f: impl FnOnce(&LoadedPlugin) -> Result<R, CallError> + Send + 'static,
+    call: impl Future<Output = Result<R, CallError>>,
 ) -> Result<R, CallError> {
     let started = Instant::now();
-    let result = plugin.offload(op, f).await;
+    let result = call.await;
     Metrics::global().plugin_call(
         plugin.name(),
         op.as_str(),
@@ -136,7 +145,7 @@ async fn call<I, R>(
     subject: Subject,
     input: I,
     mut env: CallEnv,
-    run: impl Fn(&LoadedPlugin, &I, &CallEnv) -> Result<R, CallError> + Send + Sync + Copy + 'static,
+    run: impl Fn(LoadedPlugin, I, CallEnv) -> Called<R> + Send + Sync + Copy + 'static,
     // Makes the record line of a sampled call: the version, its input, what it read, its
     // answer, its latency.
     record: impl FnOnce(
@@ -180,7 +189,7 @@ where
         (r, read, input.clone())
     });
     let started = Instant::now();
-    let result = metered(&plugin, op, move |p| run(p, &input, &env)).await;
+    let result = metered(&plugin, op, run(plugin.clone(), input, env)).await;
     let elapsed = started.elapsed();
     if let Some((recorder, read, input)) = recording {
         let reads = distinct_objects(&read);
@@ -193,7 +202,7 @@ where
         let active = comparable(&result);
         tokio::spawn(async move {
             let started = Instant::now();
-            let candidate = shadow.offload(op, move |p| run(p, &input, &env)).await;
+            let candidate = run(shadow.clone(), input, env).await;
             Metrics::global().shadow_call(
                 shadow.name(),
                 op.as_str(),

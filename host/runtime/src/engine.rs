@@ -88,6 +88,10 @@ pub struct PluginEngine {
 struct EngineInner {
     engine: Engine,
     linker: Linker<CallState>,
+    /// The same imports with WASI's and HTTP's waits asynchronous, for calls made on the
+    /// executor's own thread ([`crate::loaded`]'s inline admission): a sync WASI import blocks
+    /// on a Tokio runtime, which a worker thread may not do.
+    inline_linker: Linker<CallState>,
     options: EngineOptions,
     compiled: Mutex<HashMap<String, Component>>,
     _ticker: Ticker,
@@ -104,6 +108,11 @@ impl PluginEngine {
         crate::bounded_waits::add_to_linker(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
         StagedPolicy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+        let mut inline_linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut inline_linker)?;
+        crate::bounded_waits::add_to_linker(&mut inline_linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut inline_linker)?;
+        StagedPolicy::add_to_linker::<_, HasSelf<_>>(&mut inline_linker, |s| s)?;
 
         let stop = Arc::new(AtomicBool::new(false));
         let start = std::time::Instant::now();
@@ -134,6 +143,7 @@ impl PluginEngine {
             inner: Arc::new(EngineInner {
                 engine,
                 linker,
+                inline_linker,
                 options,
                 compiled: Mutex::new(HashMap::new()),
                 _ticker: Ticker {
@@ -160,6 +170,10 @@ impl PluginEngine {
 
     pub(super) fn linker(&self) -> &Linker<CallState> {
         &self.inner.linker
+    }
+
+    pub(super) fn inline_linker(&self) -> &Linker<CallState> {
+        &self.inner.inline_linker
     }
 
     pub fn options(&self) -> &EngineOptions {
@@ -281,6 +295,8 @@ pub(crate) fn engine_config(
     pool.max_memories_per_component(4);
     pool.max_tables_per_component(8);
     pool.max_memory_size(options.max_memory_mib * 1024 * 1024);
+    // A call on the executor's thread runs on a fiber stack of its own, one per instance.
+    pool.total_stacks(n);
     // A fresh instance per call reuses a pooled slot. With PAGEMAP_SCAN (Linux 6.7+) the
     // pages the last call dirtied are reset in place with memset, instead of madvise +
     // page faults on every call; elsewhere `Auto` falls back to madvise.

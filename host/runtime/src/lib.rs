@@ -23,6 +23,7 @@ pub mod engine;
 pub mod errors;
 pub mod export;
 pub mod gvk;
+pub mod host_wait;
 pub mod http_connect;
 mod http_gate;
 pub mod http_trust;

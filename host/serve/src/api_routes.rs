@@ -266,7 +266,7 @@ impl TokenCaller {
 impl CallerView for TokenCaller {
     fn allowed(&self, attributes: &AccessAttributes, within: Duration) -> anyhow::Result<bool> {
         let handle = tokio::runtime::Handle::try_current()?;
-        handle.block_on(async {
+        odh_plugin_runtime::host_wait::block_on(&handle, async {
             tokio::time::timeout(within, self.review(attributes))
                 .await
                 .map_err(|_| anyhow::anyhow!("no answer within {within:?}"))?

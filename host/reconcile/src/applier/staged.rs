@@ -60,7 +60,7 @@ impl StagedWriter {
         within: Duration,
         work: impl Future<Output = Result<T, impl Into<WriteError>>>,
     ) -> Result<T, WriteError> {
-        self.handle.block_on(async {
+        odh_plugin_runtime::host_wait::block_on(&self.handle, async {
             match tokio::time::timeout_at(deadline, work).await {
                 Ok(result) => result.map_err(Into::into),
                 Err(_) => Err(WriteError::Failed(format!(

@@ -3,6 +3,15 @@
 
 use super::*;
 
+/// How a call's guest code shares its thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stepping {
+    /// On a thread of its own (the blocking pool, or a load): runs to its deadline.
+    Blocking,
+    /// On a fiber on the executor's thread: yields at every epoch tick.
+    Inline,
+}
+
 /// What a call needs to know of its plugin; available before the plugin is fully loaded.
 pub(super) struct Bootstrap<'a> {
     pub(super) name: Arc<str>,
@@ -93,6 +102,24 @@ impl Bootstrap<'_> {
         env: &CallEnv,
         f: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<Result<R, types::Error>>,
     ) -> Result<R, CallError> {
+        let mut store = self.open_store(engine, op, env, Stepping::Blocking);
+        let instance = exports
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| self.instantiate_failed(e))?;
+        let result = f(&mut store, &instance);
+        self.conclude(op, result, &store)
+    }
+
+    /// A fresh store for one call of `op`: its state, memory limiter, host-time clock and
+    /// execution deadline.
+    pub(super) fn open_store(
+        &self,
+        engine: &PluginEngine,
+        op: Export,
+        env: &CallEnv,
+        stepping: Stepping,
+    ) -> Store<CallState> {
         let limits = self.limits;
         let (deadline, budget) = limits.of_call(op);
         let clock = CallClock::new(deadline, budget);
@@ -115,28 +142,59 @@ impl Bootstrap<'_> {
             }
             Ok(())
         });
-        store.set_epoch_deadline(engine.deadline_ticks(deadline));
-        let ticker = engine.clone();
-        store.epoch_deadline_callback(move |cx: StoreContextMut<'_, CallState>| {
-            // The wall clock reached the deadline; the guest may have spent part of it in
-            // host calls. Go on for whatever execution time it has left.
-            let left = cx.data().clock.guest_left();
-            if left.is_zero() {
-                Ok(UpdateDeadline::Interrupt)
-            } else {
-                Ok(UpdateDeadline::Continue(ticker.deadline_ticks(left)))
+        match stepping {
+            Stepping::Blocking => {
+                store.set_epoch_deadline(engine.deadline_ticks(deadline));
+                let ticker = engine.clone();
+                store.epoch_deadline_callback(move |cx: StoreContextMut<'_, CallState>| {
+                    // The wall clock reached the deadline; the guest may have spent part of
+                    // it in host calls. Go on for whatever execution time it has left.
+                    let left = cx.data().clock.guest_left();
+                    if left.is_zero() {
+                        Ok(UpdateDeadline::Interrupt)
+                    } else {
+                        Ok(UpdateDeadline::Continue(ticker.deadline_ticks(left)))
+                    }
+                });
             }
-        });
+            Stepping::Inline => {
+                // On the executor's thread the guest gives the thread back at every tick, so
+                // a slow call never holds it longer than a tick; the deadline is checked then.
+                store.set_epoch_deadline(1);
+                store.epoch_deadline_callback(|cx: StoreContextMut<'_, CallState>| {
+                    if cx.data().clock.guest_left().is_zero() {
+                        Ok(UpdateDeadline::Interrupt)
+                    } else {
+                        // Tokio's own yield: the worker polls its timers and sockets before
+                        // resuming the guest (a plain wake would resume it first).
+                        Ok(UpdateDeadline::YieldCustom(
+                            1,
+                            Box::pin(tokio::task::yield_now()),
+                        ))
+                    }
+                });
+            }
+        }
+        store
+    }
 
+    pub(super) fn instantiate_failed(&self, e: wasmtime::Error) -> CallError {
+        CallError::Instantiate {
+            plugin: self.name.to_string(),
+            message: format!("{e:#}"),
+        }
+    }
+
+    /// A call's result as the host takes it: the output's entries and size checked, a
+    /// failure told in an operator's words.
+    pub(super) fn conclude<R: OutputSize>(
+        &self,
+        op: Export,
+        result: wasmtime::Result<Result<R, types::Error>>,
+        store: &Store<CallState>,
+    ) -> Result<R, CallError> {
+        let limits = self.limits;
         let plugin = || self.name.to_string();
-        let instance = exports
-            .pre
-            .instantiate(&mut store)
-            .map_err(|e| CallError::Instantiate {
-                plugin: plugin(),
-                message: format!("{e:#}"),
-            })?;
-        let result = f(&mut store, &instance);
         count_refusals(&self.name, store.data().refusals());
         match result {
             Ok(Ok(value)) => {
@@ -165,7 +223,7 @@ impl Bootstrap<'_> {
                 op: op.as_str(),
                 error: guest.into(),
             }),
-            Err(e) => Err(self.classify_failure(op, e, &store)),
+            Err(e) => Err(self.classify_failure(op, e, store)),
         }
     }
 

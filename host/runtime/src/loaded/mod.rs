@@ -26,8 +26,9 @@ use crate::limits::Limits;
 use crate::source::Source;
 mod call;
 mod checks;
+mod inline;
 
-use call::Bootstrap;
+use call::{Bootstrap, Stepping};
 pub use checks::check_primary_metadata;
 
 use crate::wire::{
@@ -154,6 +155,9 @@ struct Exports {
     selectors: Option<webhook_selectors::GuestIndices>,
     filters: Option<event_filters::GuestIndices>,
     changes: Option<change_mapping::GuestIndices>,
+    /// Admission on the executor's thread; `None` when the component could not be prepared for
+    /// it (its admission calls then go through the blocking pool).
+    inline: Option<inline::InlineExports>,
 }
 
 /// Why loading failed.
@@ -203,6 +207,7 @@ impl LoadedPlugin {
         let selectors = webhook_selectors::GuestIndices::new(&pre).ok();
         let filters = event_filters::GuestIndices::new(&pre).ok();
         let changes = change_mapping::GuestIndices::new(&pre).ok();
+        let inline = inline::InlineExports::new(engine, &component);
         let exports = Exports {
             pre,
             plugin,
@@ -210,6 +215,7 @@ impl LoadedPlugin {
             selectors,
             filters,
             changes,
+            inline,
         };
         let settings = serde_json::to_string(&req.settings).map_err(|e| invalid(e.to_string()))?;
 
@@ -382,7 +388,26 @@ impl LoadedPlugin {
         input: &AdmissionInput,
         env: &CallEnv,
     ) -> Result<AdmissionDecision, CallError> {
-        let req = bindings::admission_types::AdmissionRequest {
+        let req = self.admission_request(input);
+        let op = admission_export(kind);
+        let mut api_errors = Vec::new();
+        let called = self.call(op, env, |p, s| {
+            let answer = match kind {
+                WebhookType::Mutating => p.call_mutate(&mut *s, &req),
+                WebhookType::Validating => p.call_validate(&mut *s, &req),
+            };
+            api_errors = std::mem::take(&mut s.data_mut().api_errors);
+            answer
+        });
+        self.admission_decision(op, called, &api_errors)
+    }
+
+    /// What the plugin is asked in an admission call.
+    fn admission_request(
+        &self,
+        input: &AdmissionInput,
+    ) -> bindings::admission_types::AdmissionRequest {
+        bindings::admission_types::AdmissionRequest {
             uid: input.uid.clone(),
             path: input.path.clone(),
             gvk: (&input.gvk).into(),
@@ -397,26 +422,22 @@ impl LoadedPlugin {
             dry_run: input.dry_run,
             user_info: input.user_info.as_str().to_owned(),
             settings: self.inner.settings.clone(),
-        };
-        let op = match kind {
-            WebhookType::Mutating => Export::Mutate,
-            WebhookType::Validating => Export::Validate,
-        };
-        let api_errors = std::cell::RefCell::new(Vec::new());
-        let called = self.call(op, env, |p, s| {
-            let answer = match kind {
-                WebhookType::Mutating => p.call_mutate(&mut *s, &req),
-                WebhookType::Validating => p.call_validate(&mut *s, &req),
-            };
-            *api_errors.borrow_mut() = std::mem::take(&mut s.data_mut().api_errors);
-            answer
-        });
-        let api_errors = api_errors.into_inner();
+        }
+    }
+
+    /// The decision an admission call's answer makes: side effects checked, a denial that
+    /// wraps what a failed read was answered passed on with the API server's status.
+    fn admission_decision(
+        &self,
+        op: Export,
+        called: Result<bindings::admission_types::AdmissionDecision, CallError>,
+        api_errors: &[(String, crate::writes::ApiStatus)],
+    ) -> Result<AdmissionDecision, CallError> {
         let raw = match called {
             Ok(raw) => raw,
             Err(e) => {
                 let message = e.guest_error().map(crate::GuestError::message);
-                return match message.and_then(|m| wrapped_status(m, &api_errors)) {
+                return match message.and_then(|m| wrapped_status(m, api_errors)) {
                     Some(status) => Ok(AdmissionDecision::from_status(status)),
                     None => Err(e),
                 };
@@ -430,7 +451,7 @@ impl LoadedPlugin {
             && let Some(status) = decision
                 .message
                 .as_deref()
-                .and_then(|m| wrapped_status(m, &api_errors))
+                .and_then(|m| wrapped_status(m, api_errors))
         {
             let side_effects = std::mem::take(&mut decision.side_effects);
             decision = AdmissionDecision {
@@ -474,32 +495,13 @@ impl LoadedPlugin {
     }
 
     /// Waits for one of the plugin's concurrency permits, then runs `f` (one call of `op`) on
-    /// the blocking pool, so guest code never occupies an executor thread. A call waits for a
-    /// permit at most its budget: a webhook must answer within its timeout even when every
-    /// slot is taken.
+    /// the blocking pool, so guest code never occupies an executor thread.
     pub async fn offload<R: Send + 'static>(
         &self,
         op: Export,
         f: impl FnOnce(&LoadedPlugin) -> Result<R, CallError> + Send + 'static,
     ) -> Result<R, CallError> {
-        let limits = &self.inner.limits;
-        let wait = limits.of_call(op).1;
-        let acquire = self.inner.permits.clone().acquire_owned();
-        let permit = match tokio::time::timeout(wait, acquire).await {
-            Ok(Ok(permit)) => permit,
-            Ok(Err(_)) => {
-                return Err(CallError::Closed {
-                    plugin: self.name().to_string(),
-                });
-            }
-            Err(_) => {
-                return Err(CallError::Busy {
-                    plugin: self.name().to_string(),
-                    op: op.as_str(),
-                    waited: wait,
-                });
-            }
-        };
+        let permit = self.permit(op).await?;
         let this = self.clone();
         // The call's trace span is a child of the request or reconcile that asked for it.
         let parent = tracing::Span::current();
@@ -516,6 +518,24 @@ impl LoadedPlugin {
                 stderr: None,
             })
         })
+    }
+
+    /// One of the plugin's concurrency permits. A call waits for one at most its budget: a
+    /// webhook must answer within its timeout even when every slot is taken.
+    async fn permit(&self, op: Export) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
+        let wait = self.inner.limits.of_call(op).1;
+        let acquire = self.inner.permits.clone().acquire_owned();
+        match tokio::time::timeout(wait, acquire).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => Err(CallError::Closed {
+                plugin: self.name().to_string(),
+            }),
+            Err(_) => Err(CallError::Busy {
+                plugin: self.name().to_string(),
+                op: op.as_str(),
+                waited: wait,
+            }),
+        }
     }
 
     fn malformed(&self, op: Export, message: String) -> CallError {
@@ -558,25 +578,43 @@ impl LoadedPlugin {
         env: &CallEnv,
         f: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<Result<R, types::Error>>,
     ) -> Result<R, CallError> {
-        let span = tracing::info_span!(
+        let span = self.call_span(op);
+        let _entered = span.enter();
+        let result =
+            self.bootstrap()
+                .call_with(&self.inner.engine, &self.inner.exports, op, env, f);
+        record_outcome(&span, &result);
+        result
+    }
+
+    /// The `plugin.call` trace span of one call of `op`.
+    fn call_span(&self, op: Export) -> tracing::Span {
+        tracing::info_span!(
             target: "odh_trace",
             "plugin.call",
             odh.plugin = %self.inner.name,
             odh.op = op.as_str(),
             odh.outcome = tracing::field::Empty,
             error = tracing::field::Empty,
-        );
-        let _entered = span.enter();
-        let result =
-            self.bootstrap()
-                .call_with(&self.inner.engine, &self.inner.exports, op, env, f);
-        match &result {
-            Ok(_) => span.record("odh.outcome", "ok"),
-            Err(e) => span
-                .record("odh.outcome", e.metric_label())
-                .record("error", tracing::field::display(e)),
-        };
-        result
+        )
+    }
+}
+
+/// How a call ended, on its span.
+fn record_outcome<R>(span: &tracing::Span, result: &Result<R, CallError>) {
+    match result {
+        Ok(_) => span.record("odh.outcome", "ok"),
+        Err(e) => span
+            .record("odh.outcome", e.metric_label())
+            .record("error", tracing::field::display(e)),
+    };
+}
+
+/// The export an admission webhook of `kind` calls.
+fn admission_export(kind: WebhookType) -> Export {
+    match kind {
+        WebhookType::Mutating => Export::Mutate,
+        WebhookType::Validating => Export::Validate,
     }
 }
 

@@ -1,0 +1,84 @@
+//! Admission calls on the executor's own thread. A webhook request is answered in tens of
+//! microseconds; handing each call to the blocking pool and back (two thread wake-ups) cost
+//! about a quarter of the webhook server's CPU (docs/performance.md, "Admission"). Here the
+//! call runs on a fiber on the worker that handles the request, with the same store, limits
+//! and checks as every other call; it gives the thread back at every epoch tick, so a slow or
+//! looping plugin delays the worker's other tasks by at most a tick, and host imports that
+//! wait (WASI and HTTP I/O) wait asynchronously. The few that block (a read the caches cannot
+//! answer, key generation) hand the worker's other tasks to another thread first
+//! ([`crate::host_wait`]).
+
+use tracing::Instrument;
+
+use super::*;
+use crate::bindings::inline::exports::odh::controller::plugin as inline_plugin;
+
+/// The component pre-instantiated against the asynchronous imports, and its `plugin` exports.
+pub(super) struct InlineExports {
+    pre: InstancePre<CallState>,
+    plugin: inline_plugin::GuestIndices,
+}
+
+impl InlineExports {
+    /// `None` if the component cannot be prepared this way (its calls then take the blocking
+    /// pool, as every call did before): the blocking preparation already accepted it.
+    pub(super) fn new(engine: &PluginEngine, component: &Component) -> Option<Self> {
+        let pre = engine.inline_linker().instantiate_pre(component).ok()?;
+        let plugin = inline_plugin::GuestIndices::new(&pre).ok()?;
+        Some(Self { pre, plugin })
+    }
+}
+
+/// Whether the task asking runs on a multi-threaded runtime, the only one where a host import
+/// may block in place (`tokio::task::block_in_place`); elsewhere calls take the blocking pool.
+fn may_run_inline() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+impl LoadedPlugin {
+    /// A webhook's decision, `mutate` or `validate` by the webhook's type, made on the calling
+    /// task's thread when it can be ([`LoadedPlugin::admit_blocking`] on the blocking pool
+    /// otherwise). Same permits, limits, checks and answer either way.
+    pub async fn admit(
+        &self,
+        kind: WebhookType,
+        input: AdmissionInput,
+        env: CallEnv,
+    ) -> Result<AdmissionDecision, CallError> {
+        let op = admission_export(kind);
+        let inline = match &self.inner.exports.inline {
+            Some(inline) if may_run_inline() => inline,
+            _ => {
+                return self
+                    .offload(op, move |p| p.admit_blocking(kind, &input, &env))
+                    .await;
+            }
+        };
+        let _permit = self.permit(op).await?;
+        let req = self.admission_request(&input);
+        let span = self.call_span(op);
+        let bootstrap = self.bootstrap();
+        let (called, api_errors) = async {
+            let mut store = bootstrap.open_store(&self.inner.engine, op, &env, Stepping::Inline);
+            let answer = match inline.pre.instantiate_async(&mut store).await {
+                Ok(instance) => {
+                    let answer = match inline.plugin.load(&mut store, &instance) {
+                        Ok(guest) => match kind {
+                            WebhookType::Mutating => guest.call_mutate(&mut store, &req).await,
+                            WebhookType::Validating => guest.call_validate(&mut store, &req).await,
+                        },
+                        Err(e) => Err(e),
+                    };
+                    bootstrap.conclude(op, answer, &store)
+                }
+                Err(e) => Err(bootstrap.instantiate_failed(e)),
+            };
+            (answer, std::mem::take(&mut store.data_mut().api_errors))
+        }
+        .instrument(span.clone())
+        .await;
+        record_outcome(&span, &called);
+        self.admission_decision(op, called, &api_errors)
+    }
+}
