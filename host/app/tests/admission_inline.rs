@@ -58,18 +58,24 @@ async fn validate(
         .await
 }
 
-/// Counts 1 ms ticks on the runtime until dropped: a worker held by guest code stops it.
-fn ticker() -> (Arc<AtomicU64>, tokio::task::JoinHandle<()>) {
+/// Runs `call` beside a task counting 1 ms ticks on the same runtime; the call's answer and the
+/// ticks counted meanwhile (a worker held by guest code counts none).
+async fn ticks_during<T>(call: impl std::future::Future<Output = T>) -> (T, u64) {
     let ticks = Arc::new(AtomicU64::new(0));
     let counted = ticks.clone();
-    let task = tokio::spawn(async move {
+    let ticker = tokio::spawn(async move {
         let mut every = tokio::time::interval(Duration::from_millis(1));
         loop {
             every.tick().await;
             counted.fetch_add(1, Ordering::Relaxed);
         }
     });
-    (ticks, task)
+    tokio::task::yield_now().await;
+    let before = ticks.load(Ordering::Relaxed);
+    let answer = call.await;
+    let during = ticks.load(Ordering::Relaxed) - before;
+    ticker.abort();
+    (answer, during)
 }
 
 /// The call is answered while the only blocking thread is taken: it never went there.
@@ -101,25 +107,20 @@ fn a_looping_admission_call_gives_its_worker_back_and_ends_at_its_deadline() {
         ..Limits::default()
     });
     on_one_worker(async move {
-        let (ticks, task) = ticker();
-        tokio::task::yield_now().await;
-        let before = ticks.load(Ordering::Relaxed);
-        let err = validate(
+        let looping = validate(
             &plugin,
             json!({"behaviour": "loop"}),
             Arc::new(MemoryCluster::default()),
-        )
-        .await
-        .unwrap_err();
+        );
+        let (answer, during) = ticks_during(looping).await;
+        let err = answer.unwrap_err();
         assert!(matches!(err, CallError::Timeout { .. }), "{err}");
-        let during = ticks.load(Ordering::Relaxed) - before;
         // 300 ms of looping at a yield every 10 ms tick: tens of ticks; none if it held the
         // worker (a fiber that never yields, or a call run synchronously on it).
         assert!(
             during >= 10,
             "the ticker ran {during} times during the loop"
         );
-        task.abort();
     });
 }
 
@@ -133,27 +134,22 @@ fn a_sleeping_admission_call_ends_at_its_budget_without_holding_its_worker() {
         ..Limits::default()
     });
     on_one_worker(async move {
-        let (ticks, task) = ticker();
-        tokio::task::yield_now().await;
-        let before = ticks.load(Ordering::Relaxed);
-        let err = validate(
+        let sleeping = validate(
             &plugin,
             json!({"behaviour": "sleep"}),
             Arc::new(MemoryCluster::default()),
-        )
-        .await
-        .unwrap_err();
+        );
+        let (answer, during) = ticks_during(sleeping).await;
+        let err = answer.unwrap_err();
         assert!(
             err.to_string()
                 .contains("waited on the clock past its call budget"),
             "{err}"
         );
-        let during = ticks.load(Ordering::Relaxed) - before;
         assert!(
             during >= 50,
             "the ticker ran {during} times during the sleep"
         );
-        task.abort();
     });
 }
 
