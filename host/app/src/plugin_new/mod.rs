@@ -64,6 +64,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         "samples/object.yaml",
         include_str!("template/object.yaml.tmpl"),
     ),
+    (
+        ".cargo/config.toml",
+        include_str!("template/cargo-config.toml.tmpl"),
+    ),
 ];
 
 /// Written only with a validating webhook: the object it refuses.
@@ -362,6 +366,23 @@ mod tests {
             toolchain.contains(&format!("channel = \"{RUST_VERSION}\"")),
             "{toolchain}"
         );
+    }
+
+    #[test]
+    fn a_new_plugin_links_with_the_built_ins_initial_memory() {
+        let ours = include_str!("../../../../.cargo/config.toml");
+        let (_, theirs) = TEMPLATES
+            .iter()
+            .find(|(path, _)| *path == ".cargo/config.toml")
+            .expect("a .cargo/config.toml template");
+        let settings = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(settings(theirs), settings(ours));
+        assert!(theirs.contains("--initial-memory=4194304"), "{theirs}");
     }
 
     #[test]
