@@ -8,8 +8,8 @@
 use std::future::Future;
 
 /// Whether this thread may block in place: tokio allows it only under a multi-threaded
-/// runtime (and a thread outside any runtime never needs it).
-fn multi_threaded() -> bool {
+/// runtime (and a thread outside any runtime never needs it). Calls run inline only there.
+pub(crate) fn multi_threaded() -> bool {
     tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }

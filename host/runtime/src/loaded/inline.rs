@@ -29,13 +29,6 @@ impl InlineExports {
     }
 }
 
-/// Whether the task asking runs on a multi-threaded runtime, the only one where a host import
-/// may block in place (`tokio::task::block_in_place`); elsewhere calls take the blocking pool.
-fn may_run_inline() -> bool {
-    tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
-}
-
 impl LoadedPlugin {
     /// A webhook's decision, `mutate` or `validate` by the webhook's type, made on the calling
     /// task's thread when it can be ([`LoadedPlugin::admit_blocking`] on the blocking pool
@@ -48,7 +41,8 @@ impl LoadedPlugin {
     ) -> Result<AdmissionDecision, CallError> {
         let op = admission_export(kind);
         let inline = match &self.inner.exports.inline {
-            Some(inline) if may_run_inline() => inline,
+            // Only where a host import may block in place; elsewhere the blocking pool.
+            Some(inline) if crate::host_wait::multi_threaded() => inline,
             _ => {
                 return self
                     .offload(op, move |p| p.admit_blocking(kind, &input, &env))
