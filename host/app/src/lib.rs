@@ -16,6 +16,11 @@
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+// Its `memcpy` and `memmove` take the place of musl's in the static build (nothing here names
+// them: the linker resolves the C symbols to it).
+#[cfg(target_env = "musl")]
+extern crate odh_memcopy;
+
 pub mod builtins;
 pub mod cli;
 pub mod crd;
