@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use sha2::{Digest, Sha256};
+
 /// The registration list (`src/builtins/list.rs`): which plugin packages to build and embed.
 #[allow(dead_code)]
 mod list {
@@ -37,7 +39,7 @@ fn main() -> anyhow::Result<()> {
         None => build_plugins(&root)?,
     };
     let mut out = String::from(
-        "/// (name, component bytes) of every built-in plugin.\npub static COMPONENTS: &[(&str, &[u8])] = &[\n",
+        "/// (name, component bytes, hex sha256 of the bytes) of every built-in plugin.\npub static COMPONENTS: &[(&str, &[u8], &str)] = &[\n",
     );
     for name in BUILTINS.iter().map(|b| b.name) {
         let file = dir.join(format!("{}.wasm", name.replace('-', "_")));
@@ -46,8 +48,11 @@ fn main() -> anyhow::Result<()> {
             "built-in plugin {name} was not built: {} is missing",
             file.display()
         );
+        // The digest is taken here, once: the host finds a built-in's compiled code by it (its
+        // cache entries are named by it) without hashing the bytes at every start and swap.
+        let digest = hex::encode(Sha256::digest(std::fs::read(&file)?));
         out.push_str(&format!(
-            "    ({name:?}, include_bytes!({:?})),\n",
+            "    ({name:?}, include_bytes!({:?}), {digest:?}),\n",
             file.display().to_string()
         ));
     }

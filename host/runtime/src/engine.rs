@@ -183,7 +183,16 @@ impl PluginEngine {
     /// Compiles a component, reusing an earlier compilation of the same bytes (in memory, then
     /// on disk). Returns the component and the hex sha256 of the bytes.
     pub fn compile(&self, bytes: &[u8]) -> anyhow::Result<(Component, String)> {
-        let sha = hex::encode(Sha256::digest(bytes));
+        self.compile_digested(bytes, hex::encode(Sha256::digest(bytes)))
+    }
+
+    /// [`PluginEngine::compile`] of bytes whose hex sha256 the caller already holds (a
+    /// built-in's, taken when the binary was built): they are not hashed again.
+    pub fn compile_digested(
+        &self,
+        bytes: &[u8],
+        sha: String,
+    ) -> anyhow::Result<(Component, String)> {
         if let Some(c) = self
             .inner
             .compiled

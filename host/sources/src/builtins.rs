@@ -9,6 +9,8 @@ use odh_plugin_runtime::{Grants, Limits};
 pub struct BuiltinComponent {
     pub name: String,
     pub component: &'static [u8],
+    /// The hex sha256 of `component`, taken when the binary was built.
+    pub sha256: &'static str,
     /// Where a plugins-ConfigMap entry of this name starts from (the entry refines it key by key).
     pub limits: Limits,
     pub grants: Grants,
@@ -30,6 +32,11 @@ impl Builtins {
     /// The component of the built-in plugin `name`.
     pub fn component(&self, name: &str) -> Option<&'static [u8]> {
         self.find(name).map(|b| b.component)
+    }
+
+    /// The component of the built-in plugin `name` and its hex sha256.
+    pub fn component_and_digest(&self, name: &str) -> Option<(&'static [u8], &'static str)> {
+        self.find(name).map(|b| (b.component, b.sha256))
     }
 
     /// The limits a plugin of this name starts from: a built-in's, else the defaults.

@@ -546,6 +546,7 @@ mod tests {
         Builtins::new([BuiltinComponent {
             name: "servingruntime".into(),
             component: b"",
+            sha256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
             limits: Limits {
                 reconcile_timeout_ms: 60_000,
                 ..Limits::default()

@@ -379,7 +379,11 @@ fn check_size(data: Vec<u8>) -> Result<Vec<u8>, String> {
 
 /// Checks the component's sha256 against the configured one (built-ins may omit it).
 pub fn verify(entry: &PluginEntry, bytes: &[u8]) -> Result<(), String> {
-    let actual = hex::encode(odh_crypto::sha256(bytes));
+    verify_digest(entry, &hex::encode(odh_crypto::sha256(bytes)))
+}
+
+/// [`verify`] of bytes whose hex sha256 is `actual`.
+pub fn verify_digest(entry: &PluginEntry, actual: &str) -> Result<(), String> {
     match &entry.sha256 {
         Some(expected) if *expected != actual => Err(format!(
             "digest mismatch: the configuration says sha256 {expected}, the component is {actual}"

@@ -29,10 +29,16 @@ pub fn find(name: &str) -> Option<&'static Builtin> {
 
 /// The embedded component bytes of a built-in plugin.
 pub fn component(name: &str) -> Option<&'static [u8]> {
+    embedded(name).map(|(b, _)| b)
+}
+
+/// The embedded component bytes of a built-in plugin and their hex sha256, taken when the
+/// binary was built.
+fn embedded(name: &str) -> Option<(&'static [u8], &'static str)> {
     embedded::COMPONENTS
         .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, b)| *b)
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, b, d)| (*b, *d))
 }
 
 /// Names of every built-in plugin.
@@ -66,9 +72,11 @@ pub fn default_grants(name: &str) -> Grants {
 pub fn catalog() -> Arc<Builtins> {
     static CATALOG: LazyLock<Arc<Builtins>> = LazyLock::new(|| {
         Arc::new(Builtins::new(BUILTINS.iter().filter_map(|b| {
+            let (component, sha256) = embedded(b.name)?;
             Some(BuiltinComponent {
                 name: b.name.to_string(),
-                component: component(b.name)?,
+                component,
+                sha256,
                 limits: default_limits(b.name),
                 grants: default_grants(b.name),
             })
@@ -219,6 +227,20 @@ mod tests {
         ],
         ..Builtin::named("p")
     };
+
+    /// The digest recorded at build time is the one of the bytes embedded beside it: the
+    /// caches find a built-in's compiled code by it without reading the bytes.
+    #[test]
+    fn every_built_in_carries_the_digest_of_its_bytes() {
+        assert!(!embedded::COMPONENTS.is_empty());
+        for (name, bytes, digest) in embedded::COMPONENTS {
+            assert_eq!(
+                *digest,
+                hex::encode(odh_crypto::sha256(bytes)),
+                "built-in {name}"
+            );
+        }
+    }
 
     #[test]
     fn settings_follow_the_declared_sources() {

@@ -80,6 +80,8 @@ pub struct WatchEventInput {
 pub struct LoadRequest<'a> {
     pub source: Source,
     pub bytes: &'a [u8],
+    /// The hex sha256 of `bytes` when the caller knows it (a built-in's, taken at build time).
+    pub sha256: Option<&'a str>,
     pub grants: Grants,
     pub limits: Limits,
     /// Settings JSON handed to every call; checked by the plugin's `validate-settings`.
@@ -96,11 +98,18 @@ impl<'a> LoadRequest<'a> {
         Self {
             source,
             bytes,
+            sha256: None,
             grants: Grants::default(),
             limits: Limits::default(),
             settings: Value::Object(Default::default()),
             check_settings: true,
         }
+    }
+
+    /// The hex sha256 of the bytes, known beforehand: they are not hashed again.
+    pub fn digest(mut self, sha256: &'a str) -> Self {
+        self.sha256 = Some(sha256);
+        self
     }
 
     /// Skips `validate-settings`: for describing a component whose settings are not known.
@@ -173,7 +182,11 @@ impl LoadedPlugin {
     /// Compiles (or reuses), checks the world, reads the manifest and routes, and validates
     /// the settings.
     pub fn load(engine: &PluginEngine, req: LoadRequest<'_>) -> Result<Self, LoadError> {
-        let (component, sha256) = engine.compile(req.bytes).map_err(|e| LoadError::Invalid {
+        let compiled = match req.sha256 {
+            Some(sha) => engine.compile_digested(req.bytes, sha.to_string()),
+            None => engine.compile(req.bytes),
+        };
+        let (component, sha256) = compiled.map_err(|e| LoadError::Invalid {
             source_: req.source.to_string(),
             message: format!("{e:#}"),
         })?;

@@ -6,6 +6,7 @@
 //! controllers start, its webhooks are served); removing such an entry removes the plugin; a
 //! version whose controllers or webhooks differ moves the plugin to a new slot.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -451,31 +452,33 @@ impl Registry {
                 entry.sha256.as_deref(),
             ));
         }
-        let fetch::Fetched { bytes, origin } = match &entry.source {
-            Source::Builtin(name) => fetch::Fetched {
-                bytes: self
-                    .builtins
-                    .component(name)
-                    .ok_or_else(|| {
+        // A built-in's bytes stay where the binary holds them (no copy), with the digest taken
+        // when it was built (not hashed again at every start and swap).
+        let (bytes, digest, origin) = match &entry.source {
+            Source::Builtin(name) => {
+                let (bytes, digest) =
+                    self.builtins.component_and_digest(name).ok_or_else(|| {
                         Rejection::new(format!("there is no built-in plugin {name:?}"), None)
-                    })?
-                    .to_vec(),
-                origin: None,
-            },
-            _ => fetch::fetch_with_origin(
-                entry,
-                &self.client,
-                &self.namespace,
-                &self.extra_roots,
-                fetch::FileSources(self.file_dir.as_deref()),
-                &self.ceiling.trusted_keys,
-            )
-            .await
-            .map_err(|m| Rejection::new(m, None))?,
+                    })?;
+                (Cow::Borrowed(bytes), digest.to_string(), None)
+            }
+            _ => {
+                let fetched = fetch::fetch_with_origin(
+                    entry,
+                    &self.client,
+                    &self.namespace,
+                    &self.extra_roots,
+                    fetch::FileSources(self.file_dir.as_deref()),
+                    &self.ceiling.trusted_keys,
+                )
+                .await
+                .map_err(|m| Rejection::new(m, None))?;
+                let digest = hex::encode(odh_crypto::sha256(&fetched.bytes));
+                (Cow::Owned(fetched.bytes), digest, fetched.origin)
+            }
         };
-        let digest = hex::encode(odh_crypto::sha256(&bytes));
         let reject = |message: String| Rejection::new(message, Some(&digest));
-        fetch::verify(entry, &bytes).map_err(reject)?;
+        fetch::verify_digest(entry, &digest).map_err(reject)?;
         if let (Some(origin), Source::Oci(text)) = (&origin, &entry.source) {
             self.refuse_rollback(&entry.name, text, entry.sha256.is_some(), &origin.digest)
                 .map_err(reject)?;
@@ -493,10 +496,12 @@ impl Registry {
             req_entry.settings = serde_json::Value::Object(merged);
         }
         // Compiling takes a while: off the async executor.
+        let load_digest = digest.clone();
         let plugin = tokio::task::spawn_blocking(move || {
             LoadedPlugin::load(
                 &engine,
                 LoadRequest::new(req_entry.source.clone(), &bytes)
+                    .digest(&load_digest)
                     .grants(req_entry.grants.clone())
                     .limits(req_entry.limits.clone())
                     .settings(req_entry.settings.clone()),
