@@ -96,20 +96,27 @@ async fn shadow_calls_are_counted_apart_from_the_active_calls() -> anyhow::Resul
         .await?;
     exists(&cms, "greeted-hello").await?;
     // Each reconcile is one call of the active version and one of the shadow, each counted once
-    // in its own series.
+    // in its own series: both series grow, and neither by more than the reconciles (a shadow
+    // call counted as an active one would make the active series twice the reconciles). Bounds,
+    // not equalities: the controller watches the whole cluster, and other test processes'
+    // labelled ConfigMaps (deleted with their namespaces) are reconciled without a call.
     eventually(
         "every reconcile counted once as an active call and once as a shadow call",
         Timing::default(),
         || async {
             let (reconciles, active, shadow) = counts();
-            let reconciles = reconciles - reconciles_before;
+            let (reconciles, active, shadow) = (
+                reconciles - reconciles_before,
+                active - active_before,
+                shadow - shadow_before,
+            );
             anyhow::ensure!(
                 reconciles >= 1.0
-                    && active - active_before == reconciles
-                    && shadow - shadow_before == reconciles,
-                "reconciles {reconciles}, active calls {}, shadow calls {}",
-                active - active_before,
-                shadow - shadow_before
+                    && active >= 1.0
+                    && shadow >= 1.0
+                    && active <= reconciles
+                    && shadow <= reconciles,
+                "reconciles {reconciles}, active calls {active}, shadow calls {shadow}"
             );
             Ok(())
         },
