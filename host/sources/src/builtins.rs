@@ -29,11 +29,6 @@ impl Builtins {
         self.0.iter().find(|b| b.name == name)
     }
 
-    /// The component of the built-in plugin `name`.
-    pub fn component(&self, name: &str) -> Option<&'static [u8]> {
-        self.find(name).map(|b| b.component)
-    }
-
     /// The component of the built-in plugin `name` and its hex sha256.
     pub fn component_and_digest(&self, name: &str) -> Option<(&'static [u8], &'static str)> {
         self.find(name).map(|b| (b.component, b.sha256))
