@@ -75,6 +75,7 @@ async fn a_listener_that_cannot_bind_stops_the_process() -> anyhow::Result<()> {
 /// once the certificate appears it is, and admissions are answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readiness_waits_for_the_webhook_certificate() -> anyhow::Result<()> {
+    let _alone = CONTROLLER_HOSTS.lock().await;
     let cert_dir = std::env::temp_dir().join(format!("no-cert-yet-{}", std::process::id()));
     std::fs::create_dir_all(&cert_dir)?;
     let (health, webhook) = (free_port(), free_port());
@@ -131,10 +132,12 @@ async fn readiness_waits_for_the_webhook_certificate() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Held by each test while its owner host runs: every such host reconciles the labelled
-/// primaries of every namespace, so one test's host would serve another's objects (an unlimited
-/// host making the rate-limited test's writes, a resync host's extra reconciles).
-static OWNER_HOSTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// Held by each test while its host with a controller runs: every such host reconciles the
+/// labelled primaries of every namespace, so one test's host would serve another's objects (an
+/// unlimited host making the rate-limited test's writes, a resync host's extra reconciles, the
+/// readiness test's host taking the SIGTERM test's slow reconcile and dying with it while the
+/// SIGTERM test's own host, one worker, was still busy with other namespaces' leftovers).
+static CONTROLLER_HOSTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The host with the owner plugin only, webhooks off, no metrics, and `extra` flags; ready.
 async fn owner_host(name: &str, extra: &[&str]) -> anyhow::Result<HostProcess> {
@@ -159,7 +162,7 @@ async fn owner_host(name: &str, extra: &[&str]) -> anyhow::Result<HostProcess> {
 /// A pod's log is a pipe: no ANSI colour codes, even with the console encoder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_off_a_terminal_carry_no_colour_codes() -> anyhow::Result<()> {
-    let _alone = OWNER_HOSTS.lock().await;
+    let _alone = CONTROLLER_HOSTS.lock().await;
     let mut host = owner_host("no-colour", &["--zap-encoder=console"]).await?;
     host.terminate();
     let status = host.wait(Duration::from_secs(40)).expect("it stops");
@@ -175,7 +178,7 @@ async fn logs_off_a_terminal_carry_no_colour_codes() -> anyhow::Result<()> {
 /// the primary is reconciled again without any event of its own and the drift is repaired.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_periodic_resync_repairs_drift_no_watch_sees() -> anyhow::Result<()> {
-    let _alone = OWNER_HOSTS.lock().await;
+    let _alone = CONTROLLER_HOSTS.lock().await;
     let t = TestContext::new("resync").await?;
     let _host = owner_host("resync", &["--sync-period=1s"]).await?;
     let cms: Api<ConfigMap> = t.api();
@@ -218,7 +221,7 @@ async fn a_periodic_resync_repairs_drift_no_watch_sees() -> anyhow::Result<()> {
 /// bound: a slower machine only takes longer; without the limit it takes well under a second.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_requests_are_rate_limited_per_resource() -> anyhow::Result<()> {
-    let _alone = OWNER_HOSTS.lock().await;
+    let _alone = CONTROLLER_HOSTS.lock().await;
     let t = TestContext::new("rate-limit").await?;
     let _host = owner_host("rate-limit", &["--kube-api-qps=5", "--kube-api-burst=1"]).await?;
     let cms: Api<ConfigMap> = t.api();
@@ -302,6 +305,9 @@ struct Seen {
 /// the lease is released as the flag asks, and the process exits 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigterm_lets_work_in_flight_finish_and_exits_zero() -> anyhow::Result<()> {
+    // The only host reconciling misbehave's primaries: the slow server's first reconcile
+    // request is then surely this host's.
+    let _alone = CONTROLLER_HOSTS.lock().await;
     let t = TestContext::new("sigterm").await?;
     let (cert_dir, ca) = serving_cert("sigterm");
     // The reconcile's request takes long enough to be surely in flight when SIGTERM comes.
