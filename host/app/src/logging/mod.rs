@@ -121,12 +121,25 @@ pub fn init_json_stdout(level: &str, traces: Option<crate::traces::OtlpLayer>) {
 type BoxedLayer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
 
 fn install(fmt: BoxedLayer, level: &str, traces: Option<crate::traces::OtlpLayer>) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter(level));
+    // A second init (e.g. from tests) keeps the first subscriber.
+    let _ = tracing::subscriber::set_global_default(subscriber(fmt, filter, traces));
+}
+
+type Subscriber = Box<dyn tracing::Subscriber + Send + Sync>;
+
+/// The log layer under `filter`, and the exporter's layer when there is one.
+fn subscriber(
+    fmt: BoxedLayer,
+    filter: EnvFilter,
+    traces: Option<crate::traces::OtlpLayer>,
+) -> Subscriber {
     use tracing_subscriber::filter::{FilterExt as _, Targets, filter_fn};
     use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter(level));
     // Per-layer filters: without the exporter no layer wants a trace span, so their callsites
-    // stay disabled and cost nothing.
+    // stay disabled and cost nothing. (Not through an `Option` layer: a `None` layer enables
+    // every callsite, so each admission request's two spans were made and closed with nobody
+    // to see them.)
     // The hint keeps the filter's own level as the process's maximum (a filter without one makes
     // it TRACE): `log` records below it (wasmtime writes some on every instantiation) are then
     // skipped where they are written instead of reaching the subscriber to be dropped there.
@@ -135,16 +148,44 @@ fn install(fmt: BoxedLayer, level: &str, traces: Option<crate::traces::OtlpLayer
             .with_max_level_hint(tracing::level_filters::LevelFilter::TRACE),
     );
     let traced = Targets::new().with_target(crate::traces::TARGET, tracing::Level::INFO);
-    // A second init (e.g. from tests) keeps the first subscriber.
-    let _ = tracing_subscriber::registry()
-        .with(fmt.with_filter(logged))
-        .with(traces.map(|l| l.with_filter(traced)))
-        .try_init();
+    let logs = tracing_subscriber::registry().with(fmt.with_filter(logged));
+    match traces {
+        Some(traces) => Box::new(logs.with(traces.with_filter(traced))),
+        None => Box::new(logs),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without the exporter a trace span is never made (nor a log line below the level);
+    /// with it the exporter's layer gets the trace spans.
+    #[test]
+    fn trace_spans_exist_only_for_the_exporter() {
+        let quiet = || -> BoxedLayer {
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::sink)
+                .boxed()
+        };
+        let without = subscriber(quiet(), default_filter("info"), None);
+        tracing::subscriber::with_default(without, || {
+            let span = tracing::info_span!(target: "odh_trace", "admission");
+            assert!(span.is_disabled(), "a trace span without the exporter");
+            assert!(
+                !tracing::enabled!(tracing::Level::DEBUG),
+                "debug below info"
+            );
+            assert!(tracing::enabled!(tracing::Level::INFO));
+        });
+        let (tx, _rx) = std::sync::mpsc::sync_channel(8);
+        let layer = crate::traces::OtlpLayer::new(tx, Default::default());
+        let with = subscriber(quiet(), default_filter("info"), Some(layer));
+        tracing::subscriber::with_default(with, || {
+            let span = tracing::info_span!(target: "odh_trace", "admission");
+            assert!(!span.is_disabled(), "a trace span for the exporter");
+        });
+    }
 
     #[test]
     fn time_encodings_write_zaps_formats() {
