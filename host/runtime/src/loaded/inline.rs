@@ -9,14 +9,21 @@
 //! ([`crate::host_wait`]).
 
 use tracing::Instrument;
+use wasmtime::component::{ComponentExportIndex, TypedFunc};
 
 use super::*;
+use crate::bindings::admission_types::{AdmissionDecision as RawDecision, AdmissionRequest};
 use crate::bindings::inline::exports::odh::controller::plugin as inline_plugin;
 
-/// The component pre-instantiated against the asynchronous imports, and its `plugin` exports.
+/// An admission export as the `plugin` interface types it.
+type AdmitFunc<'a> = TypedFunc<(&'a AdmissionRequest,), (Result<RawDecision, types::Error>,)>;
+
+/// The component pre-instantiated against the asynchronous imports, and where its two
+/// admission exports are.
 pub(super) struct InlineExports {
     pre: InstancePre<CallState>,
-    plugin: inline_plugin::GuestIndices,
+    mutate: ComponentExportIndex,
+    validate: ComponentExportIndex,
 }
 
 impl InlineExports {
@@ -24,8 +31,35 @@ impl InlineExports {
     /// pool, as every call did before): the blocking preparation already accepted it.
     pub(super) fn new(engine: &PluginEngine, component: &Component) -> Option<Self> {
         let pre = engine.inline_linker().instantiate_pre(component).ok()?;
-        let plugin = inline_plugin::GuestIndices::new(&pre).ok()?;
-        Some(Self { pre, plugin })
+        // Every export of the interface is there (as the bindings check); a call then looks up
+        // and type-checks only the one it makes, where the bindings' `load` checks all six.
+        inline_plugin::GuestIndices::new(&pre).ok()?;
+        let interface = plugin_interface_name();
+        let interface = pre.component().get_export_index(None, &interface)?;
+        let export = |name| pre.component().get_export_index(Some(&interface), name);
+        let (mutate, validate) = (export("mutate")?, export("validate")?);
+        Some(Self {
+            pre,
+            mutate,
+            validate,
+        })
+    }
+
+    fn admission(&self, kind: WebhookType) -> &ComponentExportIndex {
+        match kind {
+            WebhookType::Mutating => &self.mutate,
+            WebhookType::Validating => &self.validate,
+        }
+    }
+}
+
+/// `odh:controller/plugin@<version>`, the interface the bindings look the exports up in.
+fn plugin_interface_name() -> String {
+    let (package, version) = WIT_PACKAGE.split_once('@').unwrap_or((WIT_PACKAGE, ""));
+    if version.is_empty() {
+        format!("{package}/plugin")
+    } else {
+        format!("{package}/plugin@{version}")
     }
 }
 
@@ -57,11 +91,12 @@ impl LoadedPlugin {
             let mut store = bootstrap.open_store(&self.inner.engine, op, &env, Stepping::Inline);
             let answer = match inline.pre.instantiate_async(&mut store).await {
                 Ok(instance) => {
-                    let answer = match inline.plugin.load(&mut store, &instance) {
-                        Ok(guest) => match kind {
-                            WebhookType::Mutating => guest.call_mutate(&mut store, &req).await,
-                            WebhookType::Validating => guest.call_validate(&mut store, &req).await,
-                        },
+                    let export = inline.admission(kind);
+                    let answer = match instance.get_typed_func(&mut store, export) {
+                        Ok(func) => {
+                            let func: AdmitFunc<'_> = func;
+                            func.call_async(&mut store, (&req,)).await.map(|(a,)| a)
+                        }
                         Err(e) => Err(e),
                     };
                     bootstrap.conclude(op, answer, &store)
