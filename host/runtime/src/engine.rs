@@ -291,6 +291,11 @@ pub(crate) fn engine_config(
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.parallel_compilation(true);
+    // `perf` names the plugins' compiled functions from /tmp/perf-<pid>.map with this set; it
+    // writes a line per function at every load, so it is for profiling sessions only.
+    if std::env::var_os("ODH_PLUGIN_PERFMAP").is_some_and(|v| v == "1") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     crate::isa_baseline::apply(&mut config, target);
     let mut pool = PoolingAllocationConfig::default();
     let n = options.max_instances;
