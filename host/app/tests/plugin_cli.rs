@@ -550,3 +550,20 @@ fn eval_against_the_serving_version_reports_the_differences() {
     assert_eq!(same["differs"], false, "{same}");
     assert_eq!(same["difference"], Value::Null);
 }
+
+/// Records of crates that log through the `log` crate (wasmtime's, here the engine's pool
+/// creation at debug) reach the process's log like its own.
+#[test]
+fn records_of_the_log_crate_reach_the_log() {
+    let out = bin()
+        .args(["plugin", "inspect", hello()])
+        .env("RUST_LOG", "warn,wasmtime=debug")
+        .output()
+        .expect("run the binary");
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("creating memory pool"),
+        "no wasmtime record in the log:\n{stderr}"
+    );
+}

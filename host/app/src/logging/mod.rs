@@ -122,8 +122,10 @@ type BoxedLayer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
 
 fn install(fmt: BoxedLayer, level: &str, traces: Option<crate::traces::OtlpLayer>) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter(level));
-    // A second init (e.g. from tests) keeps the first subscriber.
-    let _ = tracing::subscriber::set_global_default(subscriber(fmt, filter, traces));
+    // A second init (e.g. from tests) keeps the first subscriber. `try_init` also forwards the
+    // `log` crate's records (wasmtime's, among others) to it, up to its level.
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let _ = subscriber(fmt, filter, traces).try_init();
 }
 
 type Subscriber = Box<dyn tracing::Subscriber + Send + Sync>;
