@@ -13,7 +13,6 @@ use wasmtime::component::{ComponentExportIndex, TypedFunc};
 
 use super::*;
 use crate::bindings::admission_types::{AdmissionDecision as RawDecision, AdmissionRequest};
-use crate::bindings::inline::exports::odh::controller::plugin as inline_plugin;
 
 /// An admission export as the `plugin` interface types it.
 type AdmitFunc<'a> = TypedFunc<(&'a AdmissionRequest,), (Result<RawDecision, types::Error>,)>;
@@ -31,9 +30,8 @@ impl InlineExports {
     /// pool, as every call did before): the blocking preparation already accepted it.
     pub(super) fn new(engine: &PluginEngine, component: &Component) -> Option<Self> {
         let pre = engine.inline_linker().instantiate_pre(component).ok()?;
-        // Every export of the interface is there (as the bindings check); a call then looks up
-        // and type-checks only the one it makes, where the bindings' `load` checks all six.
-        inline_plugin::GuestIndices::new(&pre).ok()?;
+        // The blocking preparation found every export of the interface; a call looks up and
+        // type-checks only the one it makes, where the bindings' `load` checked all six.
         let interface = plugin_interface_name();
         let interface = pre.component().get_export_index(None, &interface)?;
         let export = |name| pre.component().get_export_index(Some(&interface), name);
