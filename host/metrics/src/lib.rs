@@ -785,7 +785,12 @@ impl Metrics {
 
     /// The series of webhook `path`, made at its first request.
     fn webhook_series(&self, path: &str) -> Arc<WebhookSeries> {
-        if let Some(series) = read(&self.webhook_series).get(path) {
+        if let Some(series) = self
+            .webhook_series
+            .read()
+            .expect("webhook series lock")
+            .get(path)
+        {
             return series.clone();
         }
         let labels = WebhookLabels {
@@ -799,7 +804,9 @@ impl Metrics {
             requests: self.webhook_requests.clone(),
             path: labels.webhook,
         });
-        write(&self.webhook_series)
+        self.webhook_series
+            .write()
+            .expect("webhook series lock")
             .entry(path.to_string())
             .or_insert(made)
             .clone()
@@ -1024,17 +1031,6 @@ impl WebhookSeries {
             self.requests.get_or_create(&labels(code)).inc();
         }
     }
-}
-
-/// The lock's data, even if a holder panicked (the map is never left half-changed).
-fn read<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl WebhookRequest {
