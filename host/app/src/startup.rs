@@ -2,6 +2,8 @@
 //! the plugins it starts with (built-ins with the settings their registration entries derive
 //! from the environment, and `--plugin` files).
 
+use std::borrow::Cow;
+
 use anyhow::Context;
 use kube::{Client, Config, config::KubeConfigOptions};
 use odh_plugin_runtime::{
@@ -119,6 +121,13 @@ fn plugin_http_trust(files: &[std::path::PathBuf]) -> anyhow::Result<HttpTrust> 
     Ok(trust)
 }
 
+/// A plugin to start with: its bytes, and their hex sha256 when the binary holds them.
+struct Component {
+    source: Source,
+    bytes: Cow<'static, [u8]>,
+    sha256: Option<&'static str>,
+}
+
 /// Loads `wanted` (built-in names or `.wasm` files), each built-in with the settings its
 /// registration entry derives from the environment.
 pub fn load_plugins_named(
@@ -126,24 +135,43 @@ pub fn load_plugins_named(
     options: EngineOptions,
 ) -> anyhow::Result<(PluginEngine, Vec<LoadedPlugin>)> {
     let engine = PluginEngine::new(options)?;
-    let mut sources = Vec::new();
+    // A built-in's bytes stay where the binary holds them, with the digest taken when it was
+    // built: with its compiled form precompiled or cached, a start neither copies nor hashes
+    // them, so their pages are never read (resident memory of their size saved).
+    let mut sources: Vec<Component> = Vec::new();
     for spec in wanted {
         let path = std::path::Path::new(spec);
         if path.exists() {
-            sources.push((Source::File(path.to_path_buf()), std::fs::read(path)?));
-        } else if let Some(bytes) = builtins::component(spec) {
-            sources.push((Source::Builtin(spec.clone()), bytes.to_vec()));
+            sources.push(Component {
+                source: Source::File(path.to_path_buf()),
+                bytes: Cow::Owned(std::fs::read(path)?),
+                sha256: None,
+            });
+        } else if let Some((bytes, sha256)) = builtins::embedded(spec) {
+            sources.push(Component {
+                source: Source::Builtin(spec.clone()),
+                bytes: Cow::Borrowed(bytes),
+                sha256: Some(sha256),
+            });
         } else {
             anyhow::bail!("--plugin {spec:?} is neither a file nor a built-in plugin");
         }
     }
     // Compile every distinct component in parallel, then load each.
-    let bytes: Vec<&[u8]> = sources.iter().map(|(_, b)| b.as_slice()).collect();
-    for compiled in engine.compile_all(&bytes) {
+    let digested: Vec<(&[u8], Option<&str>)> = sources
+        .iter()
+        .map(|c| (c.bytes.as_ref(), c.sha256))
+        .collect();
+    for compiled in engine.compile_all(&digested) {
         compiled?;
     }
     let mut plugins = Vec::new();
-    for (source, bytes) in &sources {
+    for Component {
+        source,
+        bytes,
+        sha256,
+    } in &sources
+    {
         let settings = match source {
             Source::Builtin(name) => builtins::find(name)
                 .map(|b| b.starting_settings(|k| std::env::var(k).ok()))
@@ -157,20 +185,21 @@ pub fn load_plugins_named(
             ),
             _ => Default::default(),
         };
-        let plugin = LoadedPlugin::load(
-            &engine,
-            LoadRequest::new(source.clone(), bytes)
-                .settings(settings)
-                .grants(grants)
-                .limits(limits),
-        )
-        .map_err(|e| match settings_refusal(&e) {
-            Some(message) => anyhow::Error::new(SettingsRefused {
-                plugin: source.to_string(),
-                message: message.to_string(),
-            }),
-            None => anyhow::anyhow!("loading plugin {source}: {e}"),
-        })?;
+        let mut request = LoadRequest::new(source.clone(), bytes)
+            .settings(settings)
+            .grants(grants)
+            .limits(limits);
+        if let Some(sha256) = sha256 {
+            request = request.digest(sha256);
+        }
+        let plugin =
+            LoadedPlugin::load(&engine, request).map_err(|e| match settings_refusal(&e) {
+                Some(message) => anyhow::Error::new(SettingsRefused {
+                    plugin: source.to_string(),
+                    message: message.to_string(),
+                }),
+                None => anyhow::anyhow!("loading plugin {source}: {e}"),
+            })?;
         info!(
             plugin = plugin.name(),
             version = plugin.manifest().version,

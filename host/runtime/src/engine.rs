@@ -211,9 +211,16 @@ impl PluginEngine {
         Ok((component, sha))
     }
 
-    /// Compiles distinct components in parallel (start-up: every plugin at once).
-    pub fn compile_all(&self, sources: &[&[u8]]) -> Vec<anyhow::Result<(Component, String)>> {
-        crate::parallel::each_in_parallel(sources, |b| self.compile(b))
+    /// Compiles distinct components in parallel (start-up: every plugin at once), each with
+    /// its hex sha256 when the caller holds it (a built-in's).
+    pub fn compile_all(
+        &self,
+        sources: &[(&[u8], Option<&str>)],
+    ) -> Vec<anyhow::Result<(Component, String)>> {
+        crate::parallel::each_in_parallel(sources, |(bytes, sha)| match sha {
+            Some(sha) => self.compile_digested(bytes, sha.to_string()),
+            None => self.compile(bytes),
+        })
     }
 
     /// The file name of a compiled component: its sha256 and the engine's compatibility hash
@@ -565,6 +572,20 @@ mod tests {
             .unwrap_or_default();
         names.sort();
         names
+    }
+
+    /// A digest the caller holds (a built-in's, taken when the binary was built) is used as
+    /// given: the bytes are not hashed again, so a start never reads a built-in's pages when
+    /// its compiled form is found. Bytes without one are hashed.
+    #[test]
+    fn compile_all_takes_a_given_digest_without_hashing_the_bytes() {
+        let bytes = fixture_component();
+        let own = hex::encode(Sha256::digest(&bytes));
+        let given = "0".repeat(64);
+        let results =
+            test_engine(None, None).compile_all(&[(&bytes, Some(&given)), (&bytes, None)]);
+        let shas: Vec<String> = results.into_iter().map(|r| r.unwrap().1).collect();
+        assert_eq!(shas, [given, own]);
     }
 
     /// The cache is looked up first, then the precompiled directory, which is only read; an

@@ -34,7 +34,7 @@ pub fn component(name: &str) -> Option<&'static [u8]> {
 
 /// The embedded component bytes of a built-in plugin and their hex sha256, taken when the
 /// binary was built.
-fn embedded(name: &str) -> Option<(&'static [u8], &'static str)> {
+pub(crate) fn embedded(name: &str) -> Option<(&'static [u8], &'static str)> {
     embedded::COMPONENTS
         .iter()
         .find(|(n, _, _)| *n == name)
