@@ -298,6 +298,11 @@ pub(crate) fn engine_config(
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.parallel_compilation(true);
+    // `.eh_frame` for the plugins' code only helps a native unwinder walk through Wasm frames
+    // (a debugger; `perf --call-graph dwarf` already stops at the fiber's stack); wasmtime's
+    // own Wasm backtraces do without it. Every byte of a loaded component is resident: about 5%
+    // of them (docs/performance.md, "Reconcile storm").
+    config.native_unwind_info(false);
     // `perf` names the plugins' compiled functions from /tmp/perf-<pid>.map with this set; it
     // writes a line per function at every load, so it is for profiling sessions only.
     if std::env::var_os("ODH_PLUGIN_PERFMAP").is_some_and(|v| v == "1") {
