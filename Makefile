@@ -193,7 +193,7 @@ QEMU_s390x := qemu-s390x-static
 QEMU_ppc64le := qemu-ppc64le-static
 STATIC_QEMU = $(QEMU_$(ARCH))
 # The static-pie's relative relocations packed (DT_RELR, which musl's start-up applies): the
-# table read once at every start shrinks from 1.8 MiB of resident memory to about 60 KiB
+# table read once at every start shrinks from 1.8 MiB of resident memory to 21 KiB
 # (docs/performance.md, "Reconcile storm"). amd64 only until arm64's is checked under qemu.
 static-binary: export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS := -C link-arg=-Wl,-z,pack-relative-relocs
 static-binary: export CC_aarch64_unknown_linux_musl := aarch64-linux-gnu-gcc
