@@ -157,21 +157,19 @@ pub fn load_plugins_named(
             anyhow::bail!("--plugin {spec:?} is neither a file nor a built-in plugin");
         }
     }
-    // Compile every distinct component in parallel, then load each.
+    // Compile every distinct component in parallel, then load each under the digest its
+    // compilation took (a `--plugin` file's bytes are hashed once).
     let digested: Vec<(&[u8], Option<&str>)> = sources
         .iter()
         .map(|c| (c.bytes.as_ref(), c.sha256))
         .collect();
-    for compiled in engine.compile_all(&digested) {
-        compiled?;
-    }
+    let digests = engine
+        .compile_all(&digested)
+        .into_iter()
+        .map(|compiled| compiled.map(|(_, sha256)| sha256))
+        .collect::<anyhow::Result<Vec<String>>>()?;
     let mut plugins = Vec::new();
-    for Component {
-        source,
-        bytes,
-        sha256,
-    } in &sources
-    {
+    for (Component { source, bytes, .. }, sha256) in sources.iter().zip(&digests) {
         let settings = match source {
             Source::Builtin(name) => builtins::find(name)
                 .map(|b| b.starting_settings(|k| std::env::var(k).ok()))
@@ -185,13 +183,11 @@ pub fn load_plugins_named(
             ),
             _ => Default::default(),
         };
-        let mut request = LoadRequest::new(source.clone(), bytes)
+        let request = LoadRequest::new(source.clone(), bytes)
+            .digest(sha256)
             .settings(settings)
             .grants(grants)
             .limits(limits);
-        if let Some(sha256) = sha256 {
-            request = request.digest(sha256);
-        }
         let plugin =
             LoadedPlugin::load(&engine, request).map_err(|e| match settings_refusal(&e) {
                 Some(message) => anyhow::Error::new(SettingsRefused {
