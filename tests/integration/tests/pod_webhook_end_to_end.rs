@@ -76,12 +76,15 @@ fn untouched(pod: &Pod) -> bool {
 }
 
 /// Creates Pods named `<prefix>-<n>` until the webhook denies one (a Pod admitted before the
-/// apiserver calls the webhook is deleted again); returns the denial.
+/// apiserver calls the webhook is deleted again); returns the denial. A denial with the message
+/// `before` is the webhook's answer from before the test's last change, which its cache has not
+/// seen yet: it is retried too.
 async fn denial(
     pods: &Api<Pod>,
     prefix: &str,
     what: &str,
     counter: &AtomicU32,
+    before: Option<&str>,
 ) -> anyhow::Result<kube::core::Status> {
     eventually(what, Timing::default(), || async {
         let name = format!("{prefix}-{}", counter.fetch_add(1, Ordering::Relaxed));
@@ -89,6 +92,9 @@ async fn denial(
             .create(&PostParams::default(), &ray_pod(&name, "1"))
             .await
         {
+            Err(kube::Error::Api(s)) if Some(s.message.as_str()) == before => {
+                anyhow::bail!("still denied as before the change: {}", s.message)
+            }
             Err(kube::Error::Api(s)) => Ok(s),
             Ok(pod) => {
                 pods.delete(&name, &DeleteParams::default()).await?;
@@ -179,6 +185,7 @@ async fn pod_webhook_through_the_apiserver_and_the_real_binary() -> anyhow::Resu
         "no-params",
         "X-11: a missing parameters ConfigMap rejects the Pod",
         &counter,
+        None,
     )
     .await
     .map_err(with_log)?;
@@ -207,6 +214,7 @@ async fn pod_webhook_through_the_apiserver_and_the_real_binary() -> anyhow::Resu
         "no-key",
         "X-11: a parameters ConfigMap without the key denies the Pod",
         &counter,
+        Some(&status.message),
     )
     .await
     .map_err(with_log)?;
