@@ -129,11 +129,7 @@ async fn a_filtered_cache_answers_only_what_it_covers() -> anyhow::Result<()> {
     let caches = Caches::new(t.client.clone(), CacheFilters::from_manifests([&manifest]));
     let cache = caches.ensure(&cm).await?.expect("ConfigMaps are served");
     cache.wait_synced().await;
-    let held: Vec<String> = cache
-        .list()
-        .iter()
-        .map(|o| o.metadata.name.clone().unwrap_or_default())
-        .collect();
+    let held: Vec<String> = cache.list().iter().map(|o| o.name().to_string()).collect();
     assert!(
         held.contains(&"a".to_string()) && held.contains(&"c".to_string()),
         "{held:?}"

@@ -255,7 +255,7 @@ impl Applier {
             return true;
         }
         let current = match cache.as_ref().map(|c| (c.get(namespace, name), &c.filter)) {
-            Some((Some(cached), _)) => serde_json::to_value(&*cached).ok(),
+            Some((Some(cached), _)) => cached.to_value().ok(),
             // A whole cache without it: the object is gone.
             Some((None, None)) => None,
             _ => api

@@ -78,7 +78,7 @@ impl StagedWriter {
             .get(&target.gvk)
             .and_then(|c| c.get(target.namespace.as_deref(), &target.name));
         let object = match cached {
-            Some(o) => (*o).clone(),
+            Some(o) => return o.to_value().map_err(|e| ApplyError::Invalid(e.to_string())),
             None => {
                 let api = super::apply::api_for(
                     &self.applier.client,

@@ -3,11 +3,9 @@
 
 use std::borrow::Cow;
 
-use kube::ResourceExt;
-use kube::api::DynamicObject;
 use serde_json::Value;
 
-use crate::cache::Change;
+use crate::cache::{CachedObject, Change};
 use odh_plugin_runtime::wire::{EventFilter, UpdateFilter};
 
 /// What kind of event a change is to a filter.
@@ -32,7 +30,7 @@ impl Seen {
 
 /// Whether `change`, seen as `seen`, passes `filter`.
 pub(super) fn passes(filter: &EventFilter, change: &Change, seen: Seen) -> bool {
-    if !filter.admits_name(&change.object.name_any()) {
+    if !filter.admits_name(change.object.name()) {
         return false;
     }
     match seen {
@@ -43,49 +41,44 @@ pub(super) fn passes(filter: &EventFilter, change: &Change, seen: Seen) -> bool 
             (UpdateFilter::Never, _) => false,
             // An update whose previous state is unknown passes (the contract says so).
             (UpdateFilter::Changed(_), None) => true,
-            (UpdateFilter::Changed(pointers), Some(old)) => pointers
-                .iter()
-                .any(|p| value_at(old, p) != value_at(&change.object, p)),
+            (UpdateFilter::Changed(pointers), Some(old)) => {
+                let (mut old, mut new) = (Fields::of(old), Fields::of(&change.object));
+                pointers.iter().any(|p| old.at(p) != new.at(p))
+            }
         },
     }
 }
 
-/// The value at a JSON Pointer of an object, `None` when absent. Labels, annotations and the
-/// generation are read in place: serialising the metadata (managed fields included) for every
-/// event of a busy kind would cost more than the plugin call the filter saves.
-fn value_at<'a>(obj: &'a DynamicObject, pointer: &str) -> Option<Cow<'a, Value>> {
-    let Some(meta) = pointer.strip_prefix("/metadata") else {
-        if pointer.is_empty() {
-            return serde_json::to_value(obj).ok().map(Cow::Owned);
+/// An object's values at JSON Pointers. Labels are read in place; anything else from the
+/// object parsed once, on the first pointer that needs it (a cached object is JSON text).
+struct Fields<'a> {
+    obj: &'a CachedObject,
+    parsed: Option<Value>,
+}
+
+impl<'a> Fields<'a> {
+    fn of(obj: &'a CachedObject) -> Self {
+        Self { obj, parsed: None }
+    }
+
+    /// The value at `pointer`, `None` when absent.
+    fn at(&mut self, pointer: &str) -> Option<Value> {
+        if let Some(rest) = pointer.strip_prefix("/metadata/labels")
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            let labels = self.obj.labels();
+            if rest.is_empty() {
+                return serde_json::to_value(labels).ok();
+            }
+            let key = unescape(rest.strip_prefix('/')?);
+            return labels.get(key.as_ref()).map(|v| Value::String(v.clone()));
         }
-        return obj.data.pointer(pointer).map(Cow::Borrowed);
-    };
-    let in_map = |map: &std::collections::BTreeMap<String, String>, rest: &str| {
-        if rest.is_empty() {
-            return Some(Cow::Owned(serde_json::to_value(map).ok()?));
-        }
-        let key = unescape(rest.strip_prefix('/')?);
-        map.get(key.as_ref())
-            .map(|v| Cow::Owned(Value::String(v.clone())))
-    };
-    if let Some(rest) = meta.strip_prefix("/labels")
-        && (rest.is_empty() || rest.starts_with('/'))
-    {
-        return in_map(obj.labels(), rest);
+        let obj = self.obj;
+        let doc = self
+            .parsed
+            .get_or_insert_with(|| obj.to_value().unwrap_or(Value::Null));
+        doc.pointer(pointer).cloned()
     }
-    if let Some(rest) = meta.strip_prefix("/annotations")
-        && (rest.is_empty() || rest.starts_with('/'))
-    {
-        return in_map(obj.annotations(), rest);
-    }
-    if meta == "/generation" {
-        return obj.metadata.generation.map(|g| Cow::Owned(Value::from(g)));
-    }
-    let whole = serde_json::to_value(&obj.metadata).ok()?;
-    if meta.is_empty() {
-        return Some(Cow::Owned(whole));
-    }
-    whole.pointer(meta).cloned().map(Cow::Owned)
 }
 
 /// A reference token of RFC 6901: `~1` is `/`, `~0` is `~`.
@@ -104,15 +97,21 @@ mod tests {
     use serde_json::json;
     use std::sync::Arc;
 
-    fn object(v: Value) -> Arc<DynamicObject> {
-        Arc::new(serde_json::from_value(v).unwrap())
+    fn cm(labels: Value, data: Value) -> Arc<CachedObject> {
+        cm_of(labels, data, 1)
     }
 
-    fn cm(labels: Value, data: Value) -> Arc<DynamicObject> {
-        object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+    fn cm_of(labels: Value, data: Value, generation: i64) -> Arc<CachedObject> {
+        let obj = serde_json::from_value(json!({
             "metadata": {"name": "inferenceservice-config", "namespace": "ns", "labels": labels,
-                "generation": 1, "resourceVersion": "1"},
+                "generation": generation, "resourceVersion": "1"},
             "data": data}))
+        .unwrap();
+        let types = kube::api::TypeMeta {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        };
+        Arc::new(CachedObject::new(obj, &types).unwrap())
     }
 
     fn filter(update: UpdateFilter) -> EventFilter {
@@ -125,7 +124,7 @@ mod tests {
         }
     }
 
-    fn change(old: Option<Arc<DynamicObject>>, new: Arc<DynamicObject>, deleted: bool) -> Change {
+    fn change(old: Option<Arc<CachedObject>>, new: Arc<CachedObject>, deleted: bool) -> Change {
         Change {
             object: new,
             old,
@@ -186,12 +185,8 @@ mod tests {
             &generation,
             &change(Some(a.clone()), a.clone(), false)
         ));
-        let mut bumped = (*a).clone();
-        bumped.metadata.generation = Some(2);
-        assert!(check(
-            &generation,
-            &change(Some(a), Arc::new(bumped), false)
-        ));
+        let bumped = cm_of(json!({"a": "1"}), json!({}), 2);
+        assert!(check(&generation, &change(Some(a), bumped, false)));
     }
 
     #[test]

@@ -17,12 +17,11 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use kube::ResourceExt;
-use kube::api::DynamicObject;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::applier::{Applier, ApplyError, Primary, StagedPrimary, StagedWriter};
-use crate::cache::{Caches, Change, KindCache};
+use crate::cache::{CachedObject, Caches, Change, KindCache};
 use odh_host_metrics::{Metrics, ReconcileResult};
 use odh_label_selector::LabelSelector;
 use odh_plugin_runtime::dispatch;
@@ -233,7 +232,7 @@ enum WatchedAs {
 /// the plugin as gone).
 enum Outside {
     No,
-    Cached(Arc<DynamicObject>),
+    Cached(Arc<CachedObject>),
     /// Not in the cache: gone, or outside a cache filtered by the selector.
     Unknown,
 }
@@ -247,10 +246,10 @@ fn jittered(period: std::time::Duration) -> std::time::Duration {
     period + period.mul_f64((random % 1000) as f64 / 10_000.0)
 }
 
-fn key_of(obj: &DynamicObject) -> RequestKey {
+fn key_of(obj: &CachedObject) -> RequestKey {
     RequestKey {
-        namespace: obj.namespace(),
-        name: obj.name_any(),
+        namespace: obj.namespace().map(str::to_string),
+        name: obj.name().to_string(),
     }
 }
 
@@ -481,13 +480,13 @@ impl ControllerLoop {
             return;
         }
         for obj in self.primary.list() {
-            if filter.is_none_or(|f| f.admits_name(&obj.name_any())) {
+            if filter.is_none_or(|f| f.admits_name(obj.name())) {
                 self.enqueue_primary(&obj);
             }
         }
     }
 
-    fn enqueue_primary(&self, obj: &DynamicObject) {
+    fn enqueue_primary(&self, obj: &CachedObject) {
         if self.selector.matches(obj.labels()) {
             self.queue.add(key_of(obj));
         }
@@ -551,14 +550,14 @@ impl ControllerLoop {
         }
     }
 
-    fn owners_of(&self, obj: &DynamicObject, controller_only: bool) -> Vec<RequestKey> {
+    fn owners_of(&self, obj: &CachedObject, controller_only: bool) -> Vec<RequestKey> {
         let primary = &self.primary.kind.resource;
         obj.owner_references()
             .iter()
             .filter(|r| r.kind == primary.kind && r.api_version == primary.api_version)
             .filter(|r| !controller_only || r.controller == Some(true))
             .map(|r| RequestKey {
-                namespace: obj.namespace(),
+                namespace: obj.namespace().map(str::to_string),
                 name: r.name.clone(),
             })
             .collect()
@@ -611,13 +610,13 @@ impl ControllerLoop {
         let input = WatchEventInput {
             controller: self.spec.name.clone(),
             gvk: gvk.clone(),
-            object: serde_json::to_string(&*change.object).unwrap_or_default(),
-            // Only a component exporting `change-mapping` receives it: not serialised for others.
+            object: change.object.json().to_string(),
+            // Only a component exporting `change-mapping` receives it: not copied for others.
             old_object: change
                 .old
                 .as_deref()
                 .filter(|_| self.slot.current().maps_changes())
-                .and_then(|o| serde_json::to_string(o).ok()),
+                .map(|o| o.json().to_string()),
             deleted: change.deleted,
         };
         match dispatch::map(&self.slot, input, CallEnv::live(self.cluster())).await {
@@ -649,18 +648,24 @@ impl ControllerLoop {
             Some(obj) => (Some(obj), Outside::No),
             None => (None, Outside::Unknown),
         };
-        let json = match object.as_deref().map(serde_json::to_string).transpose() {
-            Ok(j) => j,
+        // The applier reads the whole primary (finalizers, status, owner references).
+        let parsed = match object.as_deref().map(CachedObject::to_object).transpose() {
+            Ok(p) => p.map(Arc::new),
             Err(e) => {
-                tracing::error!(controller = self.spec.name, "serializing {}: {e}", key.name);
+                tracing::error!(
+                    controller = self.spec.name,
+                    "reading {} from the cache: {e}",
+                    key.name
+                );
                 return Some(ReconcileResult::TerminalError);
             }
         };
         let input = ReconcileInput {
             controller: self.spec.name.clone(),
             key: key.clone(),
-            object: json,
+            object: object.as_deref().map(|o| o.json().to_string()),
         };
+        let object = parsed;
         let primary = Primary {
             kind: &self.primary.kind,
             object: object.as_deref(),
@@ -762,7 +767,9 @@ impl ControllerLoop {
         };
         let object = match outside {
             Outside::No => return Ok(()),
-            Outside::Cached(obj) => obj,
+            Outside::Cached(obj) => obj.to_object().map_err(|e| {
+                ApplyError::Invalid(format!("{} {}: {e}", self.spec.primary, key.name))
+            })?,
             // A cache filtered by the selector holds no object outside it: ask.
             Outside::Unknown if self.primary.filter.is_some() => {
                 let live = self
@@ -775,7 +782,7 @@ impl ControllerLoop {
                         source,
                     })?;
                 match live {
-                    Some(obj) if !self.selector.matches(obj.labels()) => Arc::new(obj),
+                    Some(obj) if !self.selector.matches(obj.labels()) => obj,
                     _ => return Ok(()),
                 }
             }

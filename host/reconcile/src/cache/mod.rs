@@ -1,27 +1,33 @@
-//! Shared caches: one reflector per kind, shared by every controller and by the plugins'
-//! `cluster` reads, with `managedFields` stripped.
+//! Shared caches: one watch per kind, shared by every controller and by the plugins'
+//! `cluster` reads, holding each object as the JSON plugins get ([`CachedObject`]).
 //!
 //! A kind's cache holds what the plugins declare they watch ([`CacheFilters`]): the union of
 //! the label selectors on their primaries and watches of that kind. Reads are complete
 //! whatever the filter: an object a filtered cache does not hold, or a list the filter does not
 //! cover, is read from the API server, so a plugin sees what its native tests see.
 
+mod object;
+mod store;
+
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, TypeMeta};
 use kube::discovery::{self, Scope};
-use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, ResourceExt};
 use tokio::sync::{broadcast, watch};
 
 use odh_label_selector::LabelSelector;
 use odh_plugin_runtime::ClusterView;
 use odh_plugin_runtime::gvk::Gvk;
 use odh_plugin_runtime::wire::Manifest;
+
+pub use object::CachedObject;
+use object::for_plugins;
+use store::Objects;
 
 /// A kind's API resource and whether it is namespaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,10 +98,10 @@ impl CacheFilters {
 /// A change seen by a kind's watch.
 #[derive(Debug, Clone)]
 pub struct Change {
-    pub object: Arc<DynamicObject>,
+    pub object: Arc<CachedObject>,
     /// The object as the cache held it before this change: none for an object it did not
     /// hold (a creation, the initial list).
-    pub old: Option<Arc<DynamicObject>>,
+    pub old: Option<Arc<CachedObject>>,
     pub deleted: bool,
 }
 
@@ -105,7 +111,7 @@ pub struct KindCache {
     pub kind: ResolvedKind,
     /// What the cache holds: every object, or those matching this selector.
     pub filter: Option<LabelSelector>,
-    store: Store<DynamicObject>,
+    store: Arc<RwLock<Objects>>,
     changes: broadcast::Sender<Change>,
     synced: watch::Receiver<bool>,
     awaited: Arc<AwaitedVersions>,
@@ -140,8 +146,8 @@ type ObjectName = (Option<String>, String);
 const AWAIT_LIMIT: Duration = Duration::from_secs(10);
 
 impl AwaitedVersions {
-    fn seen(&self, obj: &DynamicObject) {
-        if let Some(rv) = numeric_version(obj.metadata.resource_version.as_deref()) {
+    fn seen(&self, obj: &CachedObject) {
+        if let Some(rv) = numeric_version(obj.resource_version()) {
             self.delivered
                 .fetch_max(rv, std::sync::atomic::Ordering::SeqCst);
         }
@@ -149,8 +155,8 @@ impl AwaitedVersions {
         if map.is_empty() {
             return;
         }
-        let key = (obj.metadata.namespace.clone(), obj.name_any());
-        if map.get(&key).map(|(rv, _)| Some(rv)) == Some(obj.metadata.resource_version.as_ref()) {
+        let key = (obj.namespace().map(str::to_string), obj.name().to_string());
+        if map.get(&key).map(|(rv, _)| rv.as_str()) == obj.resource_version() {
             map.remove(&key);
         }
     }
@@ -171,16 +177,17 @@ fn numeric_version(resource_version: Option<&str>) -> Option<u64> {
 }
 
 impl KindCache {
-    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<DynamicObject>> {
-        let mut r = ObjectRef::<DynamicObject>::new_with(name, self.kind.resource.clone());
-        if let Some(ns) = namespace.filter(|_| self.kind.namespaced) {
-            r = r.within(ns);
-        }
-        self.store.get(&r)
+    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<CachedObject>> {
+        let namespace = namespace.filter(|_| self.kind.namespaced);
+        self.objects().get(namespace, name)
     }
 
-    pub fn list(&self) -> Vec<Arc<DynamicObject>> {
-        self.store.state()
+    pub fn list(&self) -> Vec<Arc<CachedObject>> {
+        self.objects().all()
+    }
+
+    fn objects(&self) -> std::sync::RwLockReadGuard<'_, Objects> {
+        self.store.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Notes that the host wrote `resource_version` of an object this cache holds (see
@@ -190,10 +197,7 @@ impl KindCache {
         // version seen, so a version delivered already is found in the store here.
         let mut map = self.awaited.by_object.lock().expect("awaited lock");
         let cached = self.get(namespace, name);
-        if cached
-            .and_then(|o| o.metadata.resource_version.clone())
-            .as_deref()
-            == Some(resource_version)
+        if cached.as_deref().and_then(CachedObject::resource_version) == Some(resource_version)
             || self.awaited.delivered(resource_version)
         {
             return;
@@ -417,60 +421,73 @@ impl Caches {
         if let Some(selector) = &filter {
             config = config.labels(&selector.to_string());
         }
-        let mut writer = reflector::store::Writer::new(kind.resource.clone());
-        let store = writer.as_reader();
-        let held = store.clone();
+        let store = Arc::new(RwLock::new(Objects::default()));
         let (changes, _) = broadcast::channel(1024);
         let (synced_tx, synced) = watch::channel(false);
         let types = types_of(&kind.resource);
         let tx = changes.clone();
         let name = gvk.to_string();
-        let stream = watcher(api, config)
-            .default_backoff()
-            .modify(move |obj: &mut DynamicObject| for_plugins(obj, &types));
-        let dyntype = kind.resource.clone();
+        let stream = watcher(api, config).default_backoff();
         let awaited = Arc::new(AwaitedVersions::default());
         let seen = awaited.clone();
+        let held = store.clone();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
+            // A relist's objects, held apart until it completes: until then the store holds
+            // the previous list (what each listed object's change has as its old object).
+            let mut relisted: Option<Objects> = None;
+            let write = || held.write().unwrap_or_else(|e| e.into_inner());
             while let Some(event) = stream.next().await {
-                // What the store holds before the event is the change's old object (during a
-                // relist the store still holds the previous list: the writer swaps at the end).
-                let old = match &event {
-                    Ok(
-                        watcher::Event::Apply(o)
-                        | watcher::Event::InitApply(o)
-                        | watcher::Event::Delete(o),
-                    ) => held.get(&ObjectRef::from_obj_with(o, dyntype.clone())),
-                    _ => None,
-                };
-                if let Ok(event) = &event {
-                    writer.apply_watcher_event(event);
-                }
-                match event {
-                    Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
-                        seen.seen(&o);
-                        let _ = tx.send(Change {
-                            object: Arc::new(o),
-                            old,
-                            deleted: false,
-                        });
+                let compact = |o: DynamicObject| match CachedObject::new(o, &types) {
+                    Ok(o) => Some(Arc::new(o)),
+                    Err(e) => {
+                        tracing::error!(kind = %name, "an object the cache cannot hold: {e}");
+                        None
                     }
-                    Ok(watcher::Event::Delete(o)) => {
-                        seen.seen(&o);
-                        let _ = tx.send(Change {
-                            object: Arc::new(o),
-                            old,
-                            deleted: true,
-                        });
+                };
+                let (object, old, deleted) = match event {
+                    Ok(watcher::Event::Init) => {
+                        relisted = Some(Objects::default());
+                        seen.forget_all();
+                        continue;
+                    }
+                    Ok(watcher::Event::InitApply(o)) => {
+                        let Some(object) = compact(o) else { continue };
+                        let old = held
+                            .read()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get(object.namespace(), object.name());
+                        relisted.get_or_insert_default().insert(object.clone());
+                        (object, old, false)
                     }
                     Ok(watcher::Event::InitDone) => {
+                        *write() = relisted.take().unwrap_or_default();
                         seen.forget_all();
                         let _ = synced_tx.send(true);
+                        continue;
                     }
-                    Ok(watcher::Event::Init) => seen.forget_all(),
-                    Err(e) => tracing::warn!(kind = %name, "watch failed, retrying: {e}"),
-                }
+                    Ok(watcher::Event::Apply(o)) => {
+                        let Some(object) = compact(o) else { continue };
+                        let old = write().insert(object.clone());
+                        (object, old, false)
+                    }
+                    Ok(watcher::Event::Delete(o)) => {
+                        let Some(object) = compact(o) else { continue };
+                        let old = write().remove(&object);
+                        (object, old, true)
+                    }
+                    Err(e) => {
+                        tracing::warn!(kind = %name, "watch failed, retrying: {e}");
+                        continue;
+                    }
+                };
+                // After the store took the change: see `KindCache::await_version`.
+                seen.seen(&object);
+                let _ = tx.send(Change {
+                    object,
+                    old,
+                    deleted,
+                });
             }
         });
         Arc::new(KindCache {
@@ -627,17 +644,9 @@ fn types_of(resource: &ApiResource) -> TypeMeta {
     }
 }
 
-/// An object as plugins get it, cached or read directly: without managedFields (noise, and
-/// large), with `apiVersion`/`kind` (list items come without them).
-fn for_plugins(obj: &mut DynamicObject, types: &TypeMeta) {
-    obj.managed_fields_mut().clear();
-    obj.types = Some(types.clone());
-}
-
 /// Whether an object is in a `list` call's namespace (none: every namespace) and selector.
-fn in_scope(obj: &DynamicObject, namespace: Option<&str>, selector: &LabelSelector) -> bool {
-    (namespace.is_none() || obj.metadata.namespace.as_deref() == namespace)
-        && selector.matches(obj.labels())
+fn in_scope(obj: &CachedObject, namespace: Option<&str>, selector: &LabelSelector) -> bool {
+    (namespace.is_none() || obj.namespace() == namespace) && selector.matches(obj.labels())
 }
 
 impl Caches {
@@ -679,7 +688,7 @@ impl ClusterView for Caches {
     ) -> anyhow::Result<Option<String>> {
         match self.get(gvk) {
             Some(cache) => match cache.get(namespace, name) {
-                Some(o) => to_json(&o).map(Some),
+                Some(o) => Ok(Some(o.json().to_string())),
                 None if cache.filter.is_some() => self.live_get(gvk, namespace, name, within),
                 None => Ok(None),
             },
@@ -699,7 +708,7 @@ impl ClusterView for Caches {
             return None;
         }
         match cache.get(namespace, name) {
-            Some(o) => Some(to_json(&o).ok()),
+            Some(o) => Some(Some(o.json().to_string())),
             // A filtered cache does not know about what it leaves out.
             None if cache.filter.is_some() => None,
             None => Some(None),
@@ -718,7 +727,7 @@ impl ClusterView for Caches {
                 .list()
                 .iter()
                 .filter(|o| in_scope(o, namespace, selector))
-                .map(|o| to_json(o))
+                .map(|o| Ok(o.json().to_string()))
                 .collect(),
             _ => self.live_list(gvk, namespace, selector, within),
         }
@@ -730,14 +739,14 @@ mod tests {
     use super::*;
     use odh_plugin_runtime::wire::{ControllerSpec, Mapping, Watch};
 
-    fn versioned(name: &str, rv: &str) -> DynamicObject {
+    fn versioned(name: &str, rv: &str) -> CachedObject {
         let ar = ApiResource::from_gvk_with_plural(
             &kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap"),
             "configmaps",
         );
         let mut o = DynamicObject::new(name, &ar).within("ns");
         o.metadata.resource_version = Some(rv.into());
-        o
+        CachedObject::new(o, &types_of(&ar)).expect("compacts")
     }
 
     #[test]
