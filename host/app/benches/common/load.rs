@@ -147,8 +147,11 @@ pub struct Outcome {
     pub server_cpu_s: f64,
 }
 
-/// Warms the server up on one connection, then posts `load.requests` copies of `body` through
-/// `load.concurrency` keep-alive connections, measuring the server process `pid`'s CPU over them.
+/// Posts `load.requests` copies of `body` through `load.concurrency` keep-alive connections,
+/// measuring the server process `pid`'s CPU over them, after `load.warm_up` requests through the
+/// same connections at the same concurrency: what a server does the first time it runs that many
+/// requests at once (first use of pooled instance slots and stacks, allocator growth) is not in
+/// the figures, for any contender.
 pub async fn drive(
     addr: SocketAddr,
     ca: &CertificateDer<'static>,
@@ -157,16 +160,30 @@ pub async fn drive(
     load: &Load,
     pid: u32,
 ) -> anyhow::Result<Outcome> {
-    let mut warm = connect(addr, ca).await?;
-    for _ in 0..load.warm_up {
-        round_trip(&mut warm, addr, path, body).await?;
-    }
-    let tls_version = warm.tls_version.clone();
-    drop(warm);
-
     let mut connections = Vec::with_capacity(load.concurrency);
     for _ in 0..load.concurrency {
         connections.push(connect(addr, ca).await?);
+    }
+    let tls_version = connections
+        .first()
+        .map(|c| c.tls_version.clone())
+        .unwrap_or_default();
+    let each = load.warm_up.div_ceil(load.concurrency.max(1));
+    let warming: Vec<_> = connections
+        .into_iter()
+        .map(|mut c| {
+            let (body, path) = (body.clone(), path.to_string());
+            tokio::spawn(async move {
+                for _ in 0..each {
+                    round_trip(&mut c, addr, &path, &body).await?;
+                }
+                anyhow::Ok(c)
+            })
+        })
+        .collect();
+    let mut connections = Vec::with_capacity(load.concurrency);
+    for w in warming {
+        connections.push(w.await??);
     }
     let requests = load.requests;
     let next = Arc::new(AtomicUsize::new(0));

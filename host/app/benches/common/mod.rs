@@ -78,6 +78,30 @@ pub fn usage(pid: u32) -> (f64, f64) {
     (cpu, hwm_kib / 1024.0)
 }
 
+/// Waits until process `pid` is idle: `QUIET` polls in a row, `POLL` apart, in which it used at
+/// most one clock tick of CPU (4% of a core), or `max`. A server that answers before its
+/// start-up work is done (caches listing, first reconciles) would otherwise bill that work to
+/// whatever is measured first. Two seconds, because a start-up waits too: ours serves webhooks
+/// about a second before its caches have synced and its controllers start, idle in between.
+/// Returns how long it took and whether it settled.
+pub async fn settled(pid: u32, max: std::time::Duration) -> (std::time::Duration, bool) {
+    const POLL: std::time::Duration = std::time::Duration::from_millis(250);
+    const QUIET: u32 = 8;
+    let started = std::time::Instant::now();
+    let (mut last, _) = usage(pid);
+    let mut quiet = 0;
+    while started.elapsed() < max {
+        tokio::time::sleep(POLL).await;
+        let (now, _) = usage(pid);
+        quiet = if now - last <= 0.011 { quiet + 1 } else { 0 };
+        last = now;
+        if quiet == QUIET {
+            return (started.elapsed(), true);
+        }
+    }
+    (started.elapsed(), false)
+}
+
 /// A loopback address with a port nobody listens on now.
 pub fn free_addr() -> String {
     format!("127.0.0.1:{}", odh_test_support::net::free_port())
