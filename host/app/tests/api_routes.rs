@@ -193,3 +193,57 @@ fn two_plugins_may_not_serve_one_path() {
         "{err}"
     );
 }
+
+/// The `plugin.call` spans opened on this thread: (span name, its `odh.op`).
+struct Calls(std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Calls {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        struct Op(String);
+        impl tracing::field::Visit for Op {
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                if field.name() == "odh.op" {
+                    self.0 = value.to_string();
+                }
+            }
+            fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+        }
+        let mut op = Op(String::new());
+        attrs.record(&mut op);
+        let name = attrs.metadata().name().to_string();
+        self.0.lock().unwrap().push((name, op.0));
+    }
+}
+
+#[test]
+fn a_route_call_is_traced_as_a_plugin_call() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let plugin = odh_test_support::host::load("hello");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let subscriber = tracing_subscriber::registry().with(Calls(seen.clone()));
+    let request = odh_model_controller::plugin::wire::ApiRequest {
+        method: "GET".into(),
+        path: "/api/v1/hello".into(),
+        query: "name=odh".into(),
+        headers: vec![],
+        body: vec![],
+    };
+    let env = odh_model_controller::plugin::CallEnv::read_only(std::sync::Arc::new(
+        odh_model_controller::plugin::NoCluster,
+    ));
+    let answer =
+        tracing::subscriber::with_default(subscriber, || plugin.handle_blocking(&request, &env))
+            .expect("the route answers");
+    assert_eq!(answer.status, 200);
+    assert!(
+        seen.lock()
+            .unwrap()
+            .contains(&("plugin.call".to_string(), "handle".to_string())),
+        "{seen:?}"
+    );
+}

@@ -493,17 +493,11 @@ impl LoadedPlugin {
             body: request.body.clone(),
             settings: self.inner.settings.clone(),
         };
-        let this = self.bootstrap();
-        this.call_with(
-            &self.inner.engine,
-            &self.inner.exports,
-            Export::Handle,
-            env,
-            |store, instance| {
-                let api = api.load(&mut *store, instance)?;
-                api.call_handle(store, &req)
-            },
-        )
+        // In a `plugin.call` span, as every other export's call (a child of the request's).
+        self.call_traced(Export::Handle, env, |store, instance| {
+            let api = api.load(&mut *store, instance)?;
+            api.call_handle(store, &req)
+        })
         .map(Into::into)
     }
 
