@@ -194,38 +194,16 @@ fn two_plugins_may_not_serve_one_path() {
     );
 }
 
-/// The `plugin.call` spans opened on this thread: (span name, its `odh.op`).
-struct Calls(std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Calls {
-    fn on_new_span(
-        &self,
-        attrs: &tracing::span::Attributes<'_>,
-        _: &tracing::span::Id,
-        _: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        struct Op(String);
-        impl tracing::field::Visit for Op {
-            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-                if field.name() == "odh.op" {
-                    self.0 = value.to_string();
-                }
-            }
-            fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
-        }
-        let mut op = Op(String::new());
-        attrs.record(&mut op);
-        let name = attrs.metadata().name().to_string();
-        self.0.lock().unwrap().push((name, op.0));
-    }
-}
-
 #[test]
 fn a_route_call_is_traced_as_a_plugin_call() {
+    use odh_model_controller::traces::OtlpLayer;
+    use odh_model_controller::traces::proto::AttributeValue;
     use tracing_subscriber::layer::SubscriberExt;
     let plugin = odh_test_support::host::load("hello");
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let subscriber = tracing_subscriber::registry().with(Calls(seen.clone()));
+    // The exporter's own layer: what it records is what a collector would get.
+    let (spans, exported) = std::sync::mpsc::sync_channel(64);
+    let dropped = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let subscriber = tracing_subscriber::registry().with(OtlpLayer::new(spans, dropped));
     let request = odh_model_controller::plugin::wire::ApiRequest {
         method: "GET".into(),
         path: "/api/v1/hello".into(),
@@ -240,10 +218,11 @@ fn a_route_call_is_traced_as_a_plugin_call() {
         tracing::subscriber::with_default(subscriber, || plugin.handle_blocking(&request, &env))
             .expect("the route answers");
     assert_eq!(answer.status, 200);
+    let spans: Vec<_> = exported.try_iter().collect();
     assert!(
-        seen.lock()
-            .unwrap()
-            .contains(&("plugin.call".to_string(), "handle".to_string())),
-        "{seen:?}"
+        spans.iter().any(|s| s.name == "plugin.call"
+            && s.attributes
+                .contains(&("odh.op", AttributeValue::String("handle".into())))),
+        "{spans:?}"
     );
 }

@@ -437,14 +437,14 @@ impl Caches {
             // the previous list (what each listed object's change has as its old object).
             let mut relisted: Option<Objects> = None;
             let write = || held.write().unwrap_or_else(|e| e.into_inner());
+            let compact = |o: DynamicObject| match CachedObject::new(o, &types) {
+                Ok(o) => Some(Arc::new(o)),
+                Err(e) => {
+                    tracing::error!(kind = %name, "an object the cache cannot hold: {e}");
+                    None
+                }
+            };
             while let Some(event) = stream.next().await {
-                let compact = |o: DynamicObject| match CachedObject::new(o, &types) {
-                    Ok(o) => Some(Arc::new(o)),
-                    Err(e) => {
-                        tracing::error!(kind = %name, "an object the cache cannot hold: {e}");
-                        None
-                    }
-                };
                 let (object, old, deleted) = match event {
                     Ok(watcher::Event::Init) => {
                         relisted = Some(Objects::default());

@@ -648,8 +648,13 @@ impl ControllerLoop {
             Some(obj) => (Some(obj), Outside::No),
             None => (None, Outside::Unknown),
         };
+        let input = ReconcileInput {
+            controller: self.spec.name.clone(),
+            key: key.clone(),
+            object: object.as_deref().map(|o| o.json().to_string()),
+        };
         // The applier reads the whole primary (finalizers, status, owner references).
-        let parsed = match object.as_deref().map(CachedObject::to_object).transpose() {
+        let object = match object.as_deref().map(CachedObject::to_object).transpose() {
             Ok(p) => p.map(Arc::new),
             Err(e) => {
                 tracing::error!(
@@ -660,12 +665,6 @@ impl ControllerLoop {
                 return Some(ReconcileResult::TerminalError);
             }
         };
-        let input = ReconcileInput {
-            controller: self.spec.name.clone(),
-            key: key.clone(),
-            object: object.as_deref().map(|o| o.json().to_string()),
-        };
-        let object = parsed;
         let primary = Primary {
             kind: &self.primary.kind,
             object: object.as_deref(),
