@@ -26,6 +26,11 @@ fn main() -> anyhow::Result<()> {
     println!("cargo:rerun-if-changed={}", root.join("plugins").display());
     println!("cargo:rerun-if-changed=src/builtins/list.rs");
     println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    // The plugins' build profile (`[profile.wasm]`) lives in the workspace's manifest.
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.toml").display()
+    );
     // The plugins' link flags (their initial memory) live there.
     println!(
         "cargo:rerun-if-changed={}",

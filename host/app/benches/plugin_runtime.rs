@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use odh_model_controller::plugin::wire::RequestKey;
+use odh_model_controller::plugin::gvk::Gvk;
+use odh_model_controller::plugin::wire::{Operation, RawJson, RequestKey, WebhookType};
 use odh_model_controller::plugin::{
-    CallEnv, ClusterView, EngineOptions, Export, LoadRequest, LoadedPlugin, MemoryCluster,
-    PluginEngine, ReconcileInput, Source,
+    AdmissionInput, CallEnv, ClusterView, EngineOptions, Export, LoadRequest, LoadedPlugin,
+    MemoryCluster, PluginEngine, ReconcileInput, Source,
 };
 use odh_test_fixtures as fixtures;
 use serde_json::json;
@@ -72,6 +73,63 @@ fn isvc_cluster() -> MemoryCluster {
         cluster.insert(object).unwrap();
     }
     cluster
+}
+
+/// The review the admission benches send, as the webhook server hands it to the plugin: a
+/// CREATE of the 1.2 KB InferenceService.
+fn isvc_admission() -> AdmissionInput {
+    AdmissionInput {
+        uid: "00000000-0000-0000-0000-000000000000".into(),
+        path: "/validate-serving-kserve-io-v1beta1-inferenceservice".into(),
+        gvk: Gvk::new("serving.kserve.io", "v1beta1", "InferenceService"),
+        resource: "inferenceservices".into(),
+        sub_resource: None,
+        operation: Operation::Create,
+        namespace: Some("bench".into()),
+        name: Some("demo".into()),
+        object: Some(RawJson::from_value(
+            &fixtures::isvc("demo").namespace("bench").build(),
+        )),
+        old_object: None,
+        dry_run: false,
+        user_info: RawJson::from(json!({"username": "bench"})),
+    }
+}
+
+/// A run of timed calls on one thread: their wall times and the thread's CPU time since start.
+struct Calls {
+    samples: Vec<Duration>,
+    cpu: Duration,
+}
+
+impl Calls {
+    fn start(n: usize) -> Self {
+        Calls {
+            samples: Vec::with_capacity(n),
+            cpu: thread_cpu(),
+        }
+    }
+
+    fn figures(mut self) -> serde_json::Value {
+        let n = self.samples.len().max(1);
+        let cpu = (thread_cpu() - self.cpu) / n as u32;
+        self.samples.sort();
+        json!({"plugin": "isvc", "iterations": n,
+               "p50_us": micros(percentile(&self.samples, 0.50)),
+               "p99_us": micros(percentile(&self.samples, 0.99)),
+               "cpu_per_call_us": micros(cpu)})
+    }
+}
+
+/// Thread CPU time: what one call costs, without the waits of a preempted thread.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn main() {
@@ -176,6 +234,48 @@ fn main() {
         percentile(&isvc_samples, 0.99),
     );
 
+    // The InferenceService webhooks' plugin call in process (no TLS, no HTTP, no review parsed):
+    // what the admission benches' figures hold besides the transport. `blocking` as the CLI and
+    // replay call it; `inline` as the webhook server does, on a fiber of the calling task.
+    let review = isvc_admission();
+    let mut admission = serde_json::Map::new();
+    for (name, kind) in [
+        ("isvc_validate", WebhookType::Validating),
+        ("isvc_mutate", WebhookType::Mutating),
+    ] {
+        let mut input = review.clone();
+        if kind == WebhookType::Mutating {
+            input.path = "/mutate-serving-kserve-io-v1beta1-inferenceservice".into();
+        }
+        let n = iterations / 2;
+        for _ in 0..500 {
+            isvc.admit_blocking(kind, &input, &isvc_env).unwrap();
+        }
+        let mut calls = Calls::start(n);
+        for _ in 0..n {
+            let t = Instant::now();
+            std::hint::black_box(isvc.admit_blocking(kind, &input, &isvc_env).unwrap());
+            calls.samples.push(t.elapsed());
+        }
+        admission.insert(name.into(), calls.figures());
+        let inline = rt.block_on(async {
+            for _ in 0..500 {
+                isvc.admit(kind, input.clone(), isvc_env.clone())
+                    .await
+                    .unwrap();
+            }
+            let mut calls = Calls::start(n);
+            for _ in 0..n {
+                let t = Instant::now();
+                let call = isvc.admit(kind, input.clone(), isvc_env.clone());
+                std::hint::black_box(call.await.unwrap());
+                calls.samples.push(t.elapsed());
+            }
+            calls.figures()
+        });
+        admission.insert(format!("{name}_inline"), inline);
+    }
+
     // Compile from scratch (fresh engine, no cache) and load from the on-disk cache.
     let heavy_path = plugin_path("heavy");
     let heavy = std::fs::read(&heavy_path).unwrap();
@@ -224,6 +324,7 @@ fn main() {
             "plugin": "isvc", "bytes": isvc_bytes.len(), "iterations": iterations / 4,
             "p50_us": micros(ip50), "p99_us": micros(ip99),
         },
+        "admission_call": admission,
         "component": {
             "plugin": "heavy", "bytes": heavy.len(),
             "compile_median_ms": millis(compile[compile.len() / 2]),
@@ -251,6 +352,14 @@ fn main() {
         micros(ip50),
         micros(ip99)
     );
+    for (name, figures) in &admission {
+        println!(
+            "  {name:<20} call (isvc)  p50 {:>8.1} µs   p99 {:>8.1} µs   CPU/call {:>6.1} µs",
+            figures["p50_us"].as_f64().unwrap_or_default(),
+            figures["p99_us"].as_f64().unwrap_or_default(),
+            figures["cpu_per_call_us"].as_f64().unwrap_or_default(),
+        );
+    }
     println!(
         "  compile {} KiB component (heavy)   median {:>7.1} ms; cached load median {:>6.2} ms",
         heavy.len() / 1024,
