@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::load::review;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
@@ -77,23 +78,6 @@ fn write_certs(dir: &std::path::Path) -> CertificateDer<'static> {
     std::fs::write(dir.join("tls.crt"), cert.pem()).unwrap();
     std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
     ca.der().clone()
-}
-
-/// An AdmissionReview of a CREATE of `object` (of `group/version`, `kind`, `resource`).
-fn review(group: &str, version: &str, kind: &str, resource: &str, object: Value) -> Bytes {
-    let review = json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": "00000000-0000-0000-0000-000000000000",
-            "kind": {"group": group, "version": version, "kind": kind},
-            "resource": {"group": group, "version": version, "resource": resource},
-            "operation": "CREATE", "namespace": "bench",
-            "name": object["metadata"]["name"].clone(),
-            "object": object, "dryRun": false,
-            "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
-        }
-    });
-    Bytes::from(serde_json::to_vec(&review).unwrap())
 }
 
 /// What a scenario's answers must say.
@@ -203,7 +187,11 @@ fn scenarios() -> Vec<Scenario> {
             "pod_mutate_plain",
             "pod-mutator",
             "/mutate--v1-pod",
-            review("", "v1", "Pod", "pods", pod("demo-predictor-1", false)),
+            review(
+                "bench",
+                ("", "v1", "Pod", "pods"),
+                pod("demo-predictor-1", false),
+            ),
             &parameters,
             Expect::Allowed,
         ),
@@ -213,7 +201,11 @@ fn scenarios() -> Vec<Scenario> {
             "pod_mutate_plain",
             "pod-mutator",
             "/mutate--v1-pod",
-            review("", "v1", "Pod", "pods", pod("demo-predictor-1", false)),
+            review(
+                "bench",
+                ("", "v1", "Pod", "pods"),
+                pod("demo-predictor-1", false),
+            ),
             &parameters,
             Expect::Allowed,
         ),
@@ -223,16 +215,23 @@ fn scenarios() -> Vec<Scenario> {
             "hello_mutate_configmap",
             "hello",
             "/mutate-hello-configmap",
-            review("", "v1", "ConfigMap", "configmaps", hello_object.clone()),
+            review(
+                "bench",
+                ("", "v1", "ConfigMap", "configmaps"),
+                hello_object.clone(),
+            ),
             &none,
             Expect::Patch,
         ),
     ];
     let isvc_review = review(
-        "serving.kserve.io",
-        "v1beta1",
-        "InferenceService",
-        "inferenceservices",
+        "bench",
+        (
+            "serving.kserve.io",
+            "v1beta1",
+            "InferenceService",
+            "inferenceservices",
+        ),
         isvc,
     );
     let mut all = vec![
@@ -252,7 +251,11 @@ fn scenarios() -> Vec<Scenario> {
             name: "hello_mutate_configmap",
             plugin: Some(plugin("hello")),
             path: "/mutate-hello-configmap",
-            body: review("", "v1", "ConfigMap", "configmaps", hello_object.clone()),
+            body: review(
+                "bench",
+                ("", "v1", "ConfigMap", "configmaps"),
+                hello_object.clone(),
+            ),
             cluster: none.clone(),
             expect: Expect::Patch,
             max_requests: None,
@@ -282,7 +285,11 @@ fn scenarios() -> Vec<Scenario> {
             name: "pod_mutate_plain",
             plugin: Some(plugin("pod-mutator")),
             path: "/mutate--v1-pod",
-            body: review("", "v1", "Pod", "pods", pod("demo-predictor-1", false)),
+            body: review(
+                "bench",
+                ("", "v1", "Pod", "pods"),
+                pod("demo-predictor-1", false),
+            ),
             cluster: parameters.clone(),
             expect: Expect::Allowed,
             max_requests: None,
@@ -292,7 +299,11 @@ fn scenarios() -> Vec<Scenario> {
             name: "pod_mutate_ray_tls",
             plugin: Some(plugin("pod-mutator")),
             path: "/mutate--v1-pod",
-            body: review("", "v1", "Pod", "pods", pod("demo-predictor-2", true)),
+            body: review(
+                "bench",
+                ("", "v1", "Pod", "pods"),
+                pod("demo-predictor-2", true),
+            ),
             cluster: parameters.clone(),
             expect: Expect::Patch,
             max_requests: None,

@@ -26,7 +26,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::load::{Load, drive, has_patch, percentile, wait_serving, write_certs};
+use common::load::{Load, drive, has_patch, percentile, review, wait_serving, write_certs};
 use common::peer::{Contender, load_average, median, upstream_binary};
 use hyper::body::Bytes;
 use odh_test_fixtures as fixtures;
@@ -42,27 +42,6 @@ fn env_usize(name: &str, default: usize) -> usize {
         .and_then(|s| s.parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(default)
-}
-
-/// An AdmissionReview of a CREATE of `object` (of `group/version`, `kind`, `resource`).
-fn review(
-    namespace: &str,
-    (group, version, kind, resource): (&str, &str, &str, &str),
-    object: Value,
-) -> Bytes {
-    let review = json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": "00000000-0000-0000-0000-000000000000",
-            "kind": {"group": group, "version": version, "kind": kind},
-            "resource": {"group": group, "version": version, "resource": resource},
-            "operation": "CREATE", "namespace": namespace,
-            "name": object["metadata"]["name"].clone(),
-            "object": object, "dryRun": false,
-            "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
-        }
-    });
-    Bytes::from(serde_json::to_vec(&review).unwrap())
 }
 
 /// A predictor Pod as KServe creates it (a plain one: no Ray TLS, so no key is generated).

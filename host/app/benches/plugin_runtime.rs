@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use odh_model_controller::plugin::gvk::Gvk;
-use odh_model_controller::plugin::wire::{Operation, RawJson, RequestKey, WebhookType};
+use common::load::review;
+use odh_model_controller::plugin::wire::{RequestKey, WebhookType};
 use odh_model_controller::plugin::{
-    AdmissionInput, CallEnv, ClusterView, EngineOptions, Export, LoadRequest, LoadedPlugin,
-    MemoryCluster, PluginEngine, ReconcileInput, Source,
+    CallEnv, ClusterView, EngineOptions, Export, LoadRequest, LoadedPlugin, MemoryCluster,
+    PluginEngine, ReconcileInput, Source,
 };
+use odh_model_controller::webhook::parse_review;
 use odh_test_fixtures as fixtures;
 use serde_json::json;
 
@@ -75,27 +76,6 @@ fn isvc_cluster() -> MemoryCluster {
     cluster
 }
 
-/// The review the admission benches send, as the webhook server hands it to the plugin: a
-/// CREATE of the 1.2 KB InferenceService.
-fn isvc_admission() -> AdmissionInput {
-    AdmissionInput {
-        uid: "00000000-0000-0000-0000-000000000000".into(),
-        path: "/validate-serving-kserve-io-v1beta1-inferenceservice".into(),
-        gvk: Gvk::new("serving.kserve.io", "v1beta1", "InferenceService"),
-        resource: "inferenceservices".into(),
-        sub_resource: None,
-        operation: Operation::Create,
-        namespace: Some("bench".into()),
-        name: Some("demo".into()),
-        object: Some(RawJson::from_value(
-            &fixtures::isvc("demo").namespace("bench").build(),
-        )),
-        old_object: None,
-        dry_run: false,
-        user_info: RawJson::from(json!({"username": "bench"})),
-    }
-}
-
 /// A run of timed calls on one thread: their wall times and the thread's CPU time since start.
 struct Calls {
     samples: Vec<Duration>,
@@ -110,11 +90,11 @@ impl Calls {
         }
     }
 
-    fn figures(mut self) -> serde_json::Value {
+    fn figures(mut self, plugin: &str) -> serde_json::Value {
         let n = self.samples.len().max(1);
         let cpu = (thread_cpu() - self.cpu) / n as u32;
         self.samples.sort();
-        json!({"plugin": "isvc", "iterations": n,
+        json!({"plugin": plugin, "iterations": n,
                "p50_us": micros(percentile(&self.samples, 0.50)),
                "p99_us": micros(percentile(&self.samples, 0.99)),
                "cpu_per_call_us": micros(cpu)})
@@ -234,19 +214,34 @@ fn main() {
         percentile(&isvc_samples, 0.99),
     );
 
-    // The InferenceService webhooks' plugin call in process (no TLS, no HTTP, no review parsed):
-    // what the admission benches' figures hold besides the transport. `blocking` as the CLI and
-    // replay call it; `inline` as the webhook server does, on a fiber of the calling task.
-    let review = isvc_admission();
+    // The InferenceService webhooks' plugin call in process (no TLS, no HTTP): the review the
+    // admission benches send, parsed as the webhook server parses it, then the call alone.
+    // `blocking` as the CLI and replay call it; `inline` as the webhook server does, on a fiber
+    // of the calling task.
+    let isvc_review = review(
+        "bench",
+        (
+            "serving.kserve.io",
+            "v1beta1",
+            "InferenceService",
+            "inferenceservices",
+        ),
+        fixtures::isvc("demo").namespace("bench").build(),
+    );
     let mut admission = serde_json::Map::new();
-    for (name, kind) in [
-        ("isvc_validate", WebhookType::Validating),
-        ("isvc_mutate", WebhookType::Mutating),
+    for (name, kind, path) in [
+        (
+            "isvc_validate",
+            WebhookType::Validating,
+            "/validate-serving-kserve-io-v1beta1-inferenceservice",
+        ),
+        (
+            "isvc_mutate",
+            WebhookType::Mutating,
+            "/mutate-serving-kserve-io-v1beta1-inferenceservice",
+        ),
     ] {
-        let mut input = review.clone();
-        if kind == WebhookType::Mutating {
-            input.path = "/mutate-serving-kserve-io-v1beta1-inferenceservice".into();
-        }
+        let input = parse_review(&isvc_review, path).expect("the bench's review parses");
         let n = iterations / 2;
         for _ in 0..500 {
             isvc.admit_blocking(kind, &input, &isvc_env).unwrap();
@@ -257,7 +252,7 @@ fn main() {
             std::hint::black_box(isvc.admit_blocking(kind, &input, &isvc_env).unwrap());
             calls.samples.push(t.elapsed());
         }
-        admission.insert(name.into(), calls.figures());
+        admission.insert(name.into(), calls.figures("isvc"));
         let inline = rt.block_on(async {
             for _ in 0..500 {
                 isvc.admit(kind, input.clone(), isvc_env.clone())
@@ -271,7 +266,7 @@ fn main() {
                 std::hint::black_box(call.await.unwrap());
                 calls.samples.push(t.elapsed());
             }
-            calls.figures()
+            calls.figures("isvc")
         });
         admission.insert(format!("{name}_inline"), inline);
     }

@@ -18,6 +18,28 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+/// An AdmissionReview v1 as the apiserver sends one: a CREATE of `object` in `namespace`, of
+/// the kind `(group, version, kind, resource)`.
+pub fn review(
+    namespace: &str,
+    (group, version, kind, resource): (&str, &str, &str, &str),
+    object: serde_json::Value,
+) -> Bytes {
+    let review = serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "00000000-0000-0000-0000-000000000000",
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": resource},
+            "operation": "CREATE", "namespace": namespace,
+            "name": object["metadata"]["name"].clone(),
+            "object": object, "dryRun": false,
+            "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
+        }
+    });
+    Bytes::from(serde_json::to_vec(&review).unwrap())
+}
+
 /// A CA and a serving certificate for 127.0.0.1 written to `dir` (tls.crt, tls.key, the names
 /// both controller-runtime and the host read); returns the CA certificate.
 pub fn write_certs(dir: &std::path::Path) -> CertificateDer<'static> {
